@@ -1,0 +1,34 @@
+# Two entry points (see README):  make reproduce   and   make test
+# Both create .venv with the project installed if it is missing.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: venv reproduce test test-package test-notebooks lint benchmark clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+## Execute every notebook and build build/html/index.html with the reproduction scorecard.
+reproduce: $(STAMP)
+	$(BIN)/vrs reproduce
+
+## The test suite: package tests, then every notebook re-executed and validated with nbval.
+test: $(STAMP)
+	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest --nbval-lax --nbval-current-env -p no:cacheprovider notebooks
+
+lint: $(STAMP)
+	$(BIN)/ruff check vrs_helpers tests benchmarks
+
+benchmark: $(STAMP)
+	$(BIN)/python benchmarks/run.py
+
+clean:
+	rm -rf build

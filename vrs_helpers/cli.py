@@ -1,0 +1,140 @@
+"""The ``vrs`` command: data registry, notebook runner, reproduction report, parameter grids."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _parse_value(text: str):
+    """Parameter values from the command line are YAML scalars: 0.5 -> float, 10 -> int, true -> bool."""
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def _cmd_data(args) -> int:
+    import pandas as pd
+
+    from . import data
+
+    if args.action == "list":
+        table = data.to_frame()[["name", "path", "licence", "used_for"]]
+        with pd.option_context("display.max_rows", None, "display.width", 200, "display.max_colwidth", 60):
+            print(table.to_string(index=False))
+        return 0
+    if args.action == "fetch":
+        names = args.names or data.names(include_text=True)
+        for n in names:
+            print(f"{n}: {data.path(n, download=True)}")
+        return 0
+    # verify
+    table = data.verify(download=False)
+    with pd.option_context("display.max_rows", None, "display.width", 200, "display.max_colwidth", 80):
+        print(table[["name", "status", "path"]].to_string(index=False))
+    bad = table[table["status"] != "ok"]
+    for _, row in bad[bad["status"] == "mismatch"].iterrows():
+        print(f"\n{row['name']}: {row['detail']}", file=sys.stderr)
+    if (bad["status"] == "missing").any():
+        where = f"{data.ENV_DATA_DIR}={data.data_dir()}" if data.data_dir() else f"the cache {data.cache_dir()}"
+        print(f"\n{int((bad['status'] == 'missing').sum())} files missing from {where}: run `vrs data fetch` with "
+              f"internet access, or set {data.ENV_DATA_DIR} to a local copy of the data.", file=sys.stderr)
+    print(f"\n{len(table) - len(bad)} of {len(table)} files present and intact.")
+    return 1 if len(bad) else 0
+
+
+def _cmd_run(args) -> int:
+    from .runner import NotebookError, run_notebook
+
+    params = {name: _parse_value(value) for name, value in (args.param or [])}
+    try:
+        res = run_notebook(args.notebook, params, out_dir=args.out, html_dir=args.html)
+    except NotebookError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"executed: {res.output}\nhtml: {res.html}\n{len(res.scorecard)} scorecard checks: "
+          + ", ".join(f"{r['ref']} {r['quantity']} -> {r['match']}" for r in res.scorecard))
+    return 1 if any(r["match"] == "false" for r in res.scorecard) else 0
+
+
+def _cmd_reproduce(args) -> int:
+    from .runner import notebooks_in, reproduce
+
+    nbs = [Path(n) for n in args.notebooks] if args.notebooks else notebooks_in(args.folder)
+    if not nbs:
+        print(f"error: no notebooks found in {args.folder}", file=sys.stderr)
+        return 1
+    results, card = reproduce(nbs, build_dir=args.build)
+    failed = [r for r in results if r.error]
+    counts = card["match"].value_counts().to_dict()
+    print(f"{len(results)} notebooks executed, {len(failed)} failed; scorecard: {len(card)} checks {counts}")
+    print(f"report: {Path(args.build) / 'html' / 'index.html'}; scorecard: {Path(args.build) / 'scorecard.csv'}")
+    for r in failed:
+        print(f"error: {r.error}", file=sys.stderr)
+    mismatches = card[card["match"] == "false"]
+    for _, r in mismatches.iterrows():
+        print(f"mismatch: {r['notebook']} {r['ref']} {r['quantity']}: book {r['book']}, ours {r['ours']}",
+              file=sys.stderr)
+    return 1 if failed or len(mismatches) else 0
+
+
+def _cmd_batch(args) -> int:
+    from .runner import batch
+
+    results, table = batch(args.grid, out_dir=args.out, workers=args.workers)
+    failed = [r for r in results if r.error]
+    out = results[0].output.parent if results else args.out
+    print(f"{len(results)} combinations, {len(failed)} failed; notebooks and results.csv in {out}")
+    for r in failed:
+        print(f"error: {r.error} (parameters {r.parameters})", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="vrs", description="vrs-workbooks: reproduce and extend the book "
+                                     "'Validity, Reliability, and Significance' in Python.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("data", help="the registry of real data files")
+    p.add_argument("action", choices=["list", "fetch", "verify"])
+    p.add_argument("names", nargs="*", help="datasets to fetch (default: all)")
+    p.set_defaults(func=_cmd_data)
+
+    p = sub.add_parser("run", help="execute one notebook with papermill and export HTML")
+    p.add_argument("notebook")
+    p.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                   help="set a parameter (value parsed as YAML: 0.5, 10, true, [1, 2], text)")
+    p.add_argument("--out", default="build/notebooks")
+    p.add_argument("--html", default="build/html")
+    p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("reproduce", help="execute all notebooks and build build/html/index.html with the scorecard")
+    p.add_argument("notebooks", nargs="*", help="notebooks to run (default: all in --folder)")
+    p.add_argument("--folder", default="notebooks")
+    p.add_argument("--build", default="build")
+    p.set_defaults(func=_cmd_reproduce)
+
+    p = sub.add_parser("batch", help="run one notebook over a parameter grid (YAML) in parallel")
+    p.add_argument("grid")
+    p.add_argument("--out", default=None, help="output folder (default build/batch/<grid name>)")
+    p.add_argument("--workers", type=int, default=None, help="worker processes (default: number of cores)")
+    p.set_defaults(func=_cmd_batch)
+
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except Exception as exc:  # one clear line instead of a traceback for expected failures
+        from .data import DataError
+
+        if isinstance(exc, (DataError, FileNotFoundError, ValueError)):
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        raise
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

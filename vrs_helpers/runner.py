@@ -1,0 +1,206 @@
+"""Execute workbooks reproducibly (papermill), export HTML, build the reproduction report, run grids."""
+
+from __future__ import annotations
+
+import html
+import itertools
+import os
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from .scorecard import COLUMNS, extract
+
+KERNEL_NAME = "python3"  # resolved by jupyter_client to the interpreter that runs `vrs`, so any venv works
+
+
+class NotebookError(RuntimeError):
+    """A notebook failed to execute; the message names the notebook and the cell."""
+
+
+@dataclass
+class RunResult:
+    notebook: str
+    output: Path
+    html: Path | None
+    parameters: dict
+    scorecard: list[dict] = field(default_factory=list)
+    scalars: dict = field(default_factory=dict)
+    error: str = ""
+
+    def __repr__(self) -> str:
+        state = f"error: {self.error.splitlines()[0]}" if self.error else f"{len(self.scorecard)} checks"
+        return f"RunResult({self.notebook!r}, {state})"
+
+
+def _failure_message(name: str, exc: Exception) -> str:
+    cell = getattr(exc, "exec_count", None)
+    ename = getattr(exc, "ename", type(exc).__name__)
+    evalue = getattr(exc, "evalue", str(exc))
+    where = f"cell [{cell}]" if cell is not None else "an unnumbered cell"
+    return f"notebook {name} failed in {where}: {ename}: {evalue}"
+
+
+def export_html(nb_path: Path, html_dir: Path) -> Path:
+    """Export an executed notebook to standalone HTML."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    nb = nbformat.read(str(nb_path), as_version=4)
+    body, _ = HTMLExporter().from_notebook_node(nb)
+    html_dir.mkdir(parents=True, exist_ok=True)
+    out = html_dir / (nb_path.stem + ".html")
+    out.write_text(body, encoding="utf-8")
+    return out
+
+
+def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, *, out_dir: str | os.PathLike = "build/notebooks",
+                 html_dir: str | os.PathLike | None = "build/html", output_name: str | None = None,
+                 kernel_name: str = KERNEL_NAME, raise_on_error: bool = True) -> RunResult:
+    """Execute ``notebook`` with papermill (parameters injected after the ``parameters`` cell).
+
+    The executed copy goes to ``out_dir``, an HTML export to ``html_dir``. The notebook runs with its own folder
+    as working directory. A failure raises :class:`NotebookError` naming the notebook and the cell (the executed
+    copy with the traceback is still written).
+    """
+    import papermill as pm
+
+    src = Path(notebook)
+    if not src.is_file():
+        raise FileNotFoundError(f"No notebook at {src}.")
+    parameters = dict(parameters or {})
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = out_dir / (output_name or src.name)
+    error = ""
+    try:
+        pm.execute_notebook(str(src), str(out), parameters=parameters, kernel_name=kernel_name,
+                            cwd=str(src.parent.resolve()), progress_bar=False, log_output=False)
+    except Exception as exc:  # papermill wraps kernel errors in PapermillExecutionError
+        error = _failure_message(src.name, exc)
+        if raise_on_error:
+            raise NotebookError(error + f" (executed copy with the traceback: {out})") from exc
+    html_path = export_html(out, Path(html_dir)) if html_dir is not None and out.exists() else None
+    rows, scalars = extract(out) if out.exists() else ([], {})
+    return RunResult(src.name, out, html_path, parameters, rows, scalars, error)
+
+
+def notebooks_in(folder: str | os.PathLike = "notebooks") -> list[Path]:
+    """The workbooks in ``folder`` in order (names starting with two digits)."""
+    return sorted(p for p in Path(folder).glob("[0-9][0-9]_*.ipynb"))
+
+
+def _index_html(results: list[RunResult], card: pd.DataFrame) -> str:
+    items = "".join(
+        f"<li><a href='{html.escape(r.html.name)}'>{html.escape(r.notebook)}</a>"
+        f"{' — <b style=color:#cf222e>FAILED</b>: ' + html.escape(r.error) if r.error else ''}</li>"
+        for r in results if r.html is not None)
+    counts = card["match"].value_counts().to_dict() if len(card) else {}
+    summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+    colour = {"true": "#dafbe1", "explained": "#fff8c5", "false": "#ffebe9"}
+    rows = "".join(
+        "<tr style='background:{}'>{}</tr>".format(
+            colour.get(str(r["match"]), "white"),
+            "".join(f"<td>{html.escape(str(r[c]))}</td>" for c in COLUMNS))
+        for _, r in card.iterrows())
+    head = "".join(f"<th>{c}</th>" for c in COLUMNS)
+    return f"""<!doctype html><html><head><meta charset='utf-8'><title>vrs-workbooks: reproduction report</title>
+<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto}}table{{border-collapse:collapse}}
+td,th{{border:1px solid #ccc;padding:3px 8px;font-size:90%}}</style></head><body>
+<h1>vrs-workbooks: reproduction report</h1>
+<p>Executed notebooks (Riezler &amp; Hagmann, <i>Validity, Reliability, and Significance</i>):</p><ul>{items}</ul>
+<h2>Reproduction scorecard</h2><p>{len(card)} published numbers checked: {summary or 'none'}.
+<code>match</code> is <i>true</i> within the stated tolerance, <i>explained</i> for a documented difference
+(see the notebook), <i>false</i> otherwise.</p>
+<table><tr>{head}</tr>{rows}</table></body></html>"""
+
+
+def reproduce(notebooks: list[Path] | None = None, build_dir: str | os.PathLike = "build",
+              progress: bool = True) -> tuple[list[RunResult], pd.DataFrame]:
+    """Execute all workbooks in order, then write ``build/scorecard.csv`` and ``build/html/index.html``.
+
+    Every notebook is run even when an earlier one fails; failures are reported in the index and in the
+    returned results (``RunResult.error``).
+    """
+    from tqdm.auto import tqdm
+
+    build = Path(build_dir)
+    notebooks = notebooks if notebooks is not None else notebooks_in()
+    results = []
+    bar = tqdm(notebooks, desc="notebooks", unit="nb", disable=not progress)
+    for nb in bar:
+        bar.set_postfix_str(Path(nb).name)
+        results.append(run_notebook(nb, out_dir=build / "notebooks", html_dir=build / "html", raise_on_error=False))
+    card = pd.DataFrame([{c: row.get(c) for c in COLUMNS} for r in results for row in r.scorecard], columns=COLUMNS)
+    build.mkdir(parents=True, exist_ok=True)
+    card.to_csv(build / "scorecard.csv", index=False)
+    (build / "html").mkdir(parents=True, exist_ok=True)
+    (build / "html" / "index.html").write_text(_index_html(results, card), encoding="utf-8")
+    return results, card
+
+
+# --------------------------------------------------------------------------------------------------- batch
+
+def expand_grid(grid: dict) -> list[dict]:
+    """Cartesian product of a {name: [values]} mapping (a scalar counts as a one-element list)."""
+    if not grid:
+        return [{}]
+    keys = list(grid)
+    lists = [v if isinstance(v, list) else [v] for v in grid.values()]
+    return [dict(zip(keys, combo)) for combo in itertools.product(*lists)]
+
+
+def _slug(params: dict) -> str:
+    text = "__".join(f"{k}-{v}" for k, v in params.items())
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)[:150] or "default"
+
+
+def _batch_one(notebook: str, params: dict, out_dir: str) -> RunResult:
+    return run_notebook(notebook, params, out_dir=out_dir, html_dir=None,
+                        output_name=f"{Path(notebook).stem}__{_slug(params)}.ipynb", raise_on_error=False)
+
+
+def load_grid(path: str | os.PathLike) -> dict:
+    """Read and check a grid file: ``notebook`` (path, relative to the file), ``parameters`` ({name: [values]})."""
+    import yaml
+
+    p = Path(path)
+    spec = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    if "notebook" not in spec:
+        raise ValueError(f"{p}: the grid file needs a 'notebook' entry (path of the notebook to run).")
+    nb = Path(spec["notebook"])
+    if not nb.is_absolute():
+        nb = (p.parent / nb).resolve()
+    if not nb.is_file():
+        raise FileNotFoundError(f"{p}: notebook {spec['notebook']!r} not found (looked at {nb}).")
+    params = spec.get("parameters") or {}
+    if not isinstance(params, dict):
+        raise ValueError(f"{p}: 'parameters' must map each parameter name to a list of values.")
+    return {"notebook": nb, "parameters": params, "output": spec.get("output")}
+
+
+def batch(grid_file: str | os.PathLike, out_dir: str | os.PathLike | None = None, workers: int | None = None,
+          progress: bool = True) -> tuple[list[RunResult], pd.DataFrame]:
+    """Run one notebook over the cartesian product of a parameter grid, in parallel worker processes.
+
+    Writes one executed notebook per combination and ``results.csv`` (parameters + every recorded scalar,
+    one row per combination) into ``out_dir`` (default ``build/batch/<grid name>``).
+    """
+    from tqdm.auto import tqdm
+
+    spec = load_grid(grid_file)
+    combos = expand_grid(spec["parameters"])
+    out = Path(out_dir or spec.get("output") or Path("build") / "batch" / Path(grid_file).stem)
+    out.mkdir(parents=True, exist_ok=True)
+    workers = workers or os.cpu_count() or 1
+    results: list[RunResult | None] = [None] * len(combos)
+    with ProcessPoolExecutor(max_workers=min(workers, len(combos))) as pool:
+        futures = {pool.submit(_batch_one, str(spec["notebook"]), c, str(out)): i for i, c in enumerate(combos)}
+        for fut in tqdm(as_completed(futures), total=len(futures), desc="combinations", disable=not progress):
+            results[futures[fut]] = fut.result()
+    table = pd.DataFrame([{**r.parameters, **r.scalars, "notebook_output": r.output.name, "error": r.error}
+                          for r in results])
+    table.to_csv(out / "results.csv", index=False)
+    return results, table
