@@ -255,14 +255,14 @@ def two_rater_table(n_units: int, prevalence: float, disagreements: int, split: 
     return np.array([a, b], dtype=float)
 
 
-def paradox_grid(n_units: int, prevalences, max_disagreements: int) -> pd.DataFrame:
+def paradox_grid(n_units: int, prevalences, max_disagreements: int, split: float = 0.5) -> pd.DataFrame:
     """Alpha, pi, kappa and percent agreement for two-rater binary tables over prevalence x disagreements."""
     rows = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedAgreementWarning)
         for p in prevalences:
             for k in range(0, max_disagreements + 1):
-                t = two_rater_table(n_units, p, k)
+                t = two_rater_table(n_units, p, k, split)
                 rows.append({"prevalence": p, "disagreements": k,
                              "percent_agreement": percent_agreement(t[0], t[1]),
                              "alpha": krippendorff_alpha(t, "nominal", _warn=False).alpha,

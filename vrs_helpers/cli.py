@@ -51,8 +51,13 @@ def _cmd_run(args) -> int:
     from .runner import NotebookError, run_notebook
 
     params = {name: _parse_value(value) for name, value in (args.param or [])}
+    if args.inplace and params:
+        print("error: --inplace stores the executed notebook as the committed one; it takes no -p parameters "
+              "(the committed notebook shows the defaults, which reproduce the book).", file=sys.stderr)
+        return 2
+    out_dir, name = (Path(args.notebook).parent, Path(args.notebook).name) if args.inplace else (args.out, None)
     try:
-        res = run_notebook(args.notebook, params, out_dir=args.out, html_dir=args.html)
+        res = run_notebook(args.notebook, params, out_dir=out_dir, html_dir=args.html, output_name=name)
     except NotebookError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -110,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="set a parameter (value parsed as YAML: 0.5, 10, true, [1, 2], text)")
     p.add_argument("--out", default="build/notebooks")
     p.add_argument("--html", default="build/html")
+    p.add_argument("--inplace", action="store_true",
+                   help="write the executed notebook (volatile metadata stripped) back over the source, "
+                        "to commit it with its outputs")
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("reproduce", help="execute all notebooks and build build/html/index.html with the scorecard")

@@ -373,3 +373,19 @@ def verify(download: bool = False) -> pd.DataFrame:
             status = "mismatch" if "Refusing" in str(exc) else "missing"
             rows.append(VerifyRow(entry.name, entry.path, status, str(exc)))
     return pd.DataFrame([r.__dict__ for r in rows])
+
+
+# ------------------------------------------------------------------------------------ small data we ship
+
+BOOK_DIR = Path(__file__).resolve().parent.parent / "data" / "book"
+
+
+def book_table(name: str) -> dict:
+    """A small table typed in from the book (``data/book/<name>.json``), e.g. ``book_table("agreement_3_3_1")``."""
+    import json
+
+    p = BOOK_DIR / f"{name}.json"
+    if not p.is_file():
+        known = sorted(q.stem for q in BOOK_DIR.glob("*.json"))
+        raise DataError(f"No book table {name!r} in {BOOK_DIR}; known: {', '.join(known) or 'none'}.")
+    return json.loads(p.read_text(encoding="utf-8"))

@@ -43,6 +43,14 @@ def _failure_message(name: str, exc: Exception) -> str:
     return f"notebook {name} failed in {where}: {ename}: {evalue}"
 
 
+def strip_volatile(nb) -> None:
+    """Remove what changes from run to run without changing results: papermill timings, execution metadata."""
+    nb.metadata.pop("papermill", None)
+    for cell in nb.cells:
+        cell.metadata.pop("papermill", None)
+        cell.metadata.pop("execution", None)
+
+
 def export_html(nb_path: Path, html_dir: Path) -> Path:
     """Export an executed notebook to standalone HTML."""
     import nbformat
@@ -56,8 +64,9 @@ def export_html(nb_path: Path, html_dir: Path) -> Path:
     return out
 
 
-def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, *, out_dir: str | os.PathLike = "build/notebooks",
-                 html_dir: str | os.PathLike | None = "build/html", output_name: str | None = None,
+def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, *,
+                 out_dir: str | os.PathLike = "build/notebooks", html_dir: str | os.PathLike | None = "build/html",
+                 output_name: str | None = None,
                  kernel_name: str = KERNEL_NAME, raise_on_error: bool = True) -> RunResult:
     """Execute ``notebook`` with papermill (parameters injected after the ``parameters`` cell).
 
@@ -82,6 +91,12 @@ def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, *,
         error = _failure_message(src.name, exc)
         if raise_on_error:
             raise NotebookError(error + f" (executed copy with the traceback: {out})") from exc
+    if out.exists():
+        import nbformat
+
+        executed = nbformat.read(str(out), as_version=4)
+        strip_volatile(executed)
+        nbformat.write(executed, str(out))
     html_path = export_html(out, Path(html_dir)) if html_dir is not None and out.exists() else None
     rows, scalars = extract(out) if out.exists() else ([], {})
     return RunResult(src.name, out, html_path, parameters, rows, scalars, error)
@@ -149,7 +164,7 @@ def expand_grid(grid: dict) -> list[dict]:
         return [{}]
     keys = list(grid)
     lists = [v if isinstance(v, list) else [v] for v in grid.values()]
-    return [dict(zip(keys, combo)) for combo in itertools.product(*lists)]
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*lists)]
 
 
 def _slug(params: dict) -> str:

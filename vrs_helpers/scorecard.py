@@ -60,6 +60,14 @@ class Check:
                 f"(tolerance {_fmt(self.tolerance)}) → <span style='color:{colour}'>{self.match}</span>{expl}</div>")
 
 
+def printed_tolerance(digits: int) -> float:
+    """Half a unit of the last printed digit: the tolerance for a number printed with ``digits`` decimals.
+
+    A hair (1e-9 relative) is added so that a value exactly half-way (0.875 printed as 0.88) matches.
+    """
+    return 0.5 * 10.0 ** (-digits) * (1 + 1e-9)
+
+
 def compare(book: float, ours: float, tolerance: float) -> bool:
     """True when ``ours`` is within the absolute ``tolerance`` of ``book`` (NaN matches NaN)."""
     book, ours = float(book), float(ours)

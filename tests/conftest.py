@@ -1,0 +1,23 @@
+"""Test configuration: point the data registry at ../shared/data (never download in tests)."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA = ROOT.parent / "shared" / "data"
+
+if not os.environ.get("VRS_DATA_DIR") and (SHARED_DATA / "SHA256SUMS").is_file():
+    os.environ["VRS_DATA_DIR"] = str(SHARED_DATA)
+
+
+def _data_available() -> bool:
+    d = os.environ.get("VRS_DATA_DIR")
+    return bool(d) and (Path(d) / "SHA256SUMS").is_file()
+
+
+requires_data = pytest.mark.skipif(
+    not _data_available(),
+    reason="real data not available: set VRS_DATA_DIR to a local copy of the data (see README); tests never download",
+)

@@ -1,0 +1,46 @@
+"""pyproject.toml and environment.yml list the same packages; the README lists every notebook."""
+
+import re
+from pathlib import Path
+
+import yaml
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _name(req: str) -> str:
+    return re.split(r"[<>=!~ \[;]", req.strip(), maxsplit=1)[0].lower().replace("_", "-")
+
+
+def test_environment_yml_matches_pyproject():
+    py = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = {_name(r) for r in py["dependencies"]} | {_name(r) for r in py["optional-dependencies"]["dev"]}
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    conda = {_name(d) for d in env["dependencies"] if isinstance(d, str)} - {"python", "pip"}
+    assert conda == wanted, f"only in pyproject: {wanted - conda}; only in environment.yml: {conda - wanted}"
+
+
+def test_readme_lists_every_notebook_and_two_commands():
+    readme = (ROOT / "README.md").read_text()
+    for nb in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        assert nb.name in readme, f"README does not list {nb.name}"
+    assert "make reproduce" in readme and "make test" in readme
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "make test" in ci
+
+
+def test_every_notebook_has_a_parameters_cell():
+    import nbformat
+
+    for nb_path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        nb = nbformat.read(str(nb_path), as_version=4)
+        tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+        assert len(tagged) == 1, f"{nb_path.name} needs exactly one cell tagged 'parameters'"

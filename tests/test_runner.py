@@ -1,0 +1,83 @@
+"""The notebook runner: papermill execution, HTML export, scorecard collection, batch grids, failures."""
+
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import pytest
+from conftest import ROOT, requires_data
+
+from vrs_helpers import runner
+from vrs_helpers.cli import main
+
+
+def _write_nb(path: Path, code_cells, params="x = 1"):
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    p = nbformat.v4.new_code_cell(params)
+    p.metadata["tags"] = ["parameters"]
+    nb.cells = [p] + [nbformat.v4.new_code_cell(c) for c in code_cells]
+    nbformat.write(nb, str(path))
+    return path
+
+
+def test_run_collects_scorecard_and_scalars(tmp_path):
+    nb = _write_nb(tmp_path / "01_toy.ipynb", [
+        "from vrs_helpers.scorecard import Scorecard, record\n"
+        "card = Scorecard('01_toy')\n"
+        "card.check('Table 9.9', 'twice x', 4.0, 2 * x, tolerance=0.0)\n"
+        "record('x squared', x * x)"])
+    res = runner.run_notebook(nb, {"x": 2}, out_dir=tmp_path / "out", html_dir=tmp_path / "html")
+    assert res.scorecard[0]["match"] == "true" and res.scalars["x squared"] == 4.0
+    assert res.html.is_file() and "Table 9.9" in res.html.read_text()
+    executed = nbformat.read(str(res.output), as_version=4)
+    assert "papermill" not in executed.metadata  # volatile metadata stripped
+
+
+def test_failure_names_notebook_and_cell(tmp_path):
+    nb = _write_nb(tmp_path / "02_bad.ipynb", ["y = 1", "raise ValueError('boom')"])
+    with pytest.raises(runner.NotebookError, match=r"02_bad.ipynb failed in cell \[\d+\]: ValueError: boom"):
+        runner.run_notebook(nb, out_dir=tmp_path / "out", html_dir=None)
+    assert main(["run", str(nb), "--out", str(tmp_path / "o2"), "--html", str(tmp_path / "h2")]) == 1
+
+
+def test_reproduce_writes_index_and_scorecard(tmp_path):
+    good = _write_nb(tmp_path / "01_good.ipynb", [
+        "from vrs_helpers.scorecard import Scorecard\n"
+        "Scorecard('01_good').check('Table 1.1', 'one', 1.0, 1.0, 0.0)"])
+    bad = _write_nb(tmp_path / "02_bad.ipynb", ["1/0"])
+    results, card = runner.reproduce([good, bad], build_dir=tmp_path / "build", progress=False)
+    assert [bool(r.error) for r in results] == [False, True]
+    csv = pd.read_csv(tmp_path / "build" / "scorecard.csv")
+    assert list(csv.columns) == ["notebook", "ref", "quantity", "book", "ours", "tolerance", "match"]
+    assert csv["ref"].tolist() == ["Table 1.1"]
+    index = (tmp_path / "build" / "html" / "index.html").read_text()
+    assert "01_good.html" in index and "FAILED" in index and "ZeroDivisionError" in index
+
+
+def test_expand_grid():
+    assert runner.expand_grid({"a": [1, 2], "b": [3], "c": 4}) == [
+        {"a": 1, "b": 3, "c": 4}, {"a": 2, "b": 3, "c": 4}]
+    assert runner.expand_grid({}) == [{}]
+
+
+def test_load_grid_errors(tmp_path):
+    (tmp_path / "g.yaml").write_text("parameters: {a: [1]}\n")
+    with pytest.raises(ValueError, match="needs a 'notebook' entry"):
+        runner.load_grid(tmp_path / "g.yaml")
+    (tmp_path / "g.yaml").write_text("notebook: missing.ipynb\n")
+    with pytest.raises(FileNotFoundError, match="missing.ipynb"):
+        runner.load_grid(tmp_path / "g.yaml")
+
+
+@requires_data
+def test_batch_with_the_shipped_example_grid(tmp_path):
+    grid = ROOT / "examples" / "paradox_grid.yaml"
+    assert main(["batch", str(grid), "--out", str(tmp_path), "--workers", "2"]) == 0
+    outputs = sorted(tmp_path.glob("*.ipynb"))
+    assert len(outputs) == 4
+    table = pd.read_csv(tmp_path / "results.csv")
+    assert len(table) == 4 and {"n_units", "split"} <= set(table.columns)
+    assert table["error"].isna().all()
+    alpha_col = [c for c in table.columns if "Krippendorff's alpha (krippendorff_10_items)" in c]
+    assert alpha_col and table[alpha_col[0]].round(3).eq(0.095).all()  # book example independent of the grid
