@@ -1,0 +1,833 @@
+"""Linear mixed models with crossed random intercepts, fitted from sufficient statistics (no R).
+
+Model (book appendix A; Bates et al. 2015, "Fitting Linear Mixed-Effects Models Using lme4", JSS 67(1)):
+
+    y = X beta + sum_k Z_k b_k + eps,   b_k ~ N(0, sigma_k^2 I),   eps ~ N(0, sigma^2 I)
+
+with relative covariance factor Lambda = diag(theta_k), theta_k = sigma_k / sigma. The profiled deviance (lme4
+eq. 34 for ML, eq. 41 for REML) depends on the data only through the cross-products
+
+    Z'Z, Z'X, X'X, Z'y, X'y, y'y, n,
+
+which are sums over rows. :func:`fit` accumulates them in one pass over a DataFrame or an iterable of DataFrame
+chunks (memory independent of the number of rows), then optimizes theta with a cost that depends only on the
+number of random-effect levels: the largest grouping factor (e.g. sentences) gives a diagonal block of
+Lambda'Z'Z Lambda + I, and the Cholesky factor is obtained through the Schur complement of that block.
+
+Fixed effects use treatment contrasts (R's default). To allow levels to first appear in any chunk, rows are
+accumulated on a cell basis (one indicator per observed combination of fixed-effect factor levels, times each
+numeric monomial) and mapped to the treatment-coded design at the end: X = W T, so X'X = T'W'W T, etc.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+from scipy import linalg, optimize, stats
+
+from .formula import Formula, FormulaError, parse
+
+
+class MixedModelError(ValueError):
+    """Bad input for a mixed model: the message says what is wrong and what to do."""
+
+
+class SingularFitWarning(UserWarning):
+    """A variance component is estimated on the boundary (zero): lme4's 'boundary (singular) fit'."""
+
+
+class ConvergenceWarning(UserWarning):
+    """The optimizer did not report convergence."""
+
+
+class AliasedFactorsWarning(UserWarning):
+    """Two random factors partition the data identically: only the sum of their variances is identified."""
+
+
+SINGULAR_TOL = 1e-4  # lme4's isSingular() tolerance on theta
+
+
+# --------------------------------------------------------------------------------------- accumulation
+
+class _Levels:
+    """Global codes for the values of one grouping variable, in order of first appearance."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.index: dict = {}
+        self.values: list = []
+        self.categories: list | None = None  # pandas categories order, when every chunk is categorical
+
+    def encode(self, s: pd.Series) -> np.ndarray:
+        if isinstance(s.dtype, pd.CategoricalDtype):
+            cats = list(s.cat.categories)
+            if self.categories is None and not self.values:
+                self.categories = cats
+            elif self.categories is not None:
+                self.categories += [c for c in cats if c not in set(self.categories)]
+            local, uniques = s.cat.codes.to_numpy(), np.asarray(cats, dtype=object)
+        else:
+            self.categories = None if self.values else self.categories
+            local, uniques = pd.factorize(s, sort=False)
+            uniques = np.asarray(uniques, dtype=object)
+        mapping = np.empty(len(uniques), dtype=np.int64)
+        for i, u in enumerate(uniques):
+            code = self.index.get(u)
+            if code is None:
+                code = len(self.values)
+                self.index[u] = code
+                self.values.append(u)
+            mapping[i] = code
+        return mapping[local]
+
+    def order(self) -> list:
+        """R's level order: the categorical's categories if the data were categorical, else sorted values."""
+        if self.categories is not None:
+            return [c for c in self.categories if c in self.index]
+        try:
+            return sorted(self.values)
+        except TypeError:
+            return sorted(self.values, key=str)
+
+
+class _SparseSum:
+    """Sum of weights over (row, col) integer keys; merged per chunk so memory follows distinct keys only."""
+
+    def __init__(self):
+        self.keys = np.empty(0, dtype=np.int64)
+        self.vals = np.empty((0, 0))
+
+    def add(self, rows: np.ndarray, cols: np.ndarray, weights: np.ndarray, ncol_hint: int = 1 << 31):
+        key = rows.astype(np.int64) * ncol_hint + cols.astype(np.int64)
+        w = np.atleast_2d(weights.T).T if weights.ndim == 1 else weights
+        if self.vals.size == 0 and len(self.keys) == 0:
+            self.vals = np.empty((0, w.shape[1]))
+        keys = np.concatenate([self.keys, key])
+        vals = np.concatenate([self.vals, w])
+        uniq, inv = np.unique(keys, return_inverse=True)
+        summed = np.zeros((len(uniq), w.shape[1]))
+        np.add.at(summed, inv, vals) if len(uniq) < 64 else [
+            summed.__setitem__((slice(None), j), np.bincount(inv, weights=vals[:, j], minlength=len(uniq)))
+            for j in range(w.shape[1])]
+        self.keys, self.vals = uniq, summed
+
+    def dense(self, nrow: int, ncol: int, ncol_hint: int = 1 << 31, j: int = 0) -> np.ndarray:
+        out = np.zeros((nrow, ncol))
+        if len(self.keys):
+            out[self.keys // ncol_hint, self.keys % ncol_hint] = self.vals[:, j]
+        return out
+
+
+@dataclass
+class SufficientStats:
+    """Cross-products of a mixed model, accumulated over rows (all are sums, so partitions can be merged)."""
+
+    formula: Formula
+    n: int
+    groups: list[str]  # random grouping names, lme4 style
+    levels: list[list]  # level labels per grouping (order of the Z columns)
+    ZtZ_diag: list[np.ndarray]  # per grouping: counts per level
+    ZtZ_cross: dict  # (k, l) -> dense m_k x m_l counts, k < l
+    ZtX: list[np.ndarray]  # per grouping: m_k x p
+    Zty: list[np.ndarray]
+    XtX: np.ndarray
+    Xty: np.ndarray
+    yty: float
+    ysum: float
+    fixed_names: list[str]
+    factor_levels: dict  # fixed factor -> ordered levels (reference first)
+    numeric_means: dict  # numeric covariate -> mean (for marginal means)
+    cells: pd.DataFrame  # observed cells of the fixed factors with counts, and the X row of each cell
+    cell_X: np.ndarray  # one X row per cell (numeric covariates at their cell mean is not needed: see emmeans)
+
+    @property
+    def p(self) -> int:
+        return self.XtX.shape[0]
+
+
+def _check_columns(df: pd.DataFrame, needed: list[str]) -> None:
+    missing = [c for c in needed if c not in df.columns]
+    if missing:
+        import difflib
+
+        hints = []
+        for m in missing:
+            close = difflib.get_close_matches(m, [str(c) for c in df.columns], n=1)
+            hints.append(f"{m!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        raise MixedModelError(f"Column(s) {', '.join(hints)} not in the data; available columns: "
+                              f"{', '.join(map(str, df.columns))}.")
+
+
+def _is_factor(s: pd.Series) -> bool:
+    return (isinstance(s.dtype, pd.CategoricalDtype) or s.dtype == object or pd.api.types.is_string_dtype(s.dtype)
+            or pd.api.types.is_bool_dtype(s.dtype))
+
+
+def _chunks(data) -> Iterable[pd.DataFrame]:
+    if isinstance(data, pd.DataFrame):
+        yield data
+        return
+    try:
+        import pyarrow.dataset as pads
+
+        if isinstance(data, pads.Dataset):
+            for batch in data.to_batches():
+                yield batch.to_pandas()
+            return
+    except ImportError:  # pragma: no cover
+        pass
+    if isinstance(data, (str, bytes)) or not hasattr(data, "__iter__"):
+        raise MixedModelError(f"data must be a DataFrame or an iterable of DataFrame chunks; got {type(data).__name__}.")
+    for chunk in data:
+        if not isinstance(chunk, pd.DataFrame):
+            raise MixedModelError(f"Every chunk must be a DataFrame; got {type(chunk).__name__}.")
+        yield chunk
+
+
+def accumulate(formula: str | Formula, data, dropna: bool = False) -> SufficientStats:
+    """One pass over ``data`` (DataFrame or iterable of DataFrame chunks): the model's cross-products."""
+    f = parse(formula) if isinstance(formula, str) else formula
+    fixed_vars = f.fixed_variables
+    needed = list(dict.fromkeys([f.response] + fixed_vars + f.random_variables))
+    kinds: dict[str, bool] | None = None  # variable -> is factor
+    columns = None
+    n = 0
+    ysum = yty = 0.0
+    # fixed part on the cell basis
+    fixed_factors: list[str] = []
+    numerics: list[str] = []
+    monomials: list[tuple[str, ...]] = []
+    cell_levels: dict[str, _Levels] = {}
+    cell_index: dict[tuple, int] = {}
+    cell_keys: list[tuple] = []
+    WtW = _SparseSum()  # (cell, monomial pair) sums
+    Wty = _SparseSum()
+    num_sums: dict[str, float] = {}
+    grp_levels = [_Levels(f.group_name(g)) for g in f.random]
+    var_levels: dict[str, _Levels] = {}
+    ZtW = [_SparseSum() for _ in f.random]
+    Zy = [_SparseSum() for _ in f.random]
+    cross = {(k, l): _SparseSum() for k in range(len(f.random)) for l in range(k + 1, len(f.random))}
+    for chunk in _chunks(data):
+        if columns is None:
+            columns = list(chunk.columns)
+            _check_columns(chunk, needed)
+        elif list(chunk.columns) != columns:
+            raise MixedModelError(f"Chunks have different columns: the first has {columns}, a later one "
+                                  f"{list(chunk.columns)}. Every chunk must have the same columns.")
+        if len(chunk) == 0:
+            continue
+        chunk = chunk[needed]
+        nan_rows = chunk.isna().any(axis=1)
+        if nan_rows.any():
+            if not dropna:
+                per_col = chunk.isna().sum()
+                detail = ", ".join(f"{c}: {int(k)}" for c, k in per_col.items() if k)
+                raise MixedModelError(f"{int(nan_rows.sum())} rows have missing values ({detail}). Drop them first "
+                                      f"or call fit(..., dropna=True) to drop them.")
+            chunk = chunk[~nan_rows]
+            if len(chunk) == 0:
+                continue
+        if kinds is None:
+            kinds = {v: _is_factor(chunk[v]) for v in fixed_vars}
+            fixed_factors = [v for v in fixed_vars if kinds[v]]
+            numerics = [v for v in fixed_vars if not kinds[v]]
+            monomials = list(dict.fromkeys(tuple(v for v in t if not kinds[v]) for t in f.fixed_terms))
+            if () not in monomials:
+                monomials.insert(0, ())
+            cell_levels = {v: _Levels(v) for v in fixed_factors}
+            num_sums = {v: 0.0 for v in numerics}
+            for v in f.random_variables:
+                var_levels[v] = _Levels(v)
+        y = chunk[f.response]
+        if not pd.api.types.is_numeric_dtype(y) or pd.api.types.is_bool_dtype(y):
+            raise MixedModelError(f"The response {f.response!r} must be numeric; it has dtype {y.dtype}.")
+        y = y.to_numpy(dtype=float)
+        if not np.isfinite(y).all():
+            raise MixedModelError(f"The response {f.response!r} has infinite values.")
+        m = len(y)
+        n += m
+        ysum += float(y.sum())
+        yty += float(y @ y)
+        # fixed part
+        mono_vals = np.ones((m, len(monomials)))
+        for v in numerics:
+            s = chunk[v]
+            if not pd.api.types.is_numeric_dtype(s):
+                raise MixedModelError(f"Fixed-effect column {v!r} changed type between chunks.")
+            num_sums[v] += float(s.sum())
+        for j, mono in enumerate(monomials):
+            for v in mono:
+                mono_vals[:, j] *= chunk[v].to_numpy(dtype=float)
+        if fixed_factors:
+            codes = np.column_stack([cell_levels[v].encode(chunk[v]) for v in fixed_factors])
+            uniq, inv = np.unique(codes, axis=0, return_inverse=True)
+            inv = inv.ravel()
+            ids = np.empty(len(uniq), dtype=np.int64)
+            for i, row in enumerate(map(tuple, uniq)):
+                if row not in cell_index:
+                    cell_index[row] = len(cell_keys)
+                    cell_keys.append(row)
+                ids[i] = cell_index[row]
+            cell = ids[inv]
+        else:
+            if not cell_keys:
+                cell_index[()] = 0
+                cell_keys.append(())
+            cell = np.zeros(m, dtype=np.int64)
+        M = len(monomials)
+        pair_w = np.column_stack([mono_vals[:, i] * mono_vals[:, j] for i in range(M) for j in range(M)])
+        WtW.add(cell, np.zeros(m), pair_w)
+        Wty.add(cell, np.zeros(m), mono_vals * y[:, None])
+        # random part
+        gcodes = []
+        var_codes = {v: var_levels[v].encode(chunk[v]) for v in f.random_variables}
+        for k, g in enumerate(f.random):
+            if len(g) == 1:
+                gcodes.append(var_codes[g[0]])
+            else:
+                joint = pd.Series(list(zip(*(var_codes[v] for v in g), strict=True)), dtype=object)
+                gcodes.append(grp_levels[k].encode(joint))
+        for k in range(len(f.random)):
+            ZtW[k].add(gcodes[k], cell, mono_vals)
+            Zy[k].add(gcodes[k], np.zeros(m), y)
+            for l in range(k + 1, len(f.random)):
+                cross[(k, l)].add(gcodes[k], gcodes[l], np.ones(m))
+    if kinds is None or n == 0:
+        raise MixedModelError("The data are empty: no rows to fit.")
+    if n < 3:
+        raise MixedModelError(f"Only {n} observations: a mixed model needs at least 3.")
+    # level labels of random groupings
+    levels = []
+    for k, g in enumerate(f.random):
+        if len(g) == 1:
+            levels.append(list(var_levels[g[0]].values))
+        else:
+            levels.append([":".join(str(var_levels[v].values[c]) for v, c in zip(g, key, strict=True))
+                           for key in grp_levels[k].values])
+    for k, g in enumerate(f.random):
+        if len(levels[k]) < 2:
+            raise MixedModelError(f"The random factor {f.group_name(g)!r} has a single level "
+                                  f"({levels[k][0]!r}): a variance between levels needs at least 2 (lme4 refuses too).")
+    sizes = [len(lv) for lv in levels]
+    Mn = len(monomials)
+    n_cells = len(cell_keys)
+    w = n_cells * Mn  # cell basis column index: cell * Mn + monomial
+    WtW_d = np.zeros((w, w))
+    block = WtW.dense(n_cells, 1) if False else None  # noqa: F841 (kept simple below)
+    for c_idx, key in enumerate(WtW.keys):
+        c = int(key // (1 << 31))
+        vals = WtW.vals[c_idx].reshape(Mn, Mn)
+        WtW_d[c * Mn:(c + 1) * Mn, c * Mn:(c + 1) * Mn] = vals
+    Wty_d = np.zeros(w)
+    for c_idx, key in enumerate(Wty.keys):
+        c = int(key // (1 << 31))
+        Wty_d[c * Mn:(c + 1) * Mn] = Wty.vals[c_idx]
+    ZtW_d = []
+    for k in range(len(f.random)):
+        mat = np.zeros((sizes[k], w))
+        rows, cols = ZtW[k].keys // (1 << 31), ZtW[k].keys % (1 << 31)
+        for j in range(Mn):
+            mat[rows, cols * Mn + j] = ZtW[k].vals[:, j]
+        ZtW_d.append(mat)
+    Zty_d = [Zy[k].dense(sizes[k], 1)[:, 0] for k in range(len(f.random))]
+    cross_d = {kl: acc.dense(sizes[kl[0]], sizes[kl[1]]) for kl, acc in cross.items()}
+    # the design: treatment contrasts on the observed cells
+    factor_levels = {v: cell_levels[v].order() for v in fixed_factors}
+    for v, lv in factor_levels.items():
+        if len(lv) < 2:
+            raise MixedModelError(f"The fixed-effect factor {v!r} has a single level ({lv[0]!r}): it has no "
+                                  f"contrast to estimate; remove it from the formula.")
+    cell_frame = pd.DataFrame([[cell_levels[v].values[c] for v, c in zip(fixed_factors, key, strict=True)]
+                               for key in cell_keys], columns=fixed_factors)
+    names, T = _treatment_design(f, fixed_factors, numerics, monomials, factor_levels, cell_frame)
+    XtX = T.T @ WtW_d @ T
+    Xty = T.T @ Wty_d
+    ZtX = [mat @ T for mat in ZtW_d]
+    counts = np.array([WtW_d[c * Mn, c * Mn] for c in range(n_cells)])
+    cell_frame["n"] = counts.astype(int)
+    cell_X = T[np.arange(n_cells) * Mn, :]  # X row of each cell with every numeric monomial set to... see emmeans
+    stats_ = SufficientStats(f, n, [f.group_name(g) for g in f.random], levels,
+                             [np.diag(ZtW_d[k] @ np.zeros((w, 0))) if False else
+                              np.bincount(np.zeros(0, dtype=int)) for k in range(0)], cross_d, ZtX, Zty_d,
+                             XtX, Xty, yty, ysum, names, factor_levels,
+                             {v: num_sums[v] / n for v in numerics}, cell_frame, cell_X)
+    # Z_k'Z_k diagonal = row sums of Z_k'W over the intercept monomial columns
+    stats_.ZtZ_diag = [mat[:, 0::Mn].sum(axis=1) for mat in ZtW_d]
+    stats_.T = T  # type: ignore[attr-defined]
+    stats_.monomials = monomials  # type: ignore[attr-defined]
+    _check_rank(stats_)
+    return stats_
+
+
+def _treatment_design(f: Formula, factors, numerics, monomials, factor_levels, cells: pd.DataFrame):
+    """Column names (R style) and the map T from the cell basis to the treatment-coded design."""
+    Mn = len(monomials)
+    n_cells = len(cells)
+    names: list[str] = []
+    cols: list[np.ndarray] = []
+    present = {frozenset(t) for t in f.fixed_terms}
+    if f.intercept:
+        names.append("(Intercept)")
+        col = np.zeros(n_cells * Mn)
+        col[np.arange(n_cells) * Mn + monomials.index(())] = 1.0
+        cols.append(col)
+    first_full = not f.intercept
+    for term in f.fixed_terms:
+        facs = [v for v in term if v in factors]
+        mono = tuple(v for v in term if v not in factors)
+        j = monomials.index(mono)
+        # contrasts: a factor gets full dummy coding when the term without it is absent (R's rule)
+        coding = []
+        for v in facs:
+            rest = frozenset(term) - {v}
+            full = (not rest and first_full) or (rest and rest not in present and
+                                                 not (not [u for u in rest if u in factors] and False))
+            if rest and rest not in present:
+                raise FormulaError(f"Term {':'.join(term)} needs its marginal term {':'.join(sorted(rest))} in the "
+                                   f"formula (non-hierarchical formulas are not supported).")
+            if not rest and first_full:
+                first_full = False
+            coding.append((v, factor_levels[v] if full else factor_levels[v][1:]))
+        combos = [()]
+        for v, lv in coding:  # first factor varies fastest, as in R's model.matrix
+            combos = [c + (x,) for x in lv for c in combos] if False else [c + (x,) for x in lv for c in combos]
+        for combo in combos:
+            label = ":".join(
+                [f"{v}{x}" for (v, _), x in zip(coding, combo, strict=True)] + list(mono)) if coding else ":".join(mono)
+            # keep R's order of names within the term: the term's own variable order
+            parts = []
+            for v in term:
+                if v in factors:
+                    parts.append(f"{v}{combo[[c[0] for c in coding].index(v)]}")
+                else:
+                    parts.append(v)
+            label = ":".join(parts)
+            col = np.zeros(n_cells * Mn)
+            ind = np.ones(n_cells, dtype=bool)
+            for (v, _), x in zip(coding, combo, strict=True):
+                ind &= (cells[v] == x).to_numpy()
+            col[np.flatnonzero(ind) * Mn + j] = 1.0
+            names.append(label)
+            cols.append(col)
+    T = np.column_stack(cols) if cols else np.zeros((n_cells * Mn, 0))
+    return names, T
+
+
+def _check_rank(s: SufficientStats) -> None:
+    if s.p == 0:
+        return
+    XtX = s.XtX
+    d = np.sqrt(np.clip(np.diag(XtX), 0, None))
+    zero = [s.fixed_names[i] for i in np.flatnonzero(d == 0)]
+    if zero:
+        raise MixedModelError(f"Fixed-effect column(s) {', '.join(zero)} are all zero: that combination of levels "
+                              f"is never observed. Remove the interaction or the empty level.")
+    scaled = XtX / np.outer(d, d)
+    _, r, piv = linalg.qr(scaled, pivoting=True)
+    diag = np.abs(np.diag(r))
+    rank = int((diag > 1e-10 * diag[0]).sum())
+    if rank < s.p:
+        dropped = [s.fixed_names[i] for i in piv[rank:]]
+        raise MixedModelError(
+            f"The fixed-effects design is rank deficient (rank {rank} of {s.p}): column(s) {', '.join(dropped)} "
+            f"are linear combinations of the others (confounded). Remove one of the confounded terms.")
+
+
+# ------------------------------------------------------------------------------------------ the deviance
+
+class _Deviance:
+    """Profiled deviance as a function of theta, from sufficient statistics (lme4 JSS eq. 34 / 41)."""
+
+    def __init__(self, s: SufficientStats, reml: bool):
+        self.s = s
+        self.reml = reml
+        sizes = [len(lv) for lv in s.levels]
+        self.big = int(np.argmax(sizes))
+        self.others = [k for k in range(len(sizes)) if k != self.big]
+        self.n_big = s.ZtZ_diag[self.big]
+        # off-diagonal blocks: big x others, and others x others (dense, small)
+        offs = np.cumsum([0] + [sizes[k] for k in self.others])
+        self.q_o = int(offs[-1])
+        self.slices = {k: slice(offs[i], offs[i + 1]) for i, k in enumerate(self.others)}
+        B = np.zeros((sizes[self.big], self.q_o))
+        C = np.zeros((self.q_o, self.q_o))
+        for k in self.others:
+            C[self.slices[k], self.slices[k]] = np.diag(s.ZtZ_diag[k])
+            kb = (min(k, self.big), max(k, self.big))
+            B[:, self.slices[k]] = s.ZtZ_cross[kb] if kb[0] == self.big else s.ZtZ_cross[kb].T
+        for i, k in enumerate(self.others):
+            for l in self.others[i + 1:]:
+                a, b = min(k, l), max(k, l)
+                blk = s.ZtZ_cross[(a, b)] if a == k else s.ZtZ_cross[(a, b)].T
+                C[self.slices[k], self.slices[l]] = blk
+                C[self.slices[l], self.slices[k]] = blk.T
+        self.B, self.C = B, C
+        # right-hand sides [X y]
+        self.Rb = np.column_stack([s.ZtX[self.big], s.Zty[self.big]])
+        self.Ro = (np.vstack([np.column_stack([s.ZtX[k], s.Zty[k]]) for k in self.others])
+                   if self.others else np.zeros((0, s.p + 1)))
+        self.MtM = np.block([[s.XtX, s.Xty[:, None]], [s.Xty[None, :], np.array([[s.yty]])]])
+        self.lam_index = np.concatenate([[k] * sizes[k] for k in self.others]).astype(int) if self.others else \
+            np.zeros(0, dtype=int)
+
+    def parts(self, theta: np.ndarray):
+        s = self.s
+        tb = theta[self.big]
+        A = tb * tb * self.n_big + 1.0
+        lam = theta[self.lam_index]
+        Bt = (tb * self.B) * lam[None, :]
+        rb = tb * self.Rb
+        ro = lam[:, None] * self.Ro
+        BtA = Bt / A[:, None]
+        S = (lam[:, None] * self.C * lam[None, :]) + np.eye(self.q_o) - Bt.T @ BtA
+        LS = linalg.cholesky(S, lower=True) if self.q_o else np.zeros((0, 0))
+        logdet = float(np.log(A).sum()) + (2.0 * float(np.log(np.diag(LS)).sum()) if self.q_o else 0.0)
+        cb = rb / np.sqrt(A)[:, None]
+        co = linalg.solve_triangular(LS, ro - BtA.T @ rb, lower=True) if self.q_o else np.zeros((0, s.p + 1))
+        P = self.MtM - cb.T @ cb - co.T @ co
+        return A, Bt, LS, cb, co, P, logdet
+
+    def __call__(self, theta: np.ndarray) -> float:
+        try:
+            return self.evaluate(theta)[0]
+        except (linalg.LinAlgError, ValueError, FloatingPointError):
+            return np.inf
+
+    def evaluate(self, theta):
+        s = self.s
+        A, Bt, LS, cb, co, P, logdet = self.parts(theta)
+        p = s.p
+        if p:
+            RX = linalg.cholesky(P[:p, :p], lower=False)
+            cbeta = linalg.solve_triangular(RX, P[:p, p], trans="T", lower=False)
+            r2 = float(P[p, p] - cbeta @ cbeta)
+            logdet_x = 2.0 * float(np.log(np.diag(RX)).sum())
+        else:
+            RX, cbeta, r2, logdet_x = np.zeros((0, 0)), np.zeros(0), float(P[0, 0]), 0.0
+        if r2 <= 0:
+            return np.inf, None
+        n = s.n
+        if self.reml:
+            dof = n - p
+            dev = logdet + logdet_x + dof * (1.0 + math.log(2.0 * math.pi * r2 / dof))
+        else:
+            dev = logdet + n * (1.0 + math.log(2.0 * math.pi * r2 / n))
+        return dev, (A, Bt, LS, cb, co, P, RX, cbeta, r2)
+
+
+# ------------------------------------------------------------------------------------------ the result
+
+def _fmt_table(df: pd.DataFrame) -> str:
+    with pd.option_context("display.width", 160, "display.max_columns", 20):
+        return df.to_string()
+
+
+@dataclass
+class MixedModelResult:
+    """A fitted linear mixed model (random intercepts), with lme4's quantities."""
+
+    formula: str
+    method: str  # "REML" | "ML"
+    nobs: int
+    ngroups: dict
+    theta: pd.Series
+    sigma: float
+    fixed_effects: pd.DataFrame  # estimate, se, z
+    variance_components: pd.DataFrame  # variance, sd, percent; index lme4 names + "Residual"
+    loglik: float
+    deviance: float  # -2 loglik (REML criterion for REML fits)
+    singular: bool
+    converged: bool
+    optimizer_message: str
+    n_evaluations: int
+    vcov: pd.DataFrame
+    ranef: dict  # grouping -> Series of conditional modes (BLUPs)
+    warnings: list[str] = field(default_factory=list)
+    stats: SufficientStats | None = field(default=None, repr=False)
+    _data: pd.DataFrame | None = field(default=None, repr=False)
+
+    @property
+    def n_params(self) -> int:
+        """Parameters counted by lme4's logLik df: fixed effects + variance components + residual."""
+        return len(self.fixed_effects) + len(self.theta) + 1
+
+    @property
+    def aic(self) -> float:
+        return self.deviance + 2 * self.n_params
+
+    @property
+    def bic(self) -> float:
+        return self.deviance + math.log(self.nobs) * self.n_params
+
+    @property
+    def reml_criterion(self) -> float | None:
+        return self.deviance if self.method == "REML" else None
+
+    def summary(self) -> str:
+        vc = self.variance_components.copy()
+        lines = [
+            f"Linear mixed model fit by {'REML' if self.method == 'REML' else 'maximum likelihood'} (vrs_helpers.mixed)",
+            f"Formula: {self.formula}",
+            f"{'REML criterion' if self.method == 'REML' else 'deviance'} = {self.deviance:.4f}; "
+            f"logLik = {self.loglik:.4f}; AIC = {self.aic:.4f}; BIC = {self.bic:.4f}",
+            f"Observations: {self.nobs}; groups: " + ", ".join(f"{k} {v}" for k, v in self.ngroups.items()),
+            "", "Random effects:", _fmt_table(vc), "", "Fixed effects:", _fmt_table(self.fixed_effects),
+        ]
+        if self.singular:
+            lines.append("\nboundary (singular) fit: a variance component is estimated as (nearly) zero.")
+        lines += [f"warning: {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        vc = ", ".join(f"{k}={v:.4g}" for k, v in self.variance_components["variance"].items())
+        return (f"MixedModelResult({self.formula!r}, {self.method}, n={self.nobs}, logLik={self.loglik:.3f}, "
+                f"variances: {vc}{', singular' if self.singular else ''})")
+
+    def _repr_html_(self) -> str:
+        return ("<pre>" + self.summary().split("Random effects:")[0] + "</pre><b>Random effects</b>"
+                + self.variance_components.to_html(float_format=lambda x: f"{x:.6g}")
+                + "<b>Fixed effects</b>" + self.fixed_effects.to_html(float_format=lambda x: f"{x:.6g}"))
+
+    def to_frame(self) -> pd.DataFrame:
+        """Variance components (variance, sd, percent), as lme4's VarCorr with percentages."""
+        return self.variance_components.copy()
+
+    # --- fitted values and residuals (need the rows)
+    def predict(self, data: pd.DataFrame, include_random: bool = True) -> np.ndarray:
+        """Predictions for rows of ``data``: X beta (+ the BLUPs of the random effects, 0 for new levels)."""
+        s = self.stats
+        f = s.formula
+        X = _design_rows(s, data)
+        out = X @ self.fixed_effects["estimate"].to_numpy()
+        if include_random:
+            for g, name in zip(f.random, s.groups, strict=True):
+                key = data[g[0]] if len(g) == 1 else data[list(g)].astype(str).agg(":".join, axis=1)
+                out = out + key.map(self.ranef[name]).astype(float).fillna(0.0).to_numpy()
+        return out
+
+    @property
+    def fitted(self) -> np.ndarray:
+        if self._data is None:
+            raise MixedModelError("Fitted values need the rows; this model was fitted from a stream of chunks. "
+                                  "Use result.predict(chunk) on each chunk instead.")
+        return self.predict(self._data)
+
+    @property
+    def residuals(self) -> np.ndarray:
+        return self._data[self.stats.formula.response].to_numpy(dtype=float) - self.fitted
+
+
+def _design_rows(s: SufficientStats, data: pd.DataFrame) -> np.ndarray:
+    """Treatment-coded X for given rows (factors must use levels seen in the fit)."""
+    cells = s.cells.drop(columns="n")
+    factors = list(cells.columns)
+    monomials = s.monomials  # type: ignore[attr-defined]
+    Mn = len(monomials)
+    n_cells = len(cells)
+    if factors:
+        key = pd.MultiIndex.from_frame(cells)
+        rows = pd.MultiIndex.from_frame(data[factors].astype(object))
+        idx = key.get_indexer(rows)
+        if (idx < 0).any():
+            raise MixedModelError("Some rows have a combination of fixed-effect levels not seen in the fit.")
+    else:
+        idx = np.zeros(len(data), dtype=int)
+    W = np.zeros((len(data), n_cells * Mn))
+    for j, mono in enumerate(monomials):
+        v = np.ones(len(data))
+        for name in mono:
+            v = v * data[name].to_numpy(dtype=float)
+        W[np.arange(len(data)), idx * Mn + j] = v
+    return W @ s.T  # type: ignore[attr-defined]
+
+
+# --------------------------------------------------------------------------------------------- fitting
+
+def _aliased_pairs(s: SufficientStats) -> list[tuple[str, str]]:
+    pairs = []
+    for (k, l), N in s.ZtZ_cross.items():
+        nz = N > 0
+        if (nz.sum(axis=1) == 1).all() and (nz.sum(axis=0) == 1).all():
+            pairs.append((s.groups[k], s.groups[l]))
+    return pairs
+
+
+def fit_stats(s: SufficientStats, method: str = "REML", theta0=None) -> MixedModelResult:
+    """Fit a model from its sufficient statistics (see :func:`accumulate`)."""
+    if method not in ("REML", "ML"):
+        raise MixedModelError(f"method must be 'REML' or 'ML'; got {method!r}.")
+    dev = _Deviance(s, reml=(method == "REML"))
+    K = len(s.groups)
+    x0 = np.ones(K) if theta0 is None else np.asarray(theta0, dtype=float)
+    fit_warnings: list[str] = []
+    res = optimize.minimize(dev, x0, method="L-BFGS-B", bounds=[(0.0, None)] * K,
+                            options={"ftol": 1e-14, "gtol": 1e-9, "maxiter": 2000, "eps": 1e-7})
+    n_eval = int(res.nfev)
+    # polish: restart from the optimum, and from the boundary for components near zero
+    best_x, best_f = res.x.copy(), float(res.fun)
+    for start in (best_x, np.where(best_x < 1e-3, 0.0, best_x)):
+        r2 = optimize.minimize(dev, start, method="L-BFGS-B", bounds=[(0.0, None)] * K,
+                               options={"ftol": 1e-15, "gtol": 1e-10, "maxiter": 2000, "eps": 1e-8})
+        n_eval += int(r2.nfev)
+        if r2.fun < best_f - 1e-12:
+            best_x, best_f, res = r2.x.copy(), float(r2.fun), r2
+    theta = best_x
+    # components that sit at a tiny positive value whose removal does not change the deviance: set to zero
+    for k in range(K):
+        if 0 < theta[k] < 1e-4:
+            t0 = theta.copy()
+            t0[k] = 0.0
+            if dev(t0) <= best_f + 1e-10:
+                theta, best_f = t0, dev(t0)
+    # convergence: the projected gradient of the deviance at the optimum (lme4 checks a scaled gradient too)
+    grad = optimize.approx_fprime(theta, dev, 1e-7)
+    projected = np.where((theta <= 0) & (grad > 0), 0.0, grad)
+    converged = bool(np.isfinite(best_f)) and float(np.max(np.abs(projected), initial=0.0)) < 2e-3
+    message = str(res.message) + f" (max |projected gradient| = {np.max(np.abs(projected), initial=0.0):.2g})"
+    if not converged:
+        fit_warnings.append(f"the optimizer did not report convergence: {message}")
+        warnings.warn(f"Model failed to converge: {message}", ConvergenceWarning, stacklevel=3)
+    value, parts = dev.evaluate(theta)
+    A, Bt, LS, cb, co, P, RX, cbeta, r2 = parts
+    p = s.p
+    n = s.n
+    sigma2 = r2 / (n - p if method == "REML" else n)
+    sigma = math.sqrt(sigma2)
+    beta = linalg.solve_triangular(RX, cbeta, lower=False) if p else np.zeros(0)
+    RXinv = linalg.solve_triangular(RX, np.eye(p), lower=False) if p else np.zeros((0, 0))
+    V = sigma2 * (RXinv @ RXinv.T)
+    se = np.sqrt(np.diag(V))
+    fe = pd.DataFrame({"estimate": beta, "se": se, "z": beta / se}, index=s.fixed_names)
+    fe.index.name = "term"
+    # conditional modes: u = L_Z^-T (c_u - R_ZX beta), b = Lambda u
+    d_b = cb[:, p] - cb[:, :p] @ beta
+    d_o = co[:, p] - co[:, :p] @ beta
+    sqA = np.sqrt(A)
+    u_o = linalg.solve_triangular(LS, d_o, lower=True, trans="T") if dev.q_o else np.zeros(0)
+    u_b = (d_b - (Bt / sqA[:, None]) @ u_o) / sqA
+    ranef = {}
+    ranef[s.groups[dev.big]] = pd.Series(theta[dev.big] * u_b, index=pd.Index(s.levels[dev.big], dtype=object))
+    for k in dev.others:
+        ranef[s.groups[k]] = pd.Series(theta[k] * u_o[dev.slices[k]], index=pd.Index(s.levels[k], dtype=object))
+    # variance components
+    var = {g: (theta[k] * sigma) ** 2 for k, g in enumerate(s.groups)}
+    var["Residual"] = sigma2
+    vc = pd.DataFrame({"variance": pd.Series(var)})
+    vc["sd"] = np.sqrt(vc["variance"])
+    vc["percent"] = 100 * vc["variance"] / vc["variance"].sum()
+    vc.index.name = "component"
+    singular = bool((theta < SINGULAR_TOL).any())
+    if singular:
+        zero = [g for k, g in enumerate(s.groups) if theta[k] < SINGULAR_TOL]
+        msg = (f"boundary (singular) fit: the variance of {', '.join(zero)} is estimated as (nearly) zero; the data "
+               f"show no variation attributable to it beyond the other terms (lme4: see help('isSingular')).")
+        fit_warnings.append(msg)
+        warnings.warn(msg, SingularFitWarning, stacklevel=3)
+    for a, b in _aliased_pairs(s):
+        msg = (f"random factors {a} and {b} are aliased: their levels partition the data identically, so only the "
+               f"sum of their variances ({a} + {b}) is identified; the split between them is arbitrary.")
+        fit_warnings.append(msg)
+        warnings.warn(msg, AliasedFactorsWarning, stacklevel=3)
+    loglik = -0.5 * value
+    return MixedModelResult(
+        formula=s.formula.text, method=method, nobs=n,
+        ngroups={g: len(lv) for g, lv in zip(s.groups, s.levels, strict=True)},
+        theta=pd.Series(theta, index=s.groups), sigma=sigma, fixed_effects=fe, variance_components=vc,
+        loglik=loglik, deviance=value, singular=singular, converged=converged, optimizer_message=message,
+        n_evaluations=n_eval, vcov=pd.DataFrame(V, index=s.fixed_names, columns=s.fixed_names), ranef=ranef,
+        warnings=fit_warnings, stats=s)
+
+
+def fit(formula: str, data, method: str = "REML", dropna: bool = False) -> MixedModelResult:
+    """Fit a linear mixed model with random intercepts, lme4-style.
+
+    Parameters
+    ----------
+    formula : str
+        lme4 syntax, e.g. ``"ter ~ system * src_length_class + (1|sentence_id)"`` or
+        ``"score ~ (1|sentence) + (1|rater) + (1|sentence:rater)"``. Random slopes are rejected.
+    data : DataFrame, iterable of DataFrames, or pyarrow Dataset
+        Rows, or chunks of rows with the same columns (streamed once; memory independent of the row count).
+    method : "REML" (default; variance components) or "ML" (likelihood ratio tests).
+    dropna : drop rows with missing values in the model's columns instead of raising.
+    """
+    try:
+        s = accumulate(formula, data, dropna=dropna)
+    except FormulaError:
+        raise
+    result = fit_stats(s, method=method)
+    if isinstance(data, pd.DataFrame):
+        needed = list(dict.fromkeys([s.formula.response] + s.formula.fixed_variables + s.formula.random_variables))
+        result._data = data[needed].dropna() if dropna else data[needed]
+    return result
+
+
+# ------------------------------------------------------------------------------------ likelihood ratio
+
+@dataclass
+class LRTResult:
+    """Generalized likelihood ratio test of nested mixed models (book 4.3, appendix A)."""
+
+    chi2: float
+    df: int
+    p_value: float
+    loglik0: float
+    loglik1: float
+    refitted_ml: bool
+    formula0: str
+    formula1: str
+
+    def __repr__(self) -> str:
+        note = " (REML fits refitted by ML)" if self.refitted_ml else ""
+        return f"LRTResult(chi2={self.chi2:.4f}, df={self.df}, p={self.p_value:.4g}{note})"
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame({"formula": [self.formula0, self.formula1], "logLik": [self.loglik0, self.loglik1],
+                             "chi2": [np.nan, self.chi2], "df": [np.nan, self.df],
+                             "p_value": [np.nan, self.p_value]}, index=["m0", "m1"])
+
+    def _repr_html_(self) -> str:
+        return self.to_frame().to_html(float_format=lambda x: f"{x:.6g}") + (
+            "<p><i>REML fits with different fixed effects were refitted by ML, as lme4's anova does.</i></p>"
+            if self.refitted_ml else "")
+
+
+def lrt(m0: MixedModelResult, m1: MixedModelResult) -> LRTResult:
+    """Likelihood ratio test of m0 (restricted) against m1 (general), as lme4's ``anova(m0, m1)``.
+
+    REML fits whose fixed effects differ are refitted by ML first (REML likelihoods of different fixed effects
+    are not comparable). Models on different data or not nested are refused.
+    """
+    s0, s1 = m0.stats, m1.stats
+    if s0 is None or s1 is None:
+        raise MixedModelError("lrt needs results of vrs_helpers.mixed.fit.")
+    if (s0.formula.response != s1.formula.response or s0.n != s1.n
+            or not math.isclose(s0.yty, s1.yty, rel_tol=1e-12) or not math.isclose(s0.ysum, s1.ysum, rel_tol=1e-12,
+                                                                                      abs_tol=1e-12)):
+        raise MixedModelError("The two models were fitted to different data (response, number of rows or values "
+                              "differ); a likelihood ratio test needs the same rows.")
+    if m0.n_params > m1.n_params:
+        m0, m1 = m1, m0
+        s0, s1 = s1, s0
+    fe0, fe1 = set(s0.fixed_names), set(s1.fixed_names)
+    re0, re1 = set(s0.groups), set(s1.groups)
+    if not (fe0 <= fe1 and re0 <= re1) or m0.n_params == m1.n_params:
+        raise MixedModelError(f"The models are not nested: {m0.formula!r} vs {m1.formula!r}. The restricted model's "
+                              f"fixed and random terms must be a subset of the general model's.")
+    refit = False
+    if m0.method == "REML" or m1.method == "REML":
+        if fe0 != fe1:
+            m0 = fit_stats(s0, "ML") if m0.method == "REML" else m0
+            m1 = fit_stats(s1, "ML") if m1.method == "REML" else m1
+            refit = True
+        elif m0.method != m1.method:
+            raise MixedModelError("One model is REML and the other ML; fit both with the same method.")
+    chi2 = max(0.0, 2.0 * (m1.loglik - m0.loglik))
+    df = m1.n_params - m0.n_params
+    return LRTResult(chi2, df, float(stats.chi2.sf(chi2, df)), m0.loglik, m1.loglik, refit, m0.formula, m1.formula)
