@@ -96,30 +96,63 @@ class _Levels:
 
 
 class _SparseSum:
-    """Sum of weights over (row, col) integer keys; merged per chunk so memory follows distinct keys only."""
+    """Sums of weight columns over (row, col) integer keys, accumulated chunk by chunk.
+
+    Keys are small dense codes, so the sums are kept in a dense array that grows as new levels appear (memory
+    follows the number of levels, not rows); very large key spaces fall back to sorted sparse keys.
+    """
+
+    DENSE_LIMIT = 20_000_000  # cells of the dense array (x number of weight columns)
 
     def __init__(self):
+        self.dense_arr: np.ndarray | None = None  # shape (ncols_w, nrow, ncol)
         self.keys = np.empty(0, dtype=np.int64)
-        self.vals = np.empty((0, 0))
+        self.vals: np.ndarray | None = None
+        self.sparse = False
 
-    def add(self, rows: np.ndarray, cols: np.ndarray, weights: np.ndarray, ncol_hint: int = 1 << 31):
-        key = rows.astype(np.int64) * ncol_hint + cols.astype(np.int64)
-        w = np.atleast_2d(weights.T).T if weights.ndim == 1 else weights
-        if self.vals.size == 0 and len(self.keys) == 0:
-            self.vals = np.empty((0, w.shape[1]))
+    def add(self, rows: np.ndarray, cols: np.ndarray, weights: np.ndarray):
+        w = weights[:, None] if weights.ndim == 1 else weights
+        nr = int(rows.max()) + 1 if len(rows) else 0
+        nc = int(cols.max()) + 1 if len(cols) else 0
+        if not self.sparse:
+            cur = self.dense_arr
+            nr = max(nr, cur.shape[1] if cur is not None else 0)
+            nc = max(nc, cur.shape[2] if cur is not None else 0)
+            if nr * nc * w.shape[1] <= self.DENSE_LIMIT:
+                if cur is None or cur.shape[1:] != (nr, nc):
+                    grown = np.zeros((w.shape[1], nr, nc))
+                    if cur is not None:
+                        grown[:, :cur.shape[1], :cur.shape[2]] = cur
+                    self.dense_arr = cur = grown
+                flat = rows.astype(np.int64) * nc + cols
+                for j in range(w.shape[1]):
+                    cur[j] += np.bincount(flat, weights=w[:, j], minlength=nr * nc).reshape(nr, nc)
+                return
+            self._to_sparse()
+        key = rows.astype(np.int64) * (1 << 31) + cols.astype(np.int64)
         keys = np.concatenate([self.keys, key])
-        vals = np.concatenate([self.vals, w])
+        vals = np.concatenate([self.vals, w]) if self.vals is not None else w
         uniq, inv = np.unique(keys, return_inverse=True)
-        summed = np.zeros((len(uniq), w.shape[1]))
-        np.add.at(summed, inv, vals) if len(uniq) < 64 else [
-            summed.__setitem__((slice(None), j), np.bincount(inv, weights=vals[:, j], minlength=len(uniq)))
-            for j in range(w.shape[1])]
-        self.keys, self.vals = uniq, summed
+        self.keys = uniq
+        self.vals = np.column_stack([np.bincount(inv, weights=vals[:, j], minlength=len(uniq))
+                                     for j in range(w.shape[1])])
 
-    def dense(self, nrow: int, ncol: int, ncol_hint: int = 1 << 31, j: int = 0) -> np.ndarray:
+    def _to_sparse(self):
+        self.sparse = True
+        if self.dense_arr is not None:
+            r, c = np.nonzero(np.any(self.dense_arr != 0, axis=0))
+            self.keys = r.astype(np.int64) * (1 << 31) + c
+            self.vals = self.dense_arr[:, r, c].T
+            self.dense_arr = None
+
+    def dense(self, nrow: int, ncol: int, j: int = 0) -> np.ndarray:
         out = np.zeros((nrow, ncol))
-        if len(self.keys):
-            out[self.keys // ncol_hint, self.keys % ncol_hint] = self.vals[:, j]
+        if self.sparse:
+            if len(self.keys):
+                out[self.keys // (1 << 31), self.keys % (1 << 31)] = self.vals[:, j]
+        elif self.dense_arr is not None:
+            a = self.dense_arr[j]
+            out[:a.shape[0], :a.shape[1]] = a
         return out
 
 
@@ -282,8 +315,9 @@ def accumulate(formula: str | Formula, data, dropna: bool = False) -> Sufficient
             cell = np.zeros(m, dtype=np.int64)
         M = len(monomials)
         pair_w = np.column_stack([mono_vals[:, i] * mono_vals[:, j] for i in range(M) for j in range(M)])
-        WtW.add(cell, np.zeros(m), pair_w)
-        Wty.add(cell, np.zeros(m), mono_vals * y[:, None])
+        zeros = np.zeros(m, dtype=np.int64)
+        WtW.add(cell, zeros, pair_w)
+        Wty.add(cell, zeros, mono_vals * y[:, None])
         # random part
         gcodes = []
         var_codes = {v: var_levels[v].encode(chunk[v]) for v in f.random_variables}
@@ -295,7 +329,7 @@ def accumulate(formula: str | Formula, data, dropna: bool = False) -> Sufficient
                 gcodes.append(grp_levels[k].encode(joint))
         for k in range(len(f.random)):
             ZtW[k].add(gcodes[k], cell, mono_vals)
-            Zy[k].add(gcodes[k], np.zeros(m), y)
+            Zy[k].add(gcodes[k], zeros, y)
             for l in range(k + 1, len(f.random)):
                 cross[(k, l)].add(gcodes[k], gcodes[l], np.ones(m))
     if kinds is None or n == 0:
@@ -319,21 +353,17 @@ def accumulate(formula: str | Formula, data, dropna: bool = False) -> Sufficient
     n_cells = len(cell_keys)
     w = n_cells * Mn  # cell basis column index: cell * Mn + monomial
     WtW_d = np.zeros((w, w))
-    block = WtW.dense(n_cells, 1) if False else None  # noqa: F841 (kept simple below)
-    for c_idx, key in enumerate(WtW.keys):
-        c = int(key // (1 << 31))
-        vals = WtW.vals[c_idx].reshape(Mn, Mn)
-        WtW_d[c * Mn:(c + 1) * Mn, c * Mn:(c + 1) * Mn] = vals
     Wty_d = np.zeros(w)
-    for c_idx, key in enumerate(Wty.keys):
-        c = int(key // (1 << 31))
-        Wty_d[c * Mn:(c + 1) * Mn] = Wty.vals[c_idx]
+    pair_sums = np.column_stack([WtW.dense(n_cells, 1, j)[:, 0] for j in range(Mn * Mn)])  # cells x Mn^2
+    mono_sums = np.column_stack([Wty.dense(n_cells, 1, j)[:, 0] for j in range(Mn)])  # cells x Mn
+    for c in range(n_cells):
+        WtW_d[c * Mn:(c + 1) * Mn, c * Mn:(c + 1) * Mn] = pair_sums[c].reshape(Mn, Mn)
+        Wty_d[c * Mn:(c + 1) * Mn] = mono_sums[c]
     ZtW_d = []
     for k in range(len(f.random)):
         mat = np.zeros((sizes[k], w))
-        rows, cols = ZtW[k].keys // (1 << 31), ZtW[k].keys % (1 << 31)
         for j in range(Mn):
-            mat[rows, cols * Mn + j] = ZtW[k].vals[:, j]
+            mat[:, j::Mn] = ZtW[k].dense(sizes[k], n_cells, j)
         ZtW_d.append(mat)
     Zty_d = [Zy[k].dense(sizes[k], 1)[:, 0] for k in range(len(f.random))]
     cross_d = {kl: acc.dense(sizes[kl[0]], sizes[kl[1]]) for kl, acc in cross.items()}
@@ -352,13 +382,10 @@ def accumulate(formula: str | Formula, data, dropna: bool = False) -> Sufficient
     counts = np.array([WtW_d[c * Mn, c * Mn] for c in range(n_cells)])
     cell_frame["n"] = counts.astype(int)
     cell_X = T[np.arange(n_cells) * Mn, :]  # X row of each cell with every numeric monomial set to... see emmeans
-    stats_ = SufficientStats(f, n, [f.group_name(g) for g in f.random], levels,
-                             [np.diag(ZtW_d[k] @ np.zeros((w, 0))) if False else
-                              np.bincount(np.zeros(0, dtype=int)) for k in range(0)], cross_d, ZtX, Zty_d,
+    ZtZ_diag = [mat[:, 0::Mn].sum(axis=1) for mat in ZtW_d]  # counts per level: the intercept monomial columns
+    stats_ = SufficientStats(f, n, [f.group_name(g) for g in f.random], levels, ZtZ_diag, cross_d, ZtX, Zty_d,
                              XtX, Xty, yty, ysum, names, factor_levels,
                              {v: num_sums[v] / n for v in numerics}, cell_frame, cell_X)
-    # Z_k'Z_k diagonal = row sums of Z_k'W over the intercept monomial columns
-    stats_.ZtZ_diag = [mat[:, 0::Mn].sum(axis=1) for mat in ZtW_d]
     stats_.T = T  # type: ignore[attr-defined]
     stats_.monomials = monomials  # type: ignore[attr-defined]
     _check_rank(stats_)
@@ -396,7 +423,7 @@ def _treatment_design(f: Formula, factors, numerics, monomials, factor_levels, c
             coding.append((v, factor_levels[v] if full else factor_levels[v][1:]))
         combos = [()]
         for v, lv in coding:  # first factor varies fastest, as in R's model.matrix
-            combos = [c + (x,) for x in lv for c in combos] if False else [c + (x,) for x in lv for c in combos]
+            combos = [c + (x,) for x in lv for c in combos]
         for combo in combos:
             label = ":".join(
                 [f"{v}{x}" for (v, _), x in zip(coding, combo, strict=True)] + list(mono)) if coding else ":".join(mono)
@@ -441,8 +468,33 @@ def _check_rank(s: SufficientStats) -> None:
 
 # ------------------------------------------------------------------------------------------ the deviance
 
+_potrf = linalg.lapack.get_lapack_funcs("potrf", (np.zeros(1),))
+_trtrs = linalg.lapack.get_lapack_funcs("trtrs", (np.zeros(1),))
+
+
+def _chol(a: np.ndarray, lower: bool) -> np.ndarray:
+    """Cholesky factor via LAPACK potrf (the scipy wrapper's overhead dominates for the small blocks here)."""
+    c, info = _potrf(a, lower=int(lower), clean=1)
+    if info != 0:
+        raise linalg.LinAlgError(f"matrix not positive definite (potrf info {info})")
+    return c
+
+
+def _tri(t: np.ndarray, b: np.ndarray, lower: bool, trans: bool = False) -> np.ndarray:
+    """Solve t x = b (or t' x = b) for triangular t via LAPACK trtrs."""
+    x, info = _trtrs(t, b, lower=int(lower), trans=int(trans))
+    if info != 0:
+        raise linalg.LinAlgError(f"singular triangular factor (trtrs info {info})")
+    return x
+
+
 class _Deviance:
-    """Profiled deviance as a function of theta, from sufficient statistics (lme4 JSS eq. 34 / 41)."""
+    """Profiled deviance as a function of theta, from sufficient statistics (lme4 JSS eq. 34 / 41).
+
+    M = Lambda'Z'Z Lambda + I is split into the largest grouping factor ("big", a diagonal block A) and the rest
+    ("others", dense, small): M = [[A, Bt], [Bt', Ct]], L = [[sqrt(A), 0], [Bt'/sqrt(A), L_S]] with
+    L_S L_S' = S = Ct - Bt' A^-1 Bt. Arrays over the big factor's levels are stored wide (levels last).
+    """
 
     def __init__(self, s: SufficientStats, reml: bool):
         self.s = s
@@ -450,67 +502,92 @@ class _Deviance:
         sizes = [len(lv) for lv in s.levels]
         self.big = int(np.argmax(sizes))
         self.others = [k for k in range(len(sizes)) if k != self.big]
-        self.n_big = s.ZtZ_diag[self.big]
-        # off-diagonal blocks: big x others, and others x others (dense, small)
+        self.n_big = np.ascontiguousarray(s.ZtZ_diag[self.big], dtype=float)
         offs = np.cumsum([0] + [sizes[k] for k in self.others])
         self.q_o = int(offs[-1])
         self.slices = {k: slice(offs[i], offs[i + 1]) for i, k in enumerate(self.others)}
-        B = np.zeros((sizes[self.big], self.q_o))
-        C = np.zeros((self.q_o, self.q_o))
+        BT = np.zeros((self.q_o, sizes[self.big]))  # Z_o'Z_big
+        C = np.zeros((self.q_o, self.q_o))  # Z_o'Z_o
         for k in self.others:
             C[self.slices[k], self.slices[k]] = np.diag(s.ZtZ_diag[k])
-            kb = (min(k, self.big), max(k, self.big))
-            B[:, self.slices[k]] = s.ZtZ_cross[kb] if kb[0] == self.big else s.ZtZ_cross[kb].T
+            a, b = min(k, self.big), max(k, self.big)
+            BT[self.slices[k], :] = s.ZtZ_cross[(a, b)].T if a == self.big else s.ZtZ_cross[(a, b)]
         for i, k in enumerate(self.others):
             for l in self.others[i + 1:]:
                 a, b = min(k, l), max(k, l)
                 blk = s.ZtZ_cross[(a, b)] if a == k else s.ZtZ_cross[(a, b)].T
                 C[self.slices[k], self.slices[l]] = blk
                 C[self.slices[l], self.slices[k]] = blk.T
-        self.B, self.C = B, C
-        # right-hand sides [X y]
-        self.Rb = np.column_stack([s.ZtX[self.big], s.Zty[self.big]])
+        self.BT, self.C = np.ascontiguousarray(BT), C
+        self.BT2 = self.BT * self.BT
+        self.diagC = np.diag(C).copy()
+        p = s.p
+        self.RbT = np.ascontiguousarray(np.column_stack([s.ZtX[self.big], s.Zty[self.big]]).T)  # (p+1) x m_b
         self.Ro = (np.vstack([np.column_stack([s.ZtX[k], s.Zty[k]]) for k in self.others])
-                   if self.others else np.zeros((0, s.p + 1)))
+                   if self.others else np.zeros((0, p + 1)))
         self.MtM = np.block([[s.XtX, s.Xty[:, None]], [s.Xty[None, :], np.array([[s.yty]])]])
-        self.lam_index = np.concatenate([[k] * sizes[k] for k in self.others]).astype(int) if self.others else \
-            np.zeros(0, dtype=int)
+        self.lam_index = (np.concatenate([[k] * sizes[k] for k in self.others]).astype(int) if self.others
+                          else np.zeros(0, dtype=int))
+        self.eye_o = np.eye(self.q_o)
+        self.eye_p = np.eye(p)
 
     def parts(self, theta: np.ndarray):
-        s = self.s
+        p = self.s.p
         tb = theta[self.big]
         A = tb * tb * self.n_big + 1.0
+        sqA = np.sqrt(A)
         lam = theta[self.lam_index]
-        Bt = (tb * self.B) * lam[None, :]
-        rb = tb * self.Rb
-        ro = lam[:, None] * self.Ro
-        BtA = Bt / A[:, None]
-        S = (lam[:, None] * self.C * lam[None, :]) + np.eye(self.q_o) - Bt.T @ BtA
-        LS = linalg.cholesky(S, lower=True) if self.q_o else np.zeros((0, 0))
-        logdet = float(np.log(A).sum()) + (2.0 * float(np.log(np.diag(LS)).sum()) if self.q_o else 0.0)
-        cb = rb / np.sqrt(A)[:, None]
-        co = linalg.solve_triangular(LS, ro - BtA.T @ rb, lower=True) if self.q_o else np.zeros((0, s.p + 1))
-        P = self.MtM - cb.T @ cb - co.T @ co
-        return A, Bt, LS, cb, co, P, logdet
+        cbT = (tb * self.RbT) / sqA  # (p+1) x m_b
+        if self.q_o:
+            BtT = (tb * lam)[:, None] * self.BT  # q_o x m_b
+            BtAT = BtT / A
+            S = (lam[:, None] * self.C * lam[None, :]) + self.eye_o - BtT @ BtAT.T
+            LS = _chol(S, lower=True)
+            ro = lam[:, None] * self.Ro
+            co = _tri(LS, ro - BtAT @ (tb * self.RbT).T, lower=True)
+            logdet = float(np.log(A).sum()) + 2.0 * float(np.log(np.diag(LS)).sum())
+        else:
+            BtT = np.zeros((0, len(A)))
+            LS = np.zeros((0, 0))
+            co = np.zeros((0, p + 1))
+            logdet = float(np.log(A).sum())
+        P = self.MtM - cbT @ cbT.T - co.T @ co
+        return A, sqA, lam, BtT, LS, cbT, co, P, logdet
 
     def __call__(self, theta: np.ndarray) -> float:
         try:
-            return self.evaluate(theta)[0]
+            value = self.evaluate(theta)[0]
         except (linalg.LinAlgError, ValueError, FloatingPointError):
             return np.inf
+        return value if np.isfinite(value) else np.inf
+
+    def value_and_grad(self, theta: np.ndarray):
+        try:
+            value, parts = self.evaluate(theta)
+            if parts is None or not np.isfinite(value):
+                return np.inf, np.zeros_like(theta)
+            return value, self.gradient(theta, parts)
+        except (linalg.LinAlgError, ValueError, FloatingPointError):
+            return np.inf, np.zeros_like(theta)
+
+    def psi_gradient(self, theta: np.ndarray) -> np.ndarray:
+        """Gradient in psi = theta^2 (relative variances); unlike the theta-gradient it is not 0 at theta_k = 0."""
+        value, parts = self.evaluate(theta)
+        return self.gradient(theta, parts, per_psi=True)
 
     def evaluate(self, theta):
         s = self.s
-        A, Bt, LS, cb, co, P, logdet = self.parts(theta)
+        parts = self.parts(theta)
+        P, logdet = parts[7], parts[8]
         p = s.p
         if p:
-            RX = linalg.cholesky(P[:p, :p], lower=False)
-            cbeta = linalg.solve_triangular(RX, P[:p, p], trans="T", lower=False)
+            RX = _chol(P[:p, :p], lower=False)
+            cbeta = _tri(RX, P[:p, p], lower=False, trans=True)
             r2 = float(P[p, p] - cbeta @ cbeta)
             logdet_x = 2.0 * float(np.log(np.diag(RX)).sum())
         else:
             RX, cbeta, r2, logdet_x = np.zeros((0, 0)), np.zeros(0), float(P[0, 0]), 0.0
-        if r2 <= 0:
+        if not r2 > 0:
             return np.inf, None
         n = s.n
         if self.reml:
@@ -518,7 +595,78 @@ class _Deviance:
             dev = logdet + logdet_x + dof * (1.0 + math.log(2.0 * math.pi * r2 / dof))
         else:
             dev = logdet + n * (1.0 + math.log(2.0 * math.pi * r2 / n))
-        return dev, (A, Bt, LS, cb, co, P, RX, cbeta, r2)
+        return dev, parts + (RX, cbeta, r2)
+
+    def gradient(self, theta, parts, per_psi: bool = False) -> np.ndarray:
+        """Analytic gradient of the profiled deviance (envelope theorem on the unprofiled -2 log-likelihood).
+
+        With V* = I + Z Lambda Lambda' Z' and dV*/dtheta_k = 2 theta_k Z_k Z_k':
+        d/dtheta_k = 2 theta_k [tr(Z_k' V*^-1 Z_k) - tr((X'V*^-1 X)^-1 Q_k'Q_k) (REML only) - |u_k|^2 / sigma^2],
+        Q = Z'V*^-1 X, u = Z'V*^-1 (y - X beta). Traces use tr_k(Z'V*^-1 Z) = tr_k(G) - |L^-1 Lambda G_k|_F^2.
+        The bracket is the derivative in psi_k = theta_k^2.
+        """
+        s = self.s
+        A, sqA, lam, BtT, LS, cbT, co, P, logdet, RX, cbeta, r2 = parts
+        p, n = s.p, s.n
+        tb = theta[self.big]
+        K = len(theta)
+        tr = np.zeros(K)
+        xb = (tb * self.n_big) / sqA
+        invA = 1.0 / A
+        # Z'V*^-1 [X y] = a - G Lambda M^-1 Lambda a, with M^-1 Lambda a = L^-T [cb; co]
+        if self.q_o:
+            # big block: |L_S^-1 (lam B'/A)|_F^2 = tr(S^-1 H), H = lam (B' A^-2 B) lam
+            Sinv = _tri(LS, _tri(LS, self.eye_o, lower=True), lower=True, trans=True)
+            H = lam[:, None] * ((self.BT * (invA * invA)) @ self.BT.T) * lam[None, :]
+            tr[self.big] = self.n_big.sum() - float(xb @ xb) - float((Sinv * H).sum())
+            colsq_b = (tb * tb) * (self.BT2 @ invA)
+            xo_o = _tri(LS, lam[:, None] * self.C - BtT @ ((tb * self.BT) * invA).T, lower=True)
+            colsq = colsq_b + (xo_o * xo_o).sum(axis=0)
+            for k in self.others:
+                sl = self.slices[k]
+                tr[k] = self.diagC[sl].sum() - colsq[sl].sum()
+            zo = _tri(LS, co, lower=True, trans=True)
+            zbT = (cbT - zo.T @ (BtT / sqA)) / sqA
+            lz_o = lam[:, None] * zo
+            lz_bT = tb * zbT
+            GbT = self.n_big * lz_bT + lz_o.T @ self.BT
+            Go = self.BT @ lz_bT.T + self.C @ lz_o
+        else:
+            tr[self.big] = self.n_big.sum() - float(xb @ xb)
+            lz_bT = tb * (cbT / sqA)
+            GbT = self.n_big * lz_bT
+            Go = np.zeros((0, p + 1))
+        WbT = self.RbT - GbT
+        Wo = self.Ro - Go
+        beta = _tri(RX, cbeta, lower=False) if p else np.zeros(0)
+        ub = WbT[p] - beta @ WbT[:p]
+        uo = Wo[:, p] - Wo[:, :p] @ beta
+        sigma2 = r2 / (n - p if self.reml else n)
+        usq = np.zeros(K)
+        usq[self.big] = float(ub @ ub)
+        for k in self.others:
+            usq[k] = float(uo[self.slices[k]] @ uo[self.slices[k]])
+        t2 = np.zeros(K)
+        if self.reml and p:
+            Rinv = _tri(RX, self.eye_p, lower=False)  # (X'V*^-1X)^-1=Rinv Rinv'
+            Qb = Rinv.T @ WbT[:p]
+            t2[self.big] = float((Qb * Qb).sum())
+            if self.q_o:
+                Qo = Wo[:, :p] @ Rinv
+                for k in self.others:
+                    t2[k] = float((Qo[self.slices[k]] ** 2).sum())
+        g_psi = tr - t2 - usq / sigma2
+        return g_psi if per_psi else 2.0 * theta * g_psi
+
+    def conditional_modes(self, theta, parts, beta) -> tuple[np.ndarray, np.ndarray]:
+        """b = Lambda u with u = L^-T (c_u - R_ZX beta): the BLUPs of the big factor and of the others."""
+        A, sqA, lam, BtT, LS, cbT, co, P, logdet = parts[:9]
+        p = self.s.p
+        d_b = cbT[p] - beta @ cbT[:p]
+        d_o = co[:, p] - co[:, :p] @ beta
+        u_o = linalg.solve_triangular(LS, d_o, lower=True, trans="T") if self.q_o else np.zeros(0)
+        u_b = (d_b - u_o @ (BtT / sqA)) / sqA if self.q_o else d_b / sqA
+        return theta[self.big] * u_b, lam * u_o
 
 
 # ------------------------------------------------------------------------------------------ the result
@@ -666,35 +814,48 @@ def fit_stats(s: SufficientStats, method: str = "REML", theta0=None) -> MixedMod
     K = len(s.groups)
     x0 = np.ones(K) if theta0 is None else np.asarray(theta0, dtype=float)
     fit_warnings: list[str] = []
-    res = optimize.minimize(dev, x0, method="L-BFGS-B", bounds=[(0.0, None)] * K,
-                            options={"ftol": 1e-14, "gtol": 1e-9, "maxiter": 2000, "eps": 1e-7})
+    bounds = [(0.0, None)] * K
+    opts = {"ftol": 1e-15, "gtol": 1e-10, "maxiter": 5000, "maxcor": 20}
+    res = optimize.minimize(dev.value_and_grad, x0, jac=True, method="L-BFGS-B", bounds=bounds, options=opts)
     n_eval = int(res.nfev)
-    # polish: restart from the optimum, and from the boundary for components near zero
-    best_x, best_f = res.x.copy(), float(res.fun)
-    for start in (best_x, np.where(best_x < 1e-3, 0.0, best_x)):
-        r2 = optimize.minimize(dev, start, method="L-BFGS-B", bounds=[(0.0, None)] * K,
-                               options={"ftol": 1e-15, "gtol": 1e-10, "maxiter": 2000, "eps": 1e-8})
+    theta, best_f = res.x.copy(), float(res.fun)
+    # The theta-gradient is 0 at theta_k = 0 whatever the data say, so a component can be trapped on the boundary.
+    # Check the psi = theta^2 gradient there (d deviance / d psi_k): where it is negative the deviance decreases
+    # away from 0; move that component off the boundary by a 1-D search and optimize again.
+    for _ in range(2 * K):
+        g_psi = dev.psi_gradient(theta)
+        trapped = [k for k in range(K) if theta[k] <= 1e-8 and g_psi[k] < -1e-6]
+        if not trapped:
+            break
+        start = theta.copy()
+        for k in trapped:
+            def along(t, k=k):
+                x = start.copy()
+                x[k] = t
+                return dev(x)
+            line = optimize.minimize_scalar(along, bounds=(0.0, max(2.0, 2 * float(start.max()))), method="bounded",
+                                            options={"xatol": 1e-6})
+            n_eval += int(line.nfev)
+            start[k] = line.x
+        r2 = optimize.minimize(dev.value_and_grad, start, jac=True, method="L-BFGS-B", bounds=bounds, options=opts)
         n_eval += int(r2.nfev)
-        if r2.fun < best_f - 1e-12:
-            best_x, best_f, res = r2.x.copy(), float(r2.fun), r2
-    theta = best_x
-    # components that sit at a tiny positive value whose removal does not change the deviance: set to zero
-    for k in range(K):
-        if 0 < theta[k] < 1e-4:
-            t0 = theta.copy()
-            t0[k] = 0.0
-            if dev(t0) <= best_f + 1e-10:
-                theta, best_f = t0, dev(t0)
-    # convergence: the projected gradient of the deviance at the optimum (lme4 checks a scaled gradient too)
-    grad = optimize.approx_fprime(theta, dev, 1e-7)
-    projected = np.where((theta <= 0) & (grad > 0), 0.0, grad)
-    converged = bool(np.isfinite(best_f)) and float(np.max(np.abs(projected), initial=0.0)) < 2e-3
-    message = str(res.message) + f" (max |projected gradient| = {np.max(np.abs(projected), initial=0.0):.2g})"
+        if r2.fun < best_f:
+            theta, best_f, res = r2.x.copy(), float(r2.fun), r2
+        else:
+            break
+    # convergence: the projected gradient at the optimum (lme4 checks a scaled gradient too)
+    _, grad = dev.value_and_grad(theta)
+    grad_psi = dev.psi_gradient(theta)
+    grad = np.where(theta <= 0, grad_psi, grad)  # on the boundary, the psi-gradient must be >= 0
+    projected = np.where((theta <= 0) & (grad >= 0), 0.0, grad)
+    max_pg = float(np.max(np.abs(projected), initial=0.0))
+    converged = bool(np.isfinite(best_f)) and max_pg < 1e-3
+    message = str(res.message) + f" (max |projected gradient| = {max_pg:.2g})"
     if not converged:
         fit_warnings.append(f"the optimizer did not report convergence: {message}")
         warnings.warn(f"Model failed to converge: {message}", ConvergenceWarning, stacklevel=3)
     value, parts = dev.evaluate(theta)
-    A, Bt, LS, cb, co, P, RX, cbeta, r2 = parts
+    RX, cbeta, r2 = parts[9], parts[10], parts[11]
     p = s.p
     n = s.n
     sigma2 = r2 / (n - p if method == "REML" else n)
@@ -705,16 +866,10 @@ def fit_stats(s: SufficientStats, method: str = "REML", theta0=None) -> MixedMod
     se = np.sqrt(np.diag(V))
     fe = pd.DataFrame({"estimate": beta, "se": se, "z": beta / se}, index=s.fixed_names)
     fe.index.name = "term"
-    # conditional modes: u = L_Z^-T (c_u - R_ZX beta), b = Lambda u
-    d_b = cb[:, p] - cb[:, :p] @ beta
-    d_o = co[:, p] - co[:, :p] @ beta
-    sqA = np.sqrt(A)
-    u_o = linalg.solve_triangular(LS, d_o, lower=True, trans="T") if dev.q_o else np.zeros(0)
-    u_b = (d_b - (Bt / sqA[:, None]) @ u_o) / sqA
-    ranef = {}
-    ranef[s.groups[dev.big]] = pd.Series(theta[dev.big] * u_b, index=pd.Index(s.levels[dev.big], dtype=object))
+    b_big, b_o = dev.conditional_modes(theta, parts, beta)
+    ranef = {s.groups[dev.big]: pd.Series(b_big, index=pd.Index(s.levels[dev.big], dtype=object))}
     for k in dev.others:
-        ranef[s.groups[k]] = pd.Series(theta[k] * u_o[dev.slices[k]], index=pd.Index(s.levels[k], dtype=object))
+        ranef[s.groups[k]] = pd.Series(b_o[dev.slices[k]], index=pd.Index(s.levels[k], dtype=object))
     # variance components
     var = {g: (theta[k] * sigma) ** 2 for k, g in enumerate(s.groups)}
     var["Residual"] = sigma2
