@@ -843,14 +843,29 @@ def fit_stats(s: SufficientStats, method: str = "REML", theta0=None) -> MixedMod
             theta, best_f, res = r2.x.copy(), float(r2.fun), r2
         else:
             break
-    # convergence: the projected gradient at the optimum (lme4 checks a scaled gradient too)
+    # convergence, as lme4 checks it: the Newton step H^-1 g (the "relative gradient") on the free components must
+    # be small; components on the boundary need a non-negative psi-gradient (else the deviance falls off zero)
     _, grad = dev.value_and_grad(theta)
-    grad_psi = dev.psi_gradient(theta)
-    grad = np.where(theta <= 0, grad_psi, grad)  # on the boundary, the psi-gradient must be >= 0
-    projected = np.where((theta <= 0) & (grad >= 0), 0.0, grad)
-    max_pg = float(np.max(np.abs(projected), initial=0.0))
-    converged = bool(np.isfinite(best_f)) and max_pg < 1e-3
-    message = str(res.message) + f" (max |projected gradient| = {max_pg:.2g})"
+    free = theta > 0
+    rel_step = 0.0
+    if free.any():
+        idx = np.flatnonzero(free)
+        h = 1e-5 * np.maximum(theta[idx], 1e-3)
+        hess = np.empty((len(idx), len(idx)))
+        for j, (k, hk) in enumerate(zip(idx, h, strict=True)):
+            t = theta.copy()
+            t[k] += hk
+            hess[:, j] = (dev.value_and_grad(t)[1][idx] - grad[idx]) / hk
+        hess = 0.5 * (hess + hess.T)
+        try:
+            rel_step = float(np.max(np.abs(np.linalg.solve(hess, grad[idx]))))
+        except np.linalg.LinAlgError:
+            rel_step = float(np.max(np.abs(grad[idx])))
+    boundary_ok = True
+    if (~free).any():
+        boundary_ok = bool((dev.psi_gradient(theta)[~free] >= -1e-6 * max(1.0, abs(best_f))).all())
+    converged = bool(np.isfinite(best_f)) and rel_step < 2e-3 and boundary_ok
+    message = str(res.message) + f" (max relative gradient {rel_step:.2g})"
     if not converged:
         fit_warnings.append(f"the optimizer did not report convergence: {message}")
         warnings.warn(f"Model failed to converge: {message}", ConvergenceWarning, stacklevel=3)
