@@ -70,7 +70,11 @@ class _Levels:
                 self.categories = cats
             elif self.categories is not None:
                 self.categories += [c for c in cats if c not in set(self.categories)]
-            local, uniques = s.cat.codes.to_numpy(), np.asarray(cats, dtype=object)
+            codes = s.cat.codes.to_numpy()
+            used = np.unique(codes)  # unused categories are not levels of the model (R's droplevels)
+            remap = np.full(len(cats), -1, dtype=np.int64)
+            remap[used] = np.arange(len(used))
+            local, uniques = remap[codes], np.asarray(cats, dtype=object)[used]
         else:
             self.categories = None if self.values else self.categories
             local, uniques = pd.factorize(s, sort=False)
