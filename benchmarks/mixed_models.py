@@ -1,0 +1,254 @@
+"""Benchmark vrs_helpers.mixed against its peers on the book's data and simulated large designs.
+
+    python benchmarks/mixed_models.py [--repeats 3] [--statsmodels-timeout 60] [--stream-rows 10000000]
+
+Prints one table: problem, rows, wall seconds of ours / mixedlm / statsmodels / lme4, and the ratios (peer time /
+our time). Every peer runs in the same run on the same data. lme4 runs only when `Rscript` with lme4 is on PATH;
+statsmodels runs in a subprocess with a time limit and a memory cap, and the table says when it did not finish.
+Our peak memory beyond the loaded data is measured with tracemalloc; the streamed fit's peak RSS in a fresh
+subprocess. Timings are the best of --repeats runs for ours and mixedlm (both warmed up), one run for the others.
+
+Data: VRS_DATA_DIR for the book's data (as for the tests); the simulated 10^6-row design is read from
+../shared/reference/sim/ (lme4's fits of it are in ../shared/reference/results/exp7_*.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import tracemalloc
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+sys.path.insert(0, str(ROOT))
+
+from vrs_helpers import mixed  # noqa: E402
+
+T311 = ("ter ~ (1|sentence_id) + (1|learning_rate) + (1|seed) + (1|encoder_dropout) + (1|decoder_dropout)"
+        " + (1|decoder_dropout_hidden)")
+SIM = "y ~ 1 + (1|s) + (1|a) + (1|b) + (1|c) + (1|d) + (1|e)"
+
+
+def problems():
+    from vrs_helpers import data
+
+    if not os.environ.get("VRS_DATA_DIR") and (SHARED / "data" / "SHA256SUMS").is_file():
+        os.environ["VRS_DATA_DIR"] = str(SHARED / "data")
+    out = []
+    full = data.load("mt_grid_full")
+    full = full[full["delta_scheme"] == "(-0.5:0.5)"].reset_index(drop=True)
+    out.append(("Table 3.11 model (REML)", T311, full))
+    ter = data.load("mt_ter")
+    x = ter["src_length"].astype(float)
+    ter["src_length_class"] = pd.Categorical(np.select([x <= 15, x <= 55], ["short", "typical"], "very long"))
+    out.append(("Table 4.3 model (REML)", "ter ~ system * src_length_class + (1|sentence_id)", ter))
+    sim_file = SHARED / "reference" / "sim" / "sim_N1e6.csv.gz"
+    if sim_file.is_file():
+        sim = pd.read_csv(sim_file)
+        for c in "sabcde":
+            sim[c] = sim[c].astype("category")
+        out.append(("sim 10^6, 5 crossed factors (REML)", SIM, sim))
+        rng = np.random.default_rng(2026)
+        out.append(("sim 10^6 minus 20% rows (REML)", SIM, sim[rng.random(len(sim)) >= 0.2].reset_index(drop=True)))
+    return out
+
+
+def best_of(fn, repeats):
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def time_ours(formula, df, repeats):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        seconds = best_of(lambda: mixed.fit(formula, df), repeats)
+        tracemalloc.start()
+        mixed.fit(formula, df)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    return seconds, peak / 2**20
+
+
+def time_mixedlm(formula, df, repeats):
+    try:
+        import mixedlm
+    except ImportError:
+        return None, "not installed"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return best_of(lambda: mixedlm.lmer(formula, df, REML=True), repeats), ""
+
+
+def _random_terms(formula):
+    return [t.strip()[3:-1].strip() for t in formula.split("~")[1].split("+") if t.strip().startswith("(1|")]
+
+
+def time_statsmodels(formula, df, timeout, mem_gb):
+    """statsmodels MixedLM with crossed effects as variance components in one group, in a capped subprocess."""
+    groups = _random_terms(formula)
+    fixed = formula.split("~")[1].split("+ (1|")[0].split("(1|")[0].strip(" +") or "1"
+    response = formula.split("~")[0].strip()
+    tmp = Path(tempfile.mkdtemp())
+    df[[response] + [v for v in dict.fromkeys(sum((g.split(":") for g in groups), []) + [
+        c for c in df.columns if c in fixed])]].to_parquet(tmp / "d.parquet")
+    script = textwrap.dedent(f"""
+        import resource, time, warnings, pandas as pd, statsmodels.formula.api as smf
+        resource.setrlimit(resource.RLIMIT_AS, ({int(mem_gb * 2**30)}, {int(mem_gb * 2**30)}))
+        warnings.simplefilter("ignore")
+        d = pd.read_parquet("{tmp / 'd.parquet'}")
+        groups = {groups!r}
+        t = time.perf_counter()
+        if len(groups) == 1:  # one grouping factor: statsmodels' native random intercept
+            m = smf.mixedlm("{response} ~ {fixed}", d, groups=groups[0]).fit(reml=True)
+        else:  # crossed factors: variance components within a single all-encompassing group
+            d["one"] = 1
+            vc = {{g: "0 + C(" + g + ")" for g in groups}}
+            m = smf.mixedlm("{response} ~ {fixed}", d, groups="one", vc_formula=vc, re_formula="0").fit(reml=True)
+        print(time.perf_counter() - t)
+    """)
+    try:
+        res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, f"did not finish in {timeout} s"
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if res.returncode != 0:
+        last = (res.stderr.strip().splitlines() or ["?"])[-1]
+        if "MemoryError" in res.stderr or "Unable to allocate" in res.stderr:
+            return None, f"failed: out of memory (capped at {mem_gb:g} GB)"
+        return None, f"failed: {last[:60]}"
+    return float(res.stdout.strip().splitlines()[-1]), ""
+
+
+def time_lme4(formula, df):
+    rscript = shutil.which("Rscript")
+    if not rscript:
+        return None, "skipped: no Rscript"
+    check = subprocess.run([rscript, "-e", "library(lme4)"], capture_output=True, text=True)
+    if check.returncode != 0:
+        return None, "skipped: lme4 not installed"
+    tmp = Path(tempfile.mkdtemp())
+    df.to_csv(tmp / "d.csv", index=False)
+    factors = [c for c in df.columns if not pd.api.types.is_float_dtype(df[c])]
+    script = textwrap.dedent(f"""
+        suppressPackageStartupMessages(library(lme4))
+        d <- read.csv("{tmp / 'd.csv'}")
+        for (f in c({", ".join(repr(str(c)) for c in factors)})) d[[f]] <- factor(d[[f]])
+        ctrl <- lmerControl(optimizer = "nloptwrap", calc.derivs = FALSE)
+        invisible(lmer({formula}, data = d, REML = TRUE, control = ctrl))  # warm-up
+        t <- system.time(lmer({formula}, data = d, REML = TRUE, control = ctrl))["elapsed"]
+        cat(t, "\\n")
+    """)
+    (tmp / "b.R").write_text(script)
+    try:
+        res = subprocess.run([rscript, str(tmp / "b.R")], capture_output=True, text=True, timeout=1800)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if res.returncode != 0:
+        return None, "failed: " + (res.stderr.strip().splitlines() or ["?"])[-1][:60]
+    return float(res.stdout.split()[-1]), ""
+
+
+STREAM_SCRIPT = """
+import resource, sys, time, warnings
+import numpy as np, pandas as pd
+sys.path.insert(0, {root!r})
+from vrs_helpers import mixed
+rows, chunk = {rows}, 1_000_000
+sizes = dict(s=2300, a=3, b=3, c=3, d=4, e=4)
+sd = dict(s=0.3, a=0.028, b=0.012, c=0.01, d=0.0045, e=0.0032)
+rng = np.random.default_rng(7)
+effects = {{k: rng.normal(0, sd[k], n) for k, n in sizes.items()}}
+def chunks():
+    g = np.random.default_rng(8)
+    done = 0
+    while done < rows:
+        m = min(chunk, rows - done)
+        cols = {{k: g.integers(0, n, m) for k, n in sizes.items()}}
+        y = 0.3 + sum(effects[k][cols[k]] for k in sizes) + g.normal(0, 0.138, m)
+        yield pd.DataFrame({{"y": y, **cols}})
+        done += m
+warnings.simplefilter("ignore")
+t = time.perf_counter()
+m = mixed.fit({formula!r}, chunks())
+el = time.perf_counter() - t
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(el, rss, m.nobs, m.variance_components.loc["s", "variance"], sd["s"] ** 2)
+"""
+
+
+def stream_benchmark(rows):
+    res = subprocess.run([sys.executable, "-c", STREAM_SCRIPT.format(root=str(ROOT), rows=rows, formula=SIM)],
+                         capture_output=True, text=True, timeout=3600)
+    if res.returncode != 0:
+        raise RuntimeError(res.stderr)
+    el, rss, n, v_s, truth = map(float, res.stdout.split())
+    return el, rss, int(n), v_s, truth
+
+
+def fmt(t, note=""):
+    return f"{t:.3f}" if t is not None else note
+
+
+def ratio(peer, ours):
+    return f"{peer / ours:.1f}x" if peer is not None else "—"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--statsmodels-timeout", type=int, default=60)
+    ap.add_argument("--statsmodels-mem-gb", type=float, default=8.0)
+    ap.add_argument("--stream-rows", type=int, default=10_000_000)
+    ap.add_argument("--skip-lme4", action="store_true")
+    args = ap.parse_args(argv)
+    rows = []
+    for name, formula, df in problems():
+        print(f"… {name} ({len(df):,} rows)", file=sys.stderr, flush=True)
+        ours, mem = time_ours(formula, df, args.repeats)
+        ml, ml_note = time_mixedlm(formula, df, args.repeats)
+        sm, sm_note = time_statsmodels(formula, df, args.statsmodels_timeout, args.statsmodels_mem_gb)
+        r, r_note = (None, "skipped (--skip-lme4)") if args.skip_lme4 else time_lme4(formula, df)
+        rows.append({"problem": name, "rows": f"{len(df):,}", "ours s": fmt(ours), "ours MB": f"{mem:.0f}",
+                     "mixedlm s": fmt(ml, ml_note), "statsmodels s": fmt(sm, sm_note), "lme4 s": fmt(r, r_note),
+                     "mixedlm/ours": ratio(ml, ours), "statsmodels/ours": ratio(sm, ours),
+                     "lme4/ours": ratio(r, ours)})
+    table = pd.DataFrame(rows)
+    print("\nMixed-model fits (wall seconds; 'ours MB' = peak memory of the fit beyond the loaded data)\n")
+    print(table.to_markdown(index=False) if _has_tabulate() else table.to_string(index=False))
+    if args.stream_rows:
+        print(f"\n… streaming {args.stream_rows:,} simulated rows in chunks of 10^6", file=sys.stderr, flush=True)
+        el, rss, n, v_s, truth = stream_benchmark(args.stream_rows)
+        print(f"\nStreamed fit: {n:,} rows from an iterator of 10^6-row chunks, {SIM}: {el:.1f} s, "
+              f"peak RSS {rss:.0f} MB (whole process), sentence variance {v_s:.4f} (simulated {truth:.4f}).")
+    return 0
+
+
+def _has_tabulate():
+    try:
+        import tabulate  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+if __name__ == "__main__":
+    sys.exit(main())
