@@ -28,7 +28,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check vrs_helpers tests benchmarks
 
 benchmark: $(STAMP)
-	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/mixed_models.py
 
 clean:
 	rm -rf build

@@ -205,3 +205,28 @@ def test_singular_and_aliased_warnings():
         sm = mixed.fit("y ~ 1 + (1|s) + (1|noise_group)", df.assign(y=rng.normal(size=len(df)) + df.s.map(
             {f"L{i}": i for i in range(10)})))
     assert sm.singular
+
+
+def test_fit_from_a_parquet_dataset_in_batches(tmp_path):
+    import pyarrow as pa
+    import pyarrow.dataset as pads
+    import pyarrow.parquet as pq
+
+    df = _crossed(11)
+    for i in range(4):
+        pq.write_table(pa.Table.from_pandas(df.iloc[i::4].reset_index(drop=True)), tmp_path / f"part{i}.parquet")
+    ds = pads.dataset(str(tmp_path), format="parquet")
+    streamed = mixed.fit("y ~ sys + x + (1|s) + (1|r)", ds)
+    whole = mixed.fit("y ~ sys + x + (1|s) + (1|r)", df)
+    assert streamed.nobs == len(df)
+    assert streamed.loglik == pytest.approx(whole.loglik, abs=1e-8)
+
+
+def test_no_intercept_and_numeric_interaction_names():
+    df = _crossed(12)
+    m = mixed.fit("y ~ 0 + sys + x + sys:x + (1|s)", df)
+    assert list(m.fixed_effects.index) == ["sysbase", "sysnew", "sysold", "x", "sysnew:x", "sysold:x"]
+    # the same model as with an intercept, reparametrized: same likelihood
+    assert m.loglik == pytest.approx(mixed.fit("y ~ sys * x + (1|s)", df).loglik, abs=1e-6)
+    with pytest.raises(FormulaError, match="marginal term"):
+        mixed.fit("y ~ sys:x + (1|s)", df)

@@ -9,7 +9,6 @@ are aliased, so only the sum of their variances is identified (REFERENCE.md sect
 import gzip
 import json
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd

@@ -22,6 +22,7 @@ def test_environment_yml_matches_pyproject():
     wanted = {_name(r) for r in py["dependencies"]} | {_name(r) for r in py["optional-dependencies"]["dev"]}
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     conda = {_name(d) for d in env["dependencies"] if isinstance(d, str)} - {"python", "pip"}
+    conda |= {_name(d) for entry in env["dependencies"] if isinstance(entry, dict) for d in entry.get("pip", [])}
     assert conda == wanted, f"only in pyproject: {wanted - conda}; only in environment.yml: {conda - wanted}"
 
 

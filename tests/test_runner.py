@@ -81,3 +81,15 @@ def test_batch_with_the_shipped_example_grid(tmp_path):
     assert table["error"].isna().all()
     alpha_col = [c for c in table.columns if "Krippendorff's alpha (krippendorff_10_items)" in c]
     assert alpha_col and table[alpha_col[0]].round(3).eq(0.095).all()  # book example independent of the grid
+
+
+@requires_data
+def test_reproduce_the_shipped_notebooks(tmp_path):
+    """`vrs reproduce` end to end on the real notebooks: report, scorecard, and no number marked false."""
+    assert main(["reproduce", "--folder", str(ROOT / "notebooks"), "--build", str(tmp_path)]) == 0
+    card = pd.read_csv(tmp_path / "scorecard.csv")
+    assert len(card) > 0 and (card["match"] != False).all()  # noqa: E712 (pandas reads 'false' as bool)
+    assert set(card["match"].astype(str).str.lower()) <= {"true", "explained"}
+    index = (tmp_path / "html" / "index.html").read_text()
+    for nb in runner.notebooks_in(ROOT / "notebooks"):
+        assert nb.stem + ".html" in index

@@ -114,26 +114,30 @@ class _SparseSum:
         self.vals: np.ndarray | None = None
         self.sparse = False
 
-    def add(self, rows: np.ndarray, cols: np.ndarray, weights: np.ndarray):
-        w = weights[:, None] if weights.ndim == 1 else weights
+    def add(self, rows: np.ndarray, cols: np.ndarray | None, weights: np.ndarray | None):
+        """Add weights (None: counts; 1-D or rows x k) at keys (rows, cols); cols None means column 0."""
+        k = 1 if weights is None or weights.ndim == 1 else weights.shape[1]
         nr = int(rows.max()) + 1 if len(rows) else 0
-        nc = int(cols.max()) + 1 if len(cols) else 0
+        nc = int(cols.max()) + 1 if cols is not None and len(cols) else 1
         if not self.sparse:
             cur = self.dense_arr
             nr = max(nr, cur.shape[1] if cur is not None else 0)
             nc = max(nc, cur.shape[2] if cur is not None else 0)
-            if nr * nc * w.shape[1] <= self.DENSE_LIMIT:
+            if nr * nc * k <= self.DENSE_LIMIT:
                 if cur is None or cur.shape[1:] != (nr, nc):
-                    grown = np.zeros((w.shape[1], nr, nc))
+                    grown = np.zeros((k, nr, nc))
                     if cur is not None:
                         grown[:, :cur.shape[1], :cur.shape[2]] = cur
                     self.dense_arr = cur = grown
-                flat = rows.astype(np.int64) * nc + cols
-                for j in range(w.shape[1]):
-                    cur[j] += np.bincount(flat, weights=w[:, j], minlength=nr * nc).reshape(nr, nc)
+                flat = rows if cols is None else rows * nc + cols
+                for j in range(k):
+                    w = weights if weights is None or weights.ndim == 1 else weights[:, j]
+                    cur[j] += np.bincount(flat, weights=w, minlength=nr * nc).reshape(nr, nc)
                 return
             self._to_sparse()
+        cols = np.zeros(len(rows), dtype=np.int64) if cols is None else cols
         key = rows.astype(np.int64) * (1 << 31) + cols.astype(np.int64)
+        w = np.ones((len(rows), 1)) if weights is None else (weights[:, None] if weights.ndim == 1 else weights)
         keys = np.concatenate([self.keys, key])
         vals = np.concatenate([self.vals, w]) if self.vals is not None else w
         uniq, inv = np.unique(keys, return_inverse=True)
@@ -180,7 +184,8 @@ class SufficientStats:
     factor_levels: dict  # fixed factor -> ordered levels (reference first)
     numeric_means: dict  # numeric covariate -> mean (for marginal means)
     cells: pd.DataFrame  # observed cells of the fixed factors with counts, and the X row of each cell
-    cell_X: np.ndarray  # one X row per cell (numeric covariates at their cell mean is not needed: see emmeans)
+    monomials: list  # numeric monomials of the cell basis: () for the indicator, ("x",) for x, ...
+    T: np.ndarray  # map from the cell basis (cell * len(monomials) + monomial) to the treatment-coded X
 
     @property
     def p(self) -> int:
@@ -219,7 +224,8 @@ def _chunks(data) -> Iterable[pd.DataFrame]:
     except ImportError:  # pragma: no cover
         pass
     if isinstance(data, (str, bytes)) or not hasattr(data, "__iter__"):
-        raise MixedModelError(f"data must be a DataFrame or an iterable of DataFrame chunks; got {type(data).__name__}.")
+        raise MixedModelError(f"data must be a DataFrame or an iterable of DataFrame chunks; "
+                              f"got {type(data).__name__}.")
     for chunk in data:
         if not isinstance(chunk, pd.DataFrame):
             raise MixedModelError(f"Every chunk must be a DataFrame; got {type(chunk).__name__}.")
@@ -249,7 +255,7 @@ def accumulate(formula: str | Formula, data, dropna: bool = False) -> Sufficient
     var_levels: dict[str, _Levels] = {}
     ZtW = [_SparseSum() for _ in f.random]
     Zy = [_SparseSum() for _ in f.random]
-    cross = {(k, l): _SparseSum() for k in range(len(f.random)) for l in range(k + 1, len(f.random))}
+    cross = {(k, j): _SparseSum() for k in range(len(f.random)) for j in range(k + 1, len(f.random))}
     for chunk in _chunks(data):
         if columns is None:
             columns = list(chunk.columns)
@@ -259,17 +265,18 @@ def accumulate(formula: str | Formula, data, dropna: bool = False) -> Sufficient
                                   f"{list(chunk.columns)}. Every chunk must have the same columns.")
         if len(chunk) == 0:
             continue
-        chunk = chunk[needed]
-        nan_rows = chunk.isna().any(axis=1)
-        if nan_rows.any():
+        missing = {c: chunk[c].isna().to_numpy() for c in needed}  # per column: no copy of the chunk
+        counts = {c: int(v.sum()) for c, v in missing.items()}
+        if any(counts.values()):
+            nan_rows = np.logical_or.reduce(list(missing.values()))
             if not dropna:
-                per_col = chunk.isna().sum()
-                detail = ", ".join(f"{c}: {int(k)}" for c, k in per_col.items() if k)
+                detail = ", ".join(f"{c}: {k}" for c, k in counts.items() if k)
                 raise MixedModelError(f"{int(nan_rows.sum())} rows have missing values ({detail}). Drop them first "
                                       f"or call fit(..., dropna=True) to drop them.")
-            chunk = chunk[~nan_rows]
+            chunk = chunk.loc[~nan_rows, needed]
             if len(chunk) == 0:
                 continue
+        del missing
         if kinds is None:
             kinds = {v: _is_factor(chunk[v]) for v in fixed_vars}
             fixed_factors = [v for v in fixed_vars if kinds[v]]
@@ -303,8 +310,16 @@ def accumulate(formula: str | Formula, data, dropna: bool = False) -> Sufficient
                 mono_vals[:, j] *= chunk[v].to_numpy(dtype=float)
         if fixed_factors:
             codes = np.column_stack([cell_levels[v].encode(chunk[v]) for v in fixed_factors])
-            uniq, inv = np.unique(codes, axis=0, return_inverse=True)
-            inv = inv.ravel()
+            radix = [int(codes[:, j].max()) + 1 for j in range(codes.shape[1])]
+            joint = codes[:, 0].copy()
+            for j in range(1, codes.shape[1]):  # one integer key per row: mixed radix over the chunk's codes
+                joint = joint * radix[j] + codes[:, j]
+            inv, keys = pd.factorize(joint)
+            uniq = np.empty((len(keys), codes.shape[1]), dtype=np.int64)
+            rest = np.asarray(keys, dtype=np.int64)
+            for j in range(codes.shape[1] - 1, 0, -1):  # decode the keys back into per-factor codes
+                rest, uniq[:, j] = np.divmod(rest, radix[j])
+            uniq[:, 0] = rest
             ids = np.empty(len(uniq), dtype=np.int64)
             for i, row in enumerate(map(tuple, uniq)):
                 if row not in cell_index:
@@ -318,10 +333,11 @@ def accumulate(formula: str | Formula, data, dropna: bool = False) -> Sufficient
                 cell_keys.append(())
             cell = np.zeros(m, dtype=np.int64)
         M = len(monomials)
-        pair_w = np.column_stack([mono_vals[:, i] * mono_vals[:, j] for i in range(M) for j in range(M)])
-        zeros = np.zeros(m, dtype=np.int64)
-        WtW.add(cell, zeros, pair_w)
-        Wty.add(cell, zeros, mono_vals * y[:, None])
+        pair_w = (None if M == 1 else
+                  np.column_stack([mono_vals[:, i] * mono_vals[:, j] for i in range(M) for j in range(M)]))
+        intercept_only = M == 1  # the only monomial is the indicator: counts need no weight arrays
+        WtW.add(cell, None, None if intercept_only else pair_w)
+        Wty.add(cell, None, y if intercept_only else mono_vals * y[:, None])
         # random part
         gcodes = []
         var_codes = {v: var_levels[v].encode(chunk[v]) for v in f.random_variables}
@@ -332,10 +348,10 @@ def accumulate(formula: str | Formula, data, dropna: bool = False) -> Sufficient
                 joint = pd.Series(list(zip(*(var_codes[v] for v in g), strict=True)), dtype=object)
                 gcodes.append(grp_levels[k].encode(joint))
         for k in range(len(f.random)):
-            ZtW[k].add(gcodes[k], cell, mono_vals)
-            Zy[k].add(gcodes[k], zeros, y)
-            for l in range(k + 1, len(f.random)):
-                cross[(k, l)].add(gcodes[k], gcodes[l], np.ones(m))
+            ZtW[k].add(gcodes[k], cell, None if intercept_only else mono_vals)
+            Zy[k].add(gcodes[k], None, y)
+            for j in range(k + 1, len(f.random)):
+                cross[(k, j)].add(gcodes[k], gcodes[j], None)
     if kinds is None or n == 0:
         raise MixedModelError("The data are empty: no rows to fit.")
     if n < 3:
@@ -385,13 +401,10 @@ def accumulate(formula: str | Formula, data, dropna: bool = False) -> Sufficient
     ZtX = [mat @ T for mat in ZtW_d]
     counts = np.array([WtW_d[c * Mn, c * Mn] for c in range(n_cells)])
     cell_frame["n"] = counts.astype(int)
-    cell_X = T[np.arange(n_cells) * Mn, :]  # X row of each cell with every numeric monomial set to... see emmeans
     ZtZ_diag = [mat[:, 0::Mn].sum(axis=1) for mat in ZtW_d]  # counts per level: the intercept monomial columns
     stats_ = SufficientStats(f, n, [f.group_name(g) for g in f.random], levels, ZtZ_diag, cross_d, ZtX, Zty_d,
                              XtX, Xty, yty, ysum, names, factor_levels,
-                             {v: num_sums[v] / n for v in numerics}, cell_frame, cell_X)
-    stats_.T = T  # type: ignore[attr-defined]
-    stats_.monomials = monomials  # type: ignore[attr-defined]
+                             {v: num_sums[v] / n for v in numerics}, cell_frame, monomials, T)
     _check_rank(stats_)
     return stats_
 
@@ -417,28 +430,19 @@ def _treatment_design(f: Formula, factors, numerics, monomials, factor_levels, c
         coding = []
         for v in facs:
             rest = frozenset(term) - {v}
-            full = (not rest and first_full) or (rest and rest not in present and
-                                                 not (not [u for u in rest if u in factors] and False))
             if rest and rest not in present:
                 raise FormulaError(f"Term {':'.join(term)} needs its marginal term {':'.join(sorted(rest))} in the "
                                    f"formula (non-hierarchical formulas are not supported).")
-            if not rest and first_full:
-                first_full = False
+            full = not rest and first_full  # without an intercept, R codes the first factor in full
+            first_full = first_full and not full
             coding.append((v, factor_levels[v] if full else factor_levels[v][1:]))
         combos = [()]
-        for v, lv in coding:  # first factor varies fastest, as in R's model.matrix
+        for _, lv in coding:  # first factor varies fastest, as in R's model.matrix
             combos = [c + (x,) for x in lv for c in combos]
+        position = {v: i for i, (v, _) in enumerate(coding)}
         for combo in combos:
-            label = ":".join(
-                [f"{v}{x}" for (v, _), x in zip(coding, combo, strict=True)] + list(mono)) if coding else ":".join(mono)
-            # keep R's order of names within the term: the term's own variable order
-            parts = []
-            for v in term:
-                if v in factors:
-                    parts.append(f"{v}{combo[[c[0] for c in coding].index(v)]}")
-                else:
-                    parts.append(v)
-            label = ":".join(parts)
+            # R names the column after the term's variables in their order: systemMarking:src_length_classtypical
+            label = ":".join(f"{v}{combo[position[v]]}" if v in position else v for v in term)
             col = np.zeros(n_cells * Mn)
             ind = np.ones(n_cells, dtype=bool)
             for (v, _), x in zip(coding, combo, strict=True):
@@ -517,11 +521,11 @@ class _Deviance:
             a, b = min(k, self.big), max(k, self.big)
             BT[self.slices[k], :] = s.ZtZ_cross[(a, b)].T if a == self.big else s.ZtZ_cross[(a, b)]
         for i, k in enumerate(self.others):
-            for l in self.others[i + 1:]:
-                a, b = min(k, l), max(k, l)
+            for j in self.others[i + 1:]:
+                a, b = min(k, j), max(k, j)
                 blk = s.ZtZ_cross[(a, b)] if a == k else s.ZtZ_cross[(a, b)].T
-                C[self.slices[k], self.slices[l]] = blk
-                C[self.slices[l], self.slices[k]] = blk.T
+                C[self.slices[k], self.slices[j]] = blk
+                C[self.slices[j], self.slices[k]] = blk.T
         self.BT, self.C = np.ascontiguousarray(BT), C
         self.BT2 = self.BT * self.BT
         self.diagC = np.diag(C).copy()
@@ -724,7 +728,8 @@ class MixedModelResult:
     def summary(self) -> str:
         vc = self.variance_components.copy()
         lines = [
-            f"Linear mixed model fit by {'REML' if self.method == 'REML' else 'maximum likelihood'} (vrs_helpers.mixed)",
+            f"Linear mixed model fit by {'REML' if self.method == 'REML' else 'maximum likelihood'} "
+            "(vrs_helpers.mixed)",
             f"Formula: {self.formula}",
             f"{'REML criterion' if self.method == 'REML' else 'deviance'} = {self.deviance:.4f}; "
             f"logLik = {self.loglik:.4f}; AIC = {self.aic:.4f}; BIC = {self.bic:.4f}",
@@ -779,7 +784,7 @@ def _design_rows(s: SufficientStats, data: pd.DataFrame) -> np.ndarray:
     """Treatment-coded X for given rows (factors must use levels seen in the fit)."""
     cells = s.cells.drop(columns="n")
     factors = list(cells.columns)
-    monomials = s.monomials  # type: ignore[attr-defined]
+    monomials = s.monomials
     Mn = len(monomials)
     n_cells = len(cells)
     if factors:
@@ -796,17 +801,17 @@ def _design_rows(s: SufficientStats, data: pd.DataFrame) -> np.ndarray:
         for name in mono:
             v = v * data[name].to_numpy(dtype=float)
         W[np.arange(len(data)), idx * Mn + j] = v
-    return W @ s.T  # type: ignore[attr-defined]
+    return W @ s.T
 
 
 # --------------------------------------------------------------------------------------------- fitting
 
 def _aliased_pairs(s: SufficientStats) -> list[tuple[str, str]]:
     pairs = []
-    for (k, l), N in s.ZtZ_cross.items():
+    for (k, j), N in s.ZtZ_cross.items():
         nz = N > 0
         if (nz.sum(axis=1) == 1).all() and (nz.sum(axis=0) == 1).all():
-            pairs.append((s.groups[k], s.groups[l]))
+            pairs.append((s.groups[k], s.groups[j]))
     return pairs
 
 
@@ -819,7 +824,7 @@ def fit_stats(s: SufficientStats, method: str = "REML", theta0=None) -> MixedMod
     x0 = np.ones(K) if theta0 is None else np.asarray(theta0, dtype=float)
     fit_warnings: list[str] = []
     bounds = [(0.0, None)] * K
-    opts = {"ftol": 1e-15, "gtol": 1e-10, "maxiter": 5000, "maxcor": 20}
+    opts = {"ftol": 1e-13, "gtol": 1e-7, "maxiter": 5000, "maxcor": 20}
     res = optimize.minimize(dev.value_and_grad, x0, jac=True, method="L-BFGS-B", bounds=bounds, options=opts)
     n_eval = int(res.nfev)
     theta, best_f = res.x.copy(), float(res.fun)
@@ -833,7 +838,7 @@ def fit_stats(s: SufficientStats, method: str = "REML", theta0=None) -> MixedMod
             break
         start = theta.copy()
         for k in trapped:
-            def along(t, k=k):
+            def along(t, k=k, start=start):
                 x = start.copy()
                 x[k] = t
                 return dev(x)
