@@ -37,3 +37,26 @@ def test_extract_from_notebook_outputs():
     rows, scalars = extract(nb)
     assert rows[0]["ref"] == "Table 3.1" and math.isnan(rows[0]["ours"])
     assert scalars["s"] == 2.5 and "Table 3.1: q" in scalars
+
+
+def test_flush_emits_pending_checks_as_one_list():
+    nb = nbformat.v4.new_notebook()
+    card = Scorecard("nb")
+    card.check("Table 1", "a", 1.0, 1.0, 0.0, show=False)
+    card.check("Table 1", "b", 2.0, 2.5, 0.1, show=False)
+    captured = []
+    import vrs_helpers.scorecard as sc
+
+    original = sc._display
+    sc._display = captured.append
+    try:
+        card.flush(visible=False)
+        card.flush()  # nothing pending: emits nothing
+    finally:
+        sc._display = original
+    assert len(captured) == 1 and "2 scorecard checks recorded" in captured[0]["text/plain"]
+    cell = nbformat.v4.new_code_cell("")
+    cell.outputs = [nbformat.v4.new_output("display_data", data=captured[0])]
+    nb.cells.append(cell)
+    rows, _ = extract(nb)
+    assert [r["quantity"] for r in rows] == ["a", "b"] and [r["match"] for r in rows] == ["true", "false"]

@@ -68,6 +68,13 @@ def printed_tolerance(digits: int) -> float:
     return 0.5 * 10.0 ** (-digits) * (1 + 1e-9)
 
 
+def tolerance_of(printed: str) -> float:
+    """Half a unit of the last digit of a number as printed: "0.00304" -> 5e-6, "12" -> 0.5, "14.2" -> 0.05."""
+    text = str(printed).strip()
+    digits = len(text.split(".", 1)[1]) if "." in text else 0
+    return printed_tolerance(digits)
+
+
 def compare(book: float, ours: float, tolerance: float) -> bool:
     """True when ``ours`` is within the absolute ``tolerance`` of ``book`` (NaN matches NaN)."""
     book, ours = float(book), float(ours)
@@ -96,6 +103,7 @@ class Scorecard:
 
     notebook: str
     checks: list[Check] = field(default_factory=list)
+    _pending: list[Check] = field(default_factory=list, repr=False)
 
     def check(self, ref: str, quantity: str, book: float, ours: float, tolerance: float, *,
               explanation: str = "", show: bool = True) -> Check:
@@ -112,13 +120,27 @@ class Scorecard:
         c = Check(self.notebook, ref, quantity, float(book), float(ours), float(tolerance), match, explanation)
         self.checks.append(c)
         if show:
-            payload = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in asdict(c).items()}
-            _display({"text/plain": repr(c), "text/html": c._repr_html_(), SCORECARD_MIME: payload})
+            _display({"text/plain": repr(c), "text/html": c._repr_html_(), SCORECARD_MIME: _payload(c)})
+        else:
+            self._pending.append(c)
         return c
 
+    def flush(self, visible: bool = True) -> None:
+        """Emit the checks made with ``show=False`` since the last flush (so ``vrs reproduce`` collects them),
+        as one table, or (``visible=False``) as a one-line summary when the notebook shows them otherwise."""
+        if not self._pending:
+            return
+        rows = [_payload(c) for c in self._pending]
+        counts = pd.Series([c.match for c in self._pending]).value_counts().to_dict()
+        bundle = {"text/plain": f"{len(rows)} scorecard checks recorded: {counts}", SCORECARD_MIME: rows}
+        if visible:
+            frame = pd.DataFrame([asdict(c) for c in self._pending])[COLUMNS[1:]]
+            bundle["text/html"] = frame.to_html(index=False, float_format=_fmt)
+        _display(bundle)
+        self._pending = []
+
     def to_frame(self) -> pd.DataFrame:
-        return pd.DataFrame([asdict(c) for c in self.checks],
-                            columns=COLUMNS + ["explanation"])
+        return pd.DataFrame([asdict(c) for c in self.checks], columns=COLUMNS + ["explanation"])
 
     def __repr__(self) -> str:
         counts = self.to_frame()["match"].value_counts().to_dict() if self.checks else {}
@@ -126,6 +148,10 @@ class Scorecard:
 
     def _repr_html_(self) -> str:
         return self.to_frame().to_html(index=False, float_format=_fmt)
+
+
+def _payload(c: Check) -> dict:
+    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in asdict(c).items()}
 
 
 def record(name: str, value: float, show: bool = True) -> float:
@@ -147,10 +173,12 @@ def extract(nb) -> tuple[list[dict], dict]:
         for out in cell.get("outputs", []):
             data = out.get("data", {})
             if SCORECARD_MIME in data:
-                row = data[SCORECARD_MIME]
-                row = json.loads(row) if isinstance(row, str) else dict(row)
-                rows.append({k: (float("nan") if v is None and k in ("book", "ours") else v) for k, v in row.items()})
-                scalars[f"{row['ref']}: {row['quantity']}"] = rows[-1]["ours"]
+                payload = data[SCORECARD_MIME]
+                payload = json.loads(payload) if isinstance(payload, str) else payload
+                for row in (payload if isinstance(payload, list) else [payload]):
+                    rows.append({k: (float("nan") if v is None and k in ("book", "ours") else v)
+                                 for k, v in dict(row).items()})
+                    scalars[f"{row['ref']}: {row['quantity']}"] = rows[-1]["ours"]
             if SCALAR_MIME in data:
                 s = data[SCALAR_MIME]
                 s = json.loads(s) if isinstance(s, str) else s
