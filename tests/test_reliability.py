@@ -139,3 +139,18 @@ def test_level_means():
     t = rel.level_means(df, "v", ["a", "b"])
     assert t.set_index(["factor", "level"]).loc[("a", "x"), "mean"] == 2.0
     assert t.set_index(["factor", "level"]).loc[("b", 2), "mean"] == 4.0
+
+
+def test_substantial_check_and_importance_on_a_balanced_grid():
+    df, n_s, n_r = _balanced(seed=4)
+    ms_s, ms_r, ms_e = _mean_squares(df, n_s, n_r)
+    m, res = rel.substantial_variance_check(df, "y", "s")
+    # one-way model: sigma_s^2 = (MS_s - MS_within)/n_r with MS_within pooling the rater and residual variation
+    ms_within = ((n_r - 1) * ms_r + (n_s - 1) * (n_r - 1) * ms_e) / (n_s * (n_r - 1))
+    v_s = (ms_s - ms_within) / n_r
+    assert res.phi == pytest.approx(v_s / (v_s + ms_within), rel=1e-5)
+    model, table = rel.meta_parameter_importance(df, "y", ["r"], object="s")
+    assert list(table["component"]) == list(model.variance_components["variance"].sort_values(
+        ascending=False, kind="stable").index)
+    with pytest.raises(ValueError, match="at least one"):
+        rel.meta_parameter_importance(df, "y", [])

@@ -285,3 +285,30 @@ def expected_max_ci(scores, budgets=None, n_boot: int = 1000, level: float = 0.9
         m, sd = float(maxima.mean()), float(maxima.std(ddof=1))
         rows.append({"budget": b, "mean": m, "sd": sd, "lower": m - z * sd, "upper": m + z * sd})
     return BudgetCI(pd.DataFrame(rows), n_boot, level, seed)
+
+
+def substantial_variance_check(data, response: str, object: str, method: str = "REML"):
+    """The substantial variance check of model (3.15), Y = mu + nu_s + eps (Proposition 3.1): in a crossed,
+    balanced design the object's variance is estimated without modelling the facets.
+
+    Returns ``(model, phi)`` with phi = sigma_s^2 / (sigma_s^2 + sigma_residual^2).
+    """
+    from . import mixed
+
+    model = mixed.fit(f"{response} ~ (1|{object})", data, method=method)
+    return model, phi(model, object)
+
+
+def meta_parameter_importance(data, response: str, factors: list[str], object: str | None = None,
+                              method: str = "REML"):
+    """Random-effects-only model over a grid of configurations (model 3.14; with ``object``, model 3.16):
+    one random intercept per meta-parameter. Returns ``(model, table)`` with the variance components sorted by
+    size (book Tables 3.4, 3.9, 3.11)."""
+    from . import mixed
+
+    if not factors:
+        raise ValueError("Name at least one meta-parameter column in factors.")
+    terms = ([object] if object else []) + list(factors)
+    model = mixed.fit(f"{response} ~ " + " + ".join(f"(1|{t})" for t in terms), data, method=method)
+    table = variance_table(model).sort_values("variance", ascending=False, kind="stable").reset_index(drop=True)
+    return model, table
