@@ -1,0 +1,349 @@
+"""Significance tests for evaluation scores (book chapter 4): parametric, bootstrap and permutation tests.
+
+Resampling tests work on per-item *sufficient statistics*: a 1-D array of sentence-level scores (the metric is
+their mean), or a 2-D array items x k of per-item counts (true positives, false positives, ...; n-gram matches
+and lengths) together with a corpus-level metric that maps the summed counts to a score (F1, a BLEU-like score).
+The metric is recomputed on every resample from the resampled sums, so corpus-level metrics are tested
+correctly. All resamples are vectorized and seeded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+ALTERNATIVES = ("two-sided", "less", "greater")
+
+
+class SignificanceError(ValueError):
+    """Bad input for a significance test."""
+
+
+@dataclass
+class TestResult:
+    """A test statistic with its p-value."""
+
+    method: str
+    statistic: float
+    p_value: float
+    alternative: str
+    estimate: float
+    n: int
+
+    def reject(self, alpha: float = 0.05) -> bool:
+        return bool(self.p_value <= alpha)
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([self.__dict__])
+
+    def __repr__(self) -> str:
+        return (f"TestResult({self.method}: statistic={self.statistic:.4g}, p={self.p_value:.4g}, "
+                f"{self.alternative}, estimate={self.estimate:.4g}, n={self.n})")
+
+
+def _p_from_z(z: float, alternative: str) -> float:
+    if alternative == "two-sided":
+        return float(2 * stats.norm.sf(abs(z)))
+    if alternative == "less":
+        return float(stats.norm.cdf(z))
+    return float(stats.norm.sf(z))
+
+
+def _check_alternative(alternative: str) -> None:
+    if alternative not in ALTERNATIVES:
+        raise SignificanceError(f"alternative must be one of {', '.join(ALTERNATIVES)}; got {alternative!r}.")
+
+
+def _scores(x, name: str = "scores") -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "biuf":
+        raise SignificanceError(f"{name} must be numeric; got dtype {arr.dtype}.")
+    arr = arr.astype(float)
+    if arr.size == 0:
+        raise SignificanceError(f"{name} are empty.")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        raise SignificanceError(f"{name} contain {int(bad.sum())} NaN or infinite values; remove or impute them "
+                                f"first (a test on silently dropped items would compare different items).")
+    return arr
+
+
+def z_test_summary(mean: float, mu0: float, sigma: float, n: int, alternative: str = "two-sided") -> TestResult:
+    """Z-test from summary statistics with known sigma (book 4.1: x = 15, mu0 = 25, sigma = 50, n = 100 gives
+    Z = -2)."""
+    _check_alternative(alternative)
+    if sigma <= 0 or n < 1:
+        raise SignificanceError("sigma must be positive and n at least 1.")
+    z = (mean - mu0) / (sigma / np.sqrt(n))
+    return TestResult("z-test", float(z), _p_from_z(z, alternative), alternative, float(mean - mu0), int(n))
+
+
+def z_test(x, mu0: float = 0.0, sigma: float | None = None, alternative: str = "two-sided") -> TestResult:
+    """One-sample z-test of the mean of sentence-level scores (sigma estimated from the data when not given)."""
+    x = _scores(x)
+    if len(x) < 2 and sigma is None:
+        raise SignificanceError("Estimating sigma needs at least two scores.")
+    s = float(np.std(x, ddof=1)) if sigma is None else float(sigma)
+    return z_test_summary(float(x.mean()), mu0, s, len(x), alternative)
+
+
+def t_test(x, mu0: float = 0.0, alternative: str = "two-sided") -> TestResult:
+    """One-sample t-test of the mean of sentence-level scores."""
+    _check_alternative(alternative)
+    x = _scores(x)
+    r = stats.ttest_1samp(x, mu0, alternative=alternative)
+    return TestResult("t-test", float(r.statistic), float(r.pvalue), alternative, float(x.mean() - mu0), len(x))
+
+
+def _paired(a, b) -> tuple[np.ndarray, np.ndarray]:
+    a, b = _scores(a, "scores of system A"), _scores(b, "scores of system B")
+    if a.shape != b.shape:
+        raise SignificanceError(f"Paired tests need one score per item for both systems; got shapes {a.shape} and "
+                                f"{b.shape}.")
+    return a, b
+
+
+def paired_z_test(a, b, alternative: str = "two-sided") -> TestResult:
+    """Paired z-test on per-item differences a - b."""
+    a, b = _paired(a, b)
+    r = z_test(a - b, 0.0, None, alternative)
+    r.method = "paired z-test"
+    return r
+
+
+def paired_t_test(a, b, alternative: str = "two-sided") -> TestResult:
+    """Paired t-test on per-item differences a - b."""
+    a, b = _paired(a, b)
+    r = t_test(a - b, 0.0, alternative)
+    r.method = "paired t-test"
+    return r
+
+
+# ------------------------------------------------------------------------------------------- resampling
+
+def mean_metric(sums: np.ndarray, n: int) -> np.ndarray:
+    """Sentence-level metric: the mean of per-item scores (sums has one column)."""
+    return sums[..., 0] / n
+
+
+def f1_metric(sums: np.ndarray, n: int) -> np.ndarray:
+    """Corpus-level F1 from summed (true positives, false positives, false negatives)."""
+    tp, fp, fn = sums[..., 0], sums[..., 1], sums[..., 2]
+    denom = 2 * tp + fp + fn
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denom > 0, 2 * tp / denom, 0.0)
+
+
+def bleu_like_metric(sums: np.ndarray, n: int) -> np.ndarray:
+    """A BLEU-like corpus score from summed statistics: columns = matches_1..matches_K, totals_1..totals_K,
+    hypothesis length, reference length (K = (k - 2) / 2): geometric mean of n-gram precisions times brevity
+    penalty (Papineni et al. 2002; no smoothing)."""
+    k = (sums.shape[-1] - 2) // 2
+    matches, totals = sums[..., :k], sums[..., k:2 * k]
+    hyp, ref = sums[..., 2 * k], sums[..., 2 * k + 1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logp = np.where((matches > 0) & (totals > 0), np.log(np.maximum(matches, 1e-300) / np.maximum(totals, 1)),
+                        -np.inf).mean(axis=-1)
+        bp = np.where(hyp < ref, 1 - ref / np.maximum(hyp, 1e-300), 0.0)
+        return np.exp(logp + bp)
+
+
+METRICS: dict[str, Callable] = {"mean": mean_metric, "f1": f1_metric, "bleu": bleu_like_metric}
+
+
+@dataclass
+class ResamplingResult:
+    """A paired resampling test: observed difference S(A) - S(B), p-value, the resampled differences."""
+
+    method: str
+    observed: float
+    p_value: float
+    n_resamples: int
+    alternative: str
+    seed: int
+    distribution: np.ndarray = field(repr=False)
+
+    def reject(self, alpha: float = 0.05) -> bool:
+        return bool(self.p_value <= alpha)
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([{k: v for k, v in self.__dict__.items() if k != "distribution"}])
+
+    def __repr__(self) -> str:
+        return (f"ResamplingResult({self.method}: observed={self.observed:.5g}, p={self.p_value:.4g}, "
+                f"{self.n_resamples} resamples, {self.alternative}, seed {self.seed})")
+
+    def plot(self, ax=None, bins: int = 60):
+        """Histogram of the resampled differences with the observed one."""
+        import matplotlib.pyplot as plt
+
+        ax = ax or plt.gca()
+        ax.hist(self.distribution, bins=bins, color="#8fb3d9", edgecolor="white")
+        ax.axvline(self.observed, color="#cf222e", label=f"observed {self.observed:.4g}")
+        if self.alternative == "two-sided":
+            ax.axvline(-self.observed, color="#cf222e", ls="--")
+        ax.set_xlabel("difference S(A) - S(B) under resampling")
+        ax.set_title(f"{self.method}: p = {self.p_value:.4g}")
+        ax.legend()
+        return ax
+
+
+def _prepare(a, b, metric):
+    a, b = _paired(a, b)
+    if a.ndim == 1:
+        a, b = a[:, None], b[:, None]
+    if a.ndim != 2:
+        raise SignificanceError("Per-item statistics must be 1-D (scores) or 2-D (items x statistics).")
+    fn = METRICS.get(metric) if isinstance(metric, str) else metric
+    if fn is None:
+        raise SignificanceError(f"Unknown metric {metric!r}; use one of {', '.join(METRICS)} or a function of the "
+                                f"summed statistics.")
+    return a, b, fn
+
+
+def _check_resamples(n_resamples: int) -> None:
+    if not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
+        raise SignificanceError(f"n_resamples must be a positive integer; got {n_resamples!r}.")
+
+
+def _tail(dist: np.ndarray, observed: float, alternative: str) -> float:
+    eps = 1e-12 * max(1.0, abs(observed))  # ties up to rounding count as "as extreme"
+    if alternative == "two-sided":
+        return float(np.mean(np.abs(dist) >= abs(observed) - eps))
+    if alternative == "greater":
+        return float(np.mean(dist >= observed - eps))
+    return float(np.mean(dist <= observed + eps))
+
+
+def _patterns(rows: np.ndarray, limit: int = 4096):
+    """Unique rows and their counts, or None when there are more than ``limit`` distinct rows."""
+    uniq, counts = np.unique(rows, axis=0, return_counts=True)
+    return (uniq, counts) if len(uniq) <= limit else None
+
+
+def permutation_test(a, b, metric="mean", n_resamples: int = 10_000, seed: int = 0,
+                     alternative: str = "two-sided") -> ResamplingResult:
+    """Approximate randomization test (Algorithm 4.2): swap the outputs of A and B on each item with
+    probability 1/2, recompute the metric difference from the swapped sums, count |Delta S_r| >= |Delta S_0|.
+
+    ``a``, ``b``: per-item scores (1-D) or per-item statistics (items x k); ``metric``: "mean", "f1", "bleu" or a
+    function ``f(sums, n)`` vectorized over leading axes.
+
+    Swapping item i moves ``b_i - a_i`` from B's sums to A's. Items with equal outputs move nothing and are
+    skipped. When the remaining differences take few distinct values (counts such as true/false positives), the
+    number of swapped items of each value is drawn as Binomial(m, 1/2) — the same distribution as swapping item by
+    item. Otherwise swaps are random bits applied eight items at a time through a table of the 256 partial sums.
+    """
+    _check_alternative(alternative)
+    _check_resamples(n_resamples)
+    a, b, fn = _prepare(a, b, metric)
+    n = a.shape[0]
+    total_a, total_b = a.sum(axis=0), b.sum(axis=0)
+    observed = float(fn(total_a, n) - fn(total_b, n))
+    diff = b - a
+    diff = diff[np.any(diff != 0, axis=1)]
+    rng = np.random.default_rng(seed)
+    out = np.empty(n_resamples)
+    pats = _patterns(diff) if len(diff) else (np.zeros((1, a.shape[1])), np.zeros(1, dtype=int))
+    batch = 4096
+    if pats is not None:
+        values, counts = pats
+        for done in range(0, n_resamples, batch):
+            r = min(batch, n_resamples - done)
+            moved = rng.binomial(counts, 0.5, size=(r, len(counts))).astype(float) @ values
+            out[done:done + r] = fn(total_a + moved, n) - fn(total_b - moved, n)
+    else:
+        m, k = diff.shape
+        groups = (m + 7) // 8
+        padded = np.zeros((groups * 8, k))
+        padded[:m] = diff
+        bits = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(float)  # 256 x 8
+        table = np.einsum("bj,gjk->gbk", bits, padded.reshape(groups, 8, k))  # groups x 256 x k
+        table = np.ascontiguousarray(table.transpose(1, 0, 2).reshape(256, groups * k))
+        batch = max(1, min(256, 2**24 // max(groups, 1)))
+        cols = np.arange(groups)
+        for done in range(0, n_resamples, batch):
+            r = min(batch, n_resamples - done)
+            byte = rng.integers(0, 256, size=(r, groups), dtype=np.uint8)
+            if k == 1:
+                moved = table[byte, cols].sum(axis=1)[:, None]
+            else:
+                moved = table.reshape(256, groups, k)[byte, cols].sum(axis=1)
+            out[done:done + r] = fn(total_a + moved, n) - fn(total_b - moved, n)
+    return ResamplingResult("permutation test", observed, _tail(out, observed, alternative), n_resamples,
+                            alternative, seed, out)
+
+
+def permutation_test_exact(a, b, metric="mean", alternative: str = "two-sided") -> ResamplingResult:
+    """The exact randomization test: all 2^N swaps (N <= 20)."""
+    _check_alternative(alternative)
+    a, b, fn = _prepare(a, b, metric)
+    n = a.shape[0]
+    if n > 20:
+        raise SignificanceError(f"Exact enumeration of 2^{n} swaps is too large; use permutation_test.")
+    total_a, total_b = a.sum(axis=0), b.sum(axis=0)
+    observed = float(fn(total_a, n) - fn(total_b, n))
+    masks = ((np.arange(2**n)[:, None] >> np.arange(n)) & 1).astype(float)
+    moved = masks @ (b - a)
+    dist = fn(total_a + moved, n) - fn(total_b - moved, n)
+    return ResamplingResult("exact permutation test", observed, _tail(dist, observed, alternative), 2**n,
+                            alternative, -1, dist)
+
+
+def bootstrap_test(a, b, metric="mean", n_resamples: int = 10_000, seed: int = 0,
+                   alternative: str = "two-sided") -> ResamplingResult:
+    """Paired bootstrap test with the shift method (Algorithm 4.1): resample items with replacement, recompute
+    Delta S_k, centre the distribution at its mean, count |Delta S_k - mean| >= |Delta S_0|.
+
+    When the per-item pairs (a_i, b_i) take few distinct values (counts), the number of draws of each value is
+    Multinomial(N, m_j / N) — the distribution of drawing items with replacement — so the cost does not grow
+    with N. Otherwise items are drawn one by one.
+    """
+    _check_alternative(alternative)
+    _check_resamples(n_resamples)
+    a, b, fn = _prepare(a, b, metric)
+    n, k = a.shape
+    observed = float(fn(a.sum(axis=0), n) - fn(b.sum(axis=0), n))
+    ab = np.hstack([a, b])
+    rng = np.random.default_rng(seed)
+    out = np.empty(n_resamples)
+    pats = _patterns(ab)
+    if pats is not None:
+        values, counts = pats
+        draws = rng.multinomial(n, counts / counts.sum(), size=n_resamples).astype(float)
+        sums = draws @ values
+        out[:] = fn(sums[:, :k], n) - fn(sums[:, k:], n)
+    else:
+        batch = max(1, min(64, 2**24 // n))
+        for done in range(0, n_resamples, batch):
+            r = min(batch, n_resamples - done)
+            idx = rng.integers(0, n, size=(r, n))
+            counts = np.stack([np.bincount(row, minlength=n) for row in idx]).astype(float)
+            sums = counts @ ab
+            out[done:done + r] = fn(sums[:, :k], n) - fn(sums[:, k:], n)
+    shifted = out - out.mean()
+    return ResamplingResult("bootstrap test (shift method)", observed, _tail(shifted, observed, alternative),
+                            n_resamples, alternative, seed, shifted)
+
+
+# ----------------------------------------------------------------------------------- multiple comparisons
+
+def familywise_error_rate(alpha: float, k: int) -> float:
+    """Per-experiment error rate of k independent tests at level alpha: 1 - (1 - alpha)^k."""
+    return 1.0 - (1.0 - alpha) ** k
+
+
+def adjust_p_values(p_values, method: str = "holm") -> np.ndarray:
+    """Adjust p-values for multiple comparisons: 'bonferroni', 'holm' (statsmodels), or 'none'."""
+    p = _scores(p_values, "p-values")
+    if method == "none":
+        return p
+    if method not in ("bonferroni", "holm"):
+        raise SignificanceError(f"method must be 'bonferroni', 'holm' or 'none'; got {method!r}.")
+    from statsmodels.stats.multitest import multipletests
+
+    return multipletests(p, method=method)[1]
