@@ -202,7 +202,8 @@ warnings.simplefilter("ignore")
 t = time.perf_counter()
 m = mixed.fit({formula!r}, chunks())
 el = time.perf_counter() - t
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+# VmHWM: this process image's peak RSS (ru_maxrss would include the parent's peak inherited through fork/exec)
+rss = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM")) / 1024
 print(el, rss, m.nobs, m.variance_components.loc["s", "variance"], sd["s"] ** 2)
 """
 

@@ -93,3 +93,15 @@ def test_reproduce_the_shipped_notebooks(tmp_path):
     index = (tmp_path / "html" / "index.html").read_text()
     for nb in runner.notebooks_in(ROOT / "notebooks"):
         assert nb.stem + ".html" in index
+
+
+def test_progress_bars_are_stripped():
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stderr", text="sim:  50%|#####     | 100/200 [00:17<00:18,"
+                                                                          "  5.39it/s]"),
+                    nbformat.v4.new_output("stream", name="stderr", text="note: a real warning"),
+                    nbformat.v4.new_output("stream", name="stdout", text="result 1")]
+    nb.cells.append(cell)
+    runner.strip_volatile(nb)
+    assert [o["text"] for o in nb.cells[0].outputs] == ["note: a real warning", "result 1"]

@@ -672,7 +672,7 @@ class _Deviance:
         p = self.s.p
         d_b = cbT[p] - beta @ cbT[:p]
         d_o = co[:, p] - co[:, :p] @ beta
-        u_o = linalg.solve_triangular(LS, d_o, lower=True, trans="T") if self.q_o else np.zeros(0)
+        u_o = _tri(LS, d_o, lower=True, trans=True) if self.q_o else np.zeros(0)
         u_b = (d_b - u_o @ (BtT / sqA)) / sqA if self.q_o else d_b / sqA
         return theta[self.big] * u_b, lam * u_o
 
@@ -884,8 +884,8 @@ def fit_stats(s: SufficientStats, method: str = "REML", theta0=None) -> MixedMod
     n = s.n
     sigma2 = r2 / (n - p if method == "REML" else n)
     sigma = math.sqrt(sigma2)
-    beta = linalg.solve_triangular(RX, cbeta, lower=False) if p else np.zeros(0)
-    RXinv = linalg.solve_triangular(RX, np.eye(p), lower=False) if p else np.zeros((0, 0))
+    beta = _tri(RX, cbeta, lower=False) if p else np.zeros(0)
+    RXinv = _tri(RX, np.eye(p), lower=False) if p else np.zeros((0, 0))
     V = sigma2 * (RXinv @ RXinv.T)
     se = np.sqrt(np.diag(V))
     fe = pd.DataFrame({"estimate": beta, "se": se, "z": beta / se}, index=s.fixed_names)

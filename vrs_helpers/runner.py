@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import itertools
 import os
+import re
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,12 +44,20 @@ def _failure_message(name: str, exc: Exception) -> str:
     return f"notebook {name} failed in {where}: {ename}: {evalue}"
 
 
+_PROGRESS = re.compile(r"\d+/\d+ \[[0-9:<]+|it/s\]|s/it\]")
+
+
 def strip_volatile(nb) -> None:
-    """Remove what changes from run to run without changing results: papermill timings, execution metadata."""
+    """Remove what changes from run to run without changing results: papermill timings, execution metadata, and
+    progress bars (tqdm writes them, with timings, to stderr)."""
     nb.metadata.pop("papermill", None)
     for cell in nb.cells:
         cell.metadata.pop("papermill", None)
         cell.metadata.pop("execution", None)
+        if cell.get("outputs"):
+            cell.outputs = [o for o in cell.outputs
+                            if not (o.get("output_type") == "stream" and o.get("name") == "stderr"
+                                    and _PROGRESS.search(o.get("text", "")))]
 
 
 def export_html(nb_path: Path, html_dir: Path) -> Path:
