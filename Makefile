@@ -29,6 +29,7 @@ lint: $(STAMP)
 
 benchmark: $(STAMP)
 	$(BIN)/python benchmarks/mixed_models.py
+	$(BIN)/python benchmarks/significance.py
 
 clean:
 	rm -rf build
