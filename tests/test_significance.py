@@ -134,3 +134,48 @@ def test_bad_input():
         sg.permutation_test([1, 2], [2, 3], metric="rouge")
     with pytest.raises(sg.SignificanceError, match="alternative"):
         sg.t_test([1, 2, 3], alternative="both")
+
+
+def _systems_data(seed=0, n=120, slope_diff=0.0, shift=0.0):
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    s = rng.normal(0, 0.3, n)
+    length = rng.integers(3, 60, n)
+    rows = []
+    for sysname, extra in (("base", 0.0), ("new", shift)):
+        for rep in range(2):
+            y = 0.5 + s + 0.01 * length + extra + (slope_diff * length if sysname == "new" else 0) \
+                + rng.normal(0, 0.05, n)
+            rows.append(pd.DataFrame({"item": np.arange(n).astype(str), "system": sysname, "length": length,
+                                      "length_class": np.where(length > 30, "long", "short"), "y": y}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def test_compare_systems_overall_binned_and_continuous():
+    from vrs_helpers import mixed
+
+    d = _systems_data(shift=0.03)
+    overall = sg.compare_systems(d, "y", "system", "item")
+    m1 = mixed.fit("y ~ system + (1|item)", d, method="ML")
+    m0 = mixed.fit("y ~ 1 + (1|item)", d, method="ML")
+    assert overall.glrt.chi2 == pytest.approx(2 * (m1.loglik - m0.loglik), rel=1e-6)
+    assert overall.glrt.p_value < 1e-6
+    binned = sg.compare_systems(d, "y", "system", "item", by="length_class")
+    assert set(binned.contrasts["length_class"]) == {"long", "short"}
+    cont = sg.compare_systems(_systems_data(slope_diff=0.002), "y", "system", "item", covariate="length")
+    slopes = cont.slopes.set_index("system")["slope"]
+    assert slopes["base"] == pytest.approx(0.01, abs=0.001) and slopes["new"] == pytest.approx(0.012, abs=0.001)
+    assert cont.glrt.p_value < 1e-6 and cont.glrt.df == 2
+
+
+def test_compare_systems_bad_input():
+    d = _systems_data()
+    with pytest.raises(sg.SignificanceError, match="at least two"):
+        sg.compare_systems(d[d.system == "base"], "y", "system", "item")
+    with pytest.raises(sg.SignificanceError, match="single level"):
+        sg.compare_systems(d.assign(length_class="all"), "y", "system", "item", by="length_class")
+    with pytest.raises(sg.SignificanceError, match="not in the data"):
+        sg.compare_systems(d, "y", "systems", "item")
+    with pytest.raises(sg.SignificanceError, match="numeric"):
+        sg.compare_systems(d, "y", "system", "item", covariate="length_class")

@@ -349,3 +349,74 @@ def adjust_p_values(p_values, method: str = "holm") -> np.ndarray:
     from statsmodels.stats.multitest import multipletests
 
     return multipletests(p, method=method)[1]
+
+
+# -------------------------------------------------------------------------------- model-based comparisons
+
+@dataclass
+class SystemComparison:
+    """GLRT of system differences on a mixed model with a random item intercept (book 4.3, ICLR eq. 3-7)."""
+
+    formula: str
+    null_formula: str
+    glrt: object  # vrs_helpers.mixed.LRTResult
+    means: pd.DataFrame
+    contrasts: pd.DataFrame
+    slopes: pd.DataFrame | None = None  # per-system slope of a continuous property (ICLR eq. 6/7)
+    model: object = field(default=None, repr=False)
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.contrasts.copy()
+
+    def __repr__(self) -> str:
+        return f"SystemComparison({self.formula!r} vs {self.null_formula!r}: {self.glrt!r})"
+
+
+def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, by: str | None = None,
+                    covariate: str | None = None, adjust: str = "tukey") -> SystemComparison:
+    """Do systems differ — overall, within the levels of a binned data property (``by``), or in their slope over
+    a continuous property (``covariate``)? Fits the LMM with a random intercept per test item (sentence) by REML
+    for the contrasts and tests the system terms with a GLRT on ML refits.
+
+    Replications (random seeds, meta-parameter configurations) of a system are simply more rows: they inform the
+    residual and item variances instead of being averaged away.
+    """
+    from . import mixed
+    from .marginal import emmeans
+
+    if by is not None and covariate is not None:
+        raise SignificanceError("Give either a binned property (by) or a continuous one (covariate), not both.")
+    needed = [c for c in (response, system, item, by, covariate) if c is not None]
+    missing = [c for c in needed if c not in data.columns]
+    if missing:
+        raise SignificanceError(f"Column(s) {missing} not in the data; available: {', '.join(map(str, data.columns))}.")
+    n_sys = data[system].nunique()
+    if n_sys < 2:
+        raise SignificanceError(f"Comparing systems needs at least two; column {system!r} has {n_sys}.")
+    if by is not None and data[by].nunique() < 2:
+        raise SignificanceError(f"The data property {by!r} has a single level: there is nothing to condition on.")
+    if covariate is not None and not pd.api.types.is_numeric_dtype(data[covariate]):
+        raise SignificanceError(f"The covariate {covariate!r} must be numeric; use by= for a binned property.")
+    rand = f"(1|{item})"
+    if by is not None:
+        formula, null = f"{response} ~ {system} * {by} + {rand}", f"{response} ~ {by} + {rand}"
+    elif covariate is not None:
+        formula, null = f"{response} ~ {system} * {covariate} + {rand}", f"{response} ~ {covariate} + {rand}"
+    else:
+        formula, null = f"{response} ~ {system} + {rand}", f"{response} ~ 1 + {rand}"
+    full = mixed.fit(formula, data)
+    test = mixed.lrt(mixed.fit(null, data), full)
+    emm = emmeans(full, system, by=by, adjust=adjust)
+    slopes = None
+    if covariate is not None:
+        fe = full.fixed_effects["estimate"]
+        V = full.vcov
+        rows = []
+        for level in full.stats.factor_levels[system]:
+            names = [covariate] + ([f"{system}{level}:{covariate}"] if f"{system}{level}:{covariate}" in fe.index
+                                   else [])
+            est = float(fe[names].sum())
+            se = float(np.sqrt(V.loc[names, names].to_numpy().sum()))
+            rows.append({system: level, "slope": est, "SE": se, "z": est / se})
+        slopes = pd.DataFrame(rows)
+    return SystemComparison(formula, null, test, emm.means, emm.contrasts, slopes, full)
