@@ -144,7 +144,7 @@ def _systems_data(seed=0, n=120, slope_diff=0.0, shift=0.0):
     length = rng.integers(3, 60, n)
     rows = []
     for sysname, extra in (("base", 0.0), ("new", shift)):
-        for rep in range(2):
+        for _rep in range(2):
             y = 0.5 + s + 0.01 * length + extra + (slope_diff * length if sysname == "new" else 0) \
                 + rng.normal(0, 0.05, n)
             rows.append(pd.DataFrame({"item": np.arange(n).astype(str), "system": sysname, "length": length,
