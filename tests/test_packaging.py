@@ -45,3 +45,19 @@ def test_every_notebook_has_a_parameters_cell():
         nb = nbformat.read(str(nb_path), as_version=4)
         tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
         assert len(tagged) == 1, f"{nb_path.name} needs exactly one cell tagged 'parameters'"
+
+
+def test_papermill_parses_every_parameter():
+    """Every assignment in a parameters cell must be visible to papermill (a comment it cannot parse hides the
+    parameter: `vrs run -p` would then warn about an unknown parameter)."""
+    import ast
+
+    import nbformat
+    import papermill as pm
+
+    for nb_path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        nb = nbformat.read(str(nb_path), as_version=4)
+        cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+        assigned = [t.id for node in ast.parse(cell.source).body if isinstance(node, ast.Assign)
+                    for t in node.targets if isinstance(t, ast.Name)]
+        assert list(pm.inspect_notebook(str(nb_path))) == assigned, nb_path.name
