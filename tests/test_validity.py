@@ -83,3 +83,15 @@ def test_mnli_overlap_features_correlate_with_entailment():
     r = v.feature_label_correlations(f, (mnli["gold_label"] == "entailment").astype(float)).set_index("feature")["r"]
     assert r["all-in-pre"] > 0 and r["percent-in-pre"] > 0 and r["hyp-is-subseq"] > 0
     assert r["hyp-has-neg"] < 0
+
+
+def test_hans_style_pairs_follow_the_heuristics():
+    d = v.hans_style_pairs(50, seed=1)
+    assert len(d) == 300 and (d["label"] == "entailment").mean() == 0.5
+    f = v.nli_features(d["premise"], d["hypothesis"])
+    # every hypothesis consists of premise words: the overlap heuristic is constant (book 2.4.1 on HANS)
+    assert (f["all-in-pre"] == 1).all() and (f["percent-in-pre"] == 1).all()
+    # the subsequence templates keep the hypothesis as a contiguous subsequence for both labels
+    sub = f[d["heuristic"] == "subsequence"]
+    assert (sub["hyp-is-subseq"] == 1).all()
+    assert v.hans_style_pairs(5, seed=2).equals(v.hans_style_pairs(5, seed=2))

@@ -171,3 +171,49 @@ def _rowwise_corr(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     den = np.sqrt((xc * xc).sum(axis=1) * (yc * yc).sum(axis=1))
     with np.errstate(invalid="ignore", divide="ignore"):
         return (xc * yc).sum(axis=1) / den
+
+
+# ------------------------------------------------------------------------ HANS-style out-of-domain pairs
+
+_NOUNS = ["doctor", "lawyer", "artist", "student", "senator", "judge", "banker", "author", "actor", "secretary",
+          "manager", "professor", "athlete", "scientist", "tourist"]
+_VERBS = ["saw", "helped", "called", "advised", "recommended", "supported", "believed", "thanked", "introduced",
+          "contacted"]
+_INTRANS = ["danced", "slept", "waited", "resigned", "shouted", "arrived", "left", "smiled"]
+_PREPS = ["near", "behind", "beside", "next to"]
+
+
+def hans_style_pairs(n_per_template: int = 500, seed: int = 0) -> pd.DataFrame:
+    """Generated NLI pairs in the style of HANS (McCoy et al. 2019): for each of the three syntactic heuristics
+    (lexical overlap, subsequence, constituent) one template whose hypothesis is entailed and one whose hypothesis
+    is not, so that the heuristic is right on half of the pairs and wrong on the other half.
+
+    These are **generated** pairs following the paper's description, not the HANS data set (which the registry lists
+    for download; it is not in this environment). Templates (N nouns, V transitive and I intransitive verbs):
+    lexical overlap: "The N1 and the N2 V the N3." => "The N2 V the N3." (entailed) / "The N1 V the N2." =>
+    "The N2 V the N1." (not); subsequence: "The N1 V the N2 P the N3." => "The N1 V the N2." (entailed) /
+    "The N1 V the N2 I." => "The N1 V the N2." (not: NP/S); constituent: "Since the N1 I, the N2 I2." =>
+    "The N1 I." (entailed) / "If the N1 I, the N2 I2." => "The N1 I." (not).
+    """
+    if n_per_template < 1:
+        raise ValidityError("n_per_template must be at least 1.")
+    rng = np.random.default_rng(seed)
+    rows = []
+
+    def nouns(k):
+        return [str(x) for x in rng.choice(_NOUNS, size=k, replace=False)]
+
+    for _ in range(n_per_template):
+        n1, n2, n3 = nouns(3)
+        v = str(rng.choice(_VERBS))
+        i1, i2 = (str(x) for x in rng.choice(_INTRANS, size=2, replace=False))
+        p = str(rng.choice(_PREPS))
+        rows += [
+            ("lexical overlap", "entailment", f"The {n1} and the {n2} {v} the {n3}.", f"The {n2} {v} the {n3}."),
+            ("lexical overlap", "non-entailment", f"The {n1} {v} the {n2}.", f"The {n2} {v} the {n1}."),
+            ("subsequence", "entailment", f"The {n1} {v} the {n2} {p} the {n3}.", f"The {n1} {v} the {n2}."),
+            ("subsequence", "non-entailment", f"The {n1} believed the {n2} {i1}.", f"The {n1} believed the {n2}."),
+            ("constituent", "entailment", f"Since the {n1} {i1}, the {n2} {i2}.", f"The {n1} {i1}."),
+            ("constituent", "non-entailment", f"If the {n1} {i1}, the {n2} {i2}.", f"The {n1} {i1}."),
+        ]
+    return pd.DataFrame(rows, columns=["heuristic", "label", "premise", "hypothesis"])
