@@ -285,8 +285,9 @@ def _check_aliasing(G: np.ndarray, design: Design, idx) -> None:
             names.append(design.terms[i].feature)
         else:
             cols = trial
-    raise GAMError(f"The model matrix is rank deficient: {names or 'some terms'} are confounded with the intercept "
-                   "or with earlier features (e.g. a duplicated or perfectly collinear feature). Drop one of them.")
+    raise GAMError(f"The model matrix is rank deficient: feature(s) {', '.join(names) or '(unidentified)'} are "
+                   "confounded with the intercept or with features listed before them (e.g. a duplicated or perfectly "
+                   "collinear feature). Drop one of each confounded pair.")
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -348,18 +349,24 @@ def _criterion(G, b, yy, n, Slist, rho, kind, scale=1.0):
     return V, gV
 
 
-def fit_from_crossproducts(G, b, yy, n, penalties, kind: str = "gcv", rho0=None, bounds=(-20.0, 22.0)) -> PLSFit:
+def _scale_penalties(G, penalties):
+    out = []
+    for cols, Sj in penalties:
+        normX = np.linalg.norm(G[np.ix_(cols, cols)])
+        normS = np.linalg.norm(Sj)
+        out.append((np.asarray(cols), Sj * (normX / normS if normS > 0 else 1.0)))
+    return out
+
+
+def fit_from_crossproducts(G, b, yy, n, penalties, kind: str = "gcv", rho0=None, bounds=(-20.0, 22.0),
+                           rescale: bool = True) -> PLSFit:
     """Penalized least squares for cross-products G = X'WX, b = X'Wz, yy = z'Wz of n rows.
 
     ``penalties`` is a list of (columns, S_j) pairs; smoothing parameters lambda_j = exp(rho_j) minimize the GCV
     score n RSS / (n - edf)^2 (``kind="gcv"``) or UBRE RSS/n - 1 + 2 edf/n (``kind="ubre"``, known scale 1), with
     analytic gradients (L-BFGS-B). Penalties are rescaled internally like mgcv's so rho = 0 is a sensible start."""
     p = len(b)
-    Slist = []
-    for cols, Sj in penalties:
-        normX = np.linalg.norm(G[np.ix_(cols, cols)])
-        normS = np.linalg.norm(Sj)
-        Slist.append((np.asarray(cols), Sj * (normX / normS if normS > 0 else 1.0)))
+    Slist = _scale_penalties(G, penalties) if rescale else [(np.asarray(c), Sj) for c, Sj in penalties]
     if not Slist:
         c = linalg.cho_factor(G)
         Ainv = linalg.cho_solve(c, np.eye(p))
@@ -377,12 +384,27 @@ def fit_from_crossproducts(G, b, yy, n, penalties, kind: str = "gcv", rho0=None,
         return V, g
 
     if rho0 is None:
-        # a coarse common-rho grid for the start: GCV can have flat regions
-        grid = np.arange(-12.0, 14.0, 4.0)
+        # GCV/UBRE surfaces have flat regions (a smooth that is linear at lambda -> infinity): start from the best
+        # common rho on a grid, then one coordinate-wise grid sweep, before the gradient search
+        grid = np.arange(-12.0, 21.0, 4.0)
         vals = [f(np.full(m, r))[0] for r in grid]
         rho0 = np.full(m, grid[int(np.argmin(vals))])
-    res = optimize.minimize(f, rho0, jac=True, method="L-BFGS-B", bounds=[bounds] * m,
-                            options={"maxiter": 200, "ftol": 1e-12, "gtol": 1e-8})
+        if m > 1:
+            best = min(vals)
+            for j in range(m):
+                for r in grid:
+                    trial = rho0.copy()
+                    trial[j] = r
+                    v = f(trial)[0]
+                    if v < best:
+                        best, rho0 = v, trial
+    opts = {"maxiter": 200, "ftol": 1e-12, "gtol": 1e-8}
+    res = optimize.minimize(f, rho0, jac=True, method="L-BFGS-B", bounds=[bounds] * m, options=opts)
+    for j in range(m):   # polish: would maximal smoothing of one term do better (a flat direction)?
+        trial = res.x.copy()
+        trial[j] = bounds[1]
+        if f(trial)[0] < res.fun - 1e-12 * abs(res.fun):
+            res = optimize.minimize(f, trial, jac=True, method="L-BFGS-B", bounds=[bounds] * m, options=opts)
     rho = res.x
     lam, S, Ainv, beta, Sb, rss, edf, AinvS = _pls(G, b, yy, Slist, rho)
     if kind == "gcv" and rss <= EXACT_FIT * yy:
@@ -518,31 +540,54 @@ def fit_design(design: Design, y: np.ndarray, term_idx, family: str = "gaussian"
         crit = fit.criterion
     else:
         X = design.X[:, cols]
-        mu = (y + 0.5) / 2
-        eta = np.log(mu / (1 - mu))
         null = _binomial_deviance(y, np.full(n, ybar))
-        dev_old, rho = np.inf, None
-        checked = False
-        for _ in range(max_iter):
-            w = np.clip(mu * (1 - mu), 1e-10, None)
-            z = eta + (y - mu) / w
-            Xw = X * w[:, None]
-            Gs, bs, yys = X.T @ Xw, Xw.T @ z, float(z @ (w * z))
-            if not checked:
-                _check_aliasing(Gs, design, term_idx)
-                checked = True
-            fit = fit_from_crossproducts(Gs, bs, yys, n, penalties, kind="ubre", rho0=rho)
-            rho = fit.log_lambda if len(fit.log_lambda) else None
-            eta = X @ fit.beta
+        penalties = _scale_penalties(0.25 * (X.T @ X), penalties)
+        _check_aliasing(0.25 * (X.T @ X), design, term_idx)
+
+        def pirls(rho, eta, fixed=True):
+            """Penalized IRLS; with ``fixed`` at log smoothing parameters rho, else choosing them by UBRE of the
+            working model at every step (performance iteration)."""
             mu = 1 / (1 + np.exp(-eta))
-            dev = _binomial_deviance(y, mu)
-            if abs(dev - dev_old) <= tol * (abs(dev) + 0.1):
-                break
-            dev_old = dev
-        else:
-            warnings.warn(f"The binomial GAM did not converge in {max_iter} iterations; the deviance changed by "
-                          f"{abs(dev - dev_old):.3g} in the last step. Results are approximate.", GAMWarning,
-                          stacklevel=2)
+            dev_old = np.inf
+            for it in range(max_iter):
+                w = np.clip(mu * (1 - mu), 1e-10, None)
+                z = eta + (y - mu) / w
+                Xw = X * w[:, None]
+                Gs, bs, yys = X.T @ Xw, Xw.T @ z, float(z @ (w * z))
+                if fixed:
+                    Slist = [(c, Sj) for c, Sj in penalties]
+                    _, _, Ainv, beta, _, _, edf, AinvS = _pls(Gs, bs, yys, Slist, rho)
+                    fit = PLSFit(beta, 0.0, edf, 1.0 - np.diag(AinvS), Ainv, rho, 0.0)
+                else:
+                    fit = fit_from_crossproducts(Gs, bs, yys, n, penalties, kind="ubre", rho0=rho, rescale=False)
+                    rho = fit.log_lambda if len(fit.log_lambda) else None
+                eta = X @ fit.beta
+                mu = 1 / (1 + np.exp(-eta))
+                dev = _binomial_deviance(y, mu)
+                if abs(dev - dev_old) <= tol * (abs(dev) + 0.1):
+                    return fit, dev, eta, mu, True
+                dev_old = dev
+            return fit, dev, eta, mu, False
+
+        mu0 = (y + 0.5) / 2
+        fit, dev, eta, mu, ok = pirls(None, np.log(mu0 / (1 - mu0)), fixed=False)
+        if penalties and ok:
+            # outer iteration (mgcv's default): minimize UBRE = D(beta)/n - 1 + 2 edf/n of the converged fit
+            state = {"eta": eta}
+
+            def ubre(rho):
+                f_, d_, e_, _, _ = pirls(rho, state["eta"])
+                return d_ / n - 1 + 2 * f_.edf / n
+
+            m = len(penalties)
+            res = optimize.minimize(ubre, fit.log_lambda, method="L-BFGS-B", bounds=[(-20.0, 22.0)] * m,
+                                    options={"eps": 1e-4, "ftol": 1e-12, "maxiter": 100})
+            if res.fun < dev / n - 1 + 2 * fit.edf / n:
+                fit, dev, eta, mu, ok = pirls(res.x, eta)
+            fit.criterion = dev / n - 1 + 2 * fit.edf / n
+        if not ok:
+            warnings.warn(f"The binomial GAM did not converge in {max_iter} iterations. Results are approximate.",
+                          GAMWarning, stacklevel=2)
         if np.any(mu < 1e-8) or np.any(mu > 1 - 1e-8):
             warnings.warn("Fitted probabilities numerically 0 or 1 occurred: the classes are (nearly) perfectly "
                           "separated by the features, as expected for a deterministic (circular) label. D^2 is "
