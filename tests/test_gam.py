@@ -12,6 +12,7 @@ D^2 within 0.01 and edf within 10 %. Knot subsets of more than 2,000 unique valu
 us with different generators, so large-k fits on such features cannot agree exactly.
 """
 
+import functools
 import json
 import sys
 import warnings
@@ -28,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).parent / "reference"))
 from gam_small_data import make  # noqa: E402
 
 MGCV = json.loads((Path(__file__).parent / "reference" / "gam_small_mgcv.json").read_text())
+_load = functools.lru_cache(maxsize=None)(data.load)
 REF = ROOT.parent / "shared" / "reference" / "results"
 
 
@@ -138,7 +140,7 @@ _REAL = {  # key: dataset, target, features, k (the R script's formulas)
 def test_real_data_matches_mgcv(key):
     name, target, features, k = _REAL[key]
     ref = json.loads((REF / f"exp6_{key}.json").read_text())
-    r = gam.fit_gam(data.load(name), target, features, k=k)
+    r = gam.fit_gam(_load(name), target, features, k=k)
     assert r.deviance_explained == pytest.approx(ref["deviance_explained"], abs=0.01)
     if key == "ir_all":
         # exact fit (D^2 = 100 %): GCV is 0 for every smoothing parameter that keeps the fit exact, so it cannot
