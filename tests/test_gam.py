@@ -15,7 +15,6 @@ us with different generators, so large-k fits on such features cannot agree exac
 import functools
 import json
 import sys
-import warnings
 from pathlib import Path
 
 import numpy as np

@@ -183,7 +183,9 @@ class FactorTerm:
 
 
 def _is_factor(s: pd.Series) -> bool:
-    if isinstance(s.dtype, pd.CategoricalDtype) or s.dtype == bool or s.dtype == object or pd.api.types.is_string_dtype(s):
+    if isinstance(s.dtype, pd.CategoricalDtype) or s.dtype == bool or s.dtype == object:
+        return True
+    if pd.api.types.is_string_dtype(s):
         return True
     return s.nunique() <= 2
 
@@ -309,8 +311,8 @@ def _pls(G, b, yy, Slist, rho):
     """Penalized LS at log smoothing parameters rho; Slist holds (columns, S_j) blocks."""
     lam = np.exp(rho)
     S = np.zeros_like(G)
-    for l, (cols, Sj) in zip(lam, Slist):
-        S[np.ix_(cols, cols)] += l * Sj
+    for lam_j, (cols, Sj) in zip(lam, Slist, strict=True):
+        S[np.ix_(cols, cols)] += lam_j * Sj
     A = G + S
     try:
         c = linalg.cho_factor(A, lower=False, check_finite=False)
@@ -322,8 +324,8 @@ def _pls(G, b, yy, Slist, rho):
     Sb = S @ beta
     rss = max(float(yy - beta @ b - beta @ Sb), 0.0)
     AinvS = np.zeros_like(G)
-    for l, (cols, Sj) in zip(lam, Slist):
-        AinvS[:, cols] += l * (Ainv[:, cols] @ Sj)
+    for lam_j, (cols, Sj) in zip(lam, Slist, strict=True):
+        AinvS[:, cols] += lam_j * (Ainv[:, cols] @ Sj)
     edf = len(b) - float(np.trace(AinvS))
     return lam, S, Ainv, beta, Sb, rss, edf, AinvS
 
@@ -333,12 +335,12 @@ def _criterion(G, b, yy, n, Slist, rho, kind, scale=1.0):
     grad_rss = np.empty(len(rho))
     grad_edf = np.empty(len(rho))
     AinvSb = Ainv @ Sb
-    for j, (l, (cols, Sj)) in enumerate(zip(lam, Slist)):
-        grad_rss[j] = 2 * l * float(AinvSb[cols] @ (Sj @ beta[cols]))
+    for j, (lam_j, (cols, Sj)) in enumerate(zip(lam, Slist, strict=True)):
+        grad_rss[j] = 2 * lam_j * float(AinvSb[cols] @ (Sj @ beta[cols]))
         Mj = Ainv[:, cols] @ Sj                     # the non-zero columns of A^-1 S_j
         tr1 = float(np.trace(Mj[cols, :]))
         tr2 = float(np.sum(Mj.T * AinvS[cols, :]))
-        grad_edf[j] = -l * (tr1 - tr2)
+        grad_edf[j] = -lam_j * (tr1 - tr2)
     if kind == "gcv":
         denom = n - edf
         V = n * rss / denom ** 2
@@ -463,9 +465,9 @@ class GAMResult:
         if df is None:
             X = self.design_X
             return pd.DataFrame({t.label: X[:, self.design_cols[cols]] @ self.coef[cols]
-                                 for t, cols in zip(self.terms, self.blocks)})
+                                 for t, cols in zip(self.terms, self.blocks, strict=True)})
         return pd.DataFrame({t.label: t.basis(df[t.feature].to_numpy()) @ self.coef[cols]
-                             for t, cols in zip(self.terms, self.blocks)}, index=df.index)
+                             for t, cols in zip(self.terms, self.blocks, strict=True)}, index=df.index)
 
     def shape(self, feature: str, x=None, n_grid: int = 200) -> pd.DataFrame:
         """The feature shape f(x) with a pointwise standard error on a grid (or at ``x``) for plotting."""
@@ -549,7 +551,7 @@ def fit_design(design: Design, y: np.ndarray, term_idx, family: str = "gaussian"
             working model at every step (performance iteration)."""
             mu = 1 / (1 + np.exp(-eta))
             dev_old = np.inf
-            for it in range(max_iter):
+            for _ in range(max_iter):
                 w = np.clip(mu * (1 - mu), 1e-10, None)
                 z = eta + (y - mu) / w
                 Xw = X * w[:, None]
