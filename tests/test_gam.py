@@ -115,8 +115,10 @@ def test_bad_input(small):
         gam.fit_gam(df.iloc[:0], "y", ["x1"])
     with pytest.raises(gam.GAMError, match="fewer than k"):
         gam.fit_gam(df.assign(c=np.arange(len(df)) % 5), "y", ["c"])
-    with pytest.raises(gam.GAMError, match=r"x1copy are confounded"):
+    with pytest.raises(gam.GAMError, match=r"'g' and 'x1copy' are identical"):
         gam.fit_gam(df.assign(g=(df.x1 > 0.5).astype(int), x1copy=(df.x1 > 0.5).astype(int)), "y", ["g", "x1copy"])
+    with pytest.raises(gam.GAMError, match=r"x2lin are confounded"):   # collinear, not identical
+        gam.fit_gam(df.assign(x2lin=2 * df.x2 + 1), "y", ["x2", "x1", "x2lin"], linear=["x2lin"])
     with pytest.raises(gam.GAMError, match="Unknown family"):
         gam.fit_gam(df, "y", ["x1"], family="poisson")
 

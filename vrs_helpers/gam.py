@@ -182,6 +182,34 @@ class FactorTerm:
         return None
 
 
+@dataclass
+class LinearTerm:
+    """Unpenalized linear term b * x (a numeric feature entered parametrically, like ``+ x`` in an R formula)."""
+
+    feature: str
+    x_range: tuple = field(default=(np.nan, np.nan), repr=False)
+
+    @property
+    def label(self) -> str:
+        return self.feature
+
+    def setup(self, x) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        self.x_range = (float(x.min()), float(x.max()))
+        return self.basis(x)
+
+    def basis(self, x) -> np.ndarray:
+        return np.asarray(x, dtype=float)[:, None]
+
+    @property
+    def n_coef(self) -> int:
+        return 1
+
+    @property
+    def S(self) -> None:
+        return None
+
+
 def _is_factor(s: pd.Series) -> bool:
     if isinstance(s.dtype, pd.CategoricalDtype) or s.dtype == bool or s.dtype == object:
         return True
@@ -190,13 +218,18 @@ def _is_factor(s: pd.Series) -> bool:
     return s.nunique() <= 2
 
 
-def make_terms(df: pd.DataFrame, features, k=10, max_knots: int = 2000, seed: int = 1) -> list:
-    """Terms for ``features``: a factor term for binary/categorical columns, else s(x, k). ``k`` is an int or a
-    mapping feature -> k (missing features get 10)."""
+def make_terms(df: pd.DataFrame, features, k=10, max_knots: int = 2000, seed: int = 1, linear=()) -> list:
+    """Terms for ``features``: a factor term for binary/categorical columns, a linear term for those listed in
+    ``linear``, else s(x, k). ``k`` is an int or a mapping feature -> k (missing features get 10)."""
     terms = []
     for f in features:
         kk = (k.get(f, 10) if isinstance(k, dict) else int(k))
-        terms.append(FactorTerm(f) if _is_factor(df[f]) else SmoothTerm(f, k=kk, max_knots=max_knots, seed=seed))
+        if f in linear:
+            terms.append(LinearTerm(f))
+        elif _is_factor(df[f]):
+            terms.append(FactorTerm(f))
+        else:
+            terms.append(SmoothTerm(f, k=kk, max_knots=max_knots, seed=seed))
     return terms
 
 
@@ -242,6 +275,13 @@ def check_frame(df: pd.DataFrame, target: str, features, family: str) -> np.ndar
             raise GAMError(f"Feature {f!r} is constant ({s.iloc[0]!r}); it cannot have a shape. Drop it.")
     if np.nanstd(y) == 0:
         raise GAMError(f"The target {target!r} is constant; there is no deviance to explain.")
+    seen = {}
+    for f in features:
+        key = pd.util.hash_pandas_object(df[f], index=False).sum()
+        for g in seen.get(key, []):
+            if df[f].equals(df[g]):
+                raise GAMError(f"Features {g!r} and {f!r} are identical columns (confounded); drop one of them.")
+        seen.setdefault(key, []).append(f)
     if family == "binomial" and not np.isin(y, (0.0, 1.0)).all():
         vals = np.unique(y[~np.isin(y, (0.0, 1.0))])[:5]
         raise GAMError(f"A binomial target must be 0/1; {target!r} has other values, e.g. {vals.tolist()}. "
@@ -271,22 +311,43 @@ def build_design(df: pd.DataFrame, terms) -> Design:
     return Design(list(terms), np.hstack(parts), blocks)
 
 
-def _check_aliasing(G: np.ndarray, design: Design, idx) -> None:
-    """Raise if the unpenalized part of a model is rank deficient (confounded features), naming them."""
-    d = np.sqrt(np.clip(np.diag(G), 1e-300, None))
-    Gs = G / d[:, None] / d[None, :]
-    r = np.linalg.matrix_rank(Gs)
-    if r == Gs.shape[0]:
-        return
-    names, cols = [], [0]
+def _unpenalized_directions(design: Design, idx) -> list:
+    """Per term (intercept first), the directions in the model's coefficient space that no penalty shrinks: all
+    columns of parametric terms, the null space of the penalty (the linear function) of a smooth."""
+    cols = list(design.columns(idx))
+    p = len(cols)
+    pos = {c: i for i, c in enumerate(cols)}
+    out = [np.eye(p)[:, [0]]]
     for i in idx:
-        trial = cols + list(design.columns([i])[1:])
-        pos = [list(design.columns(idx)).index(c) for c in trial]
-        sub = Gs[np.ix_(pos, pos)]
-        if np.linalg.matrix_rank(sub) < len(pos):
-            names.append(design.terms[i].feature)
+        t = design.terms[i]
+        P = np.zeros((p, len(design.blocks[i])))
+        P[[pos[c] for c in design.blocks[i]], np.arange(len(design.blocks[i]))] = 1.0
+        if t.S is not None:
+            w, V = np.linalg.eigh(t.S)
+            P = P @ V[:, w <= 1e-9 * max(w.max(), 1e-300)]
+        out.append(P)
+    return out
+
+
+def _check_aliasing(G: np.ndarray, design: Design, idx) -> None:
+    """Raise if the unpenalized part of a model is rank deficient (confounded features), naming them. Penalized
+    directions are identified by their penalty and need no check."""
+    parts = _unpenalized_directions(design, idx)
+
+    def rank_ok(P):
+        Gu = P.T @ G @ P
+        d = np.sqrt(np.clip(np.diag(Gu), 1e-300, None))
+        Gu = Gu / d[:, None] / d[None, :]
+        return np.linalg.matrix_rank(Gu, tol=1e-10 * len(Gu)) == len(Gu)
+
+    if rank_ok(np.hstack(parts)):
+        return
+    names, kept = [], [parts[0]]
+    for i, P in zip(idx, parts[1:], strict=True):
+        if rank_ok(np.hstack(kept + [P])):
+            kept.append(P)
         else:
-            cols = trial
+            names.append(design.terms[i].feature)
     raise GAMError(f"The model matrix is rank deficient: feature(s) {', '.join(names) or '(unidentified)'} are "
                    "confounded with the intercept or with features listed before them (e.g. a duplicated or perfectly "
                    "collinear feature). Drop one of each confounded pair.")
@@ -609,11 +670,12 @@ def fit_design(design: Design, y: np.ndarray, term_idx, family: str = "gaussian"
 
 
 def fit_gam(df: pd.DataFrame, target: str, features, family: str = "gaussian", k=10, max_knots: int = 2000,
-            seed: int = 1) -> GAMResult:
-    """Fit ``target ~ s(x1) + s(x2) + ...`` (factor terms for binary/categorical features).
+            seed: int = 1, linear=()) -> GAMResult:
+    """Fit ``target ~ s(x1) + s(x2) + ...`` (factor terms for binary/categorical features, linear terms for the
+    features in ``linear``).
 
     >>> fit_gam(df, "target", ["bili"], k={"bili": 100}).deviance_explained   # doctest: +SKIP
     """
     y = check_frame(df, target, features, family)
-    design = build_design(df, make_terms(df, features, k=k, max_knots=max_knots, seed=seed))
+    design = build_design(df, make_terms(df, features, k=k, max_knots=max_knots, seed=seed, linear=linear))
     return fit_design(design, y, list(range(len(design.terms))), family=family, target=target)
