@@ -73,10 +73,10 @@ def _cmd_reproduce(args) -> int:
     if not nbs:
         print(f"error: no notebooks found in {args.folder}", file=sys.stderr)
         return 1
-    results, card = reproduce(nbs, build_dir=args.build)
+    results, card = reproduce(nbs, build_dir=args.build, defaults_only=args.defaults_only)
     failed = [r for r in results if r.error]
     counts = card["match"].value_counts().to_dict()
-    print(f"{len(results)} notebooks executed, {len(failed)} failed; scorecard: {len(card)} checks {counts}")
+    print(f"{len(results)} notebook runs, {len(failed)} failed; scorecard: {len(card)} checks {counts}")
     print(f"report: {Path(args.build) / 'html' / 'index.html'}; scorecard: {Path(args.build) / 'scorecard.csv'}")
     for r in failed:
         print(f"error: {r.error}", file=sys.stderr)
@@ -124,6 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("notebooks", nargs="*", help="notebooks to run (default: all in --folder)")
     p.add_argument("--folder", default="notebooks")
     p.add_argument("--build", default="build")
+    p.add_argument("--defaults-only", action="store_true",
+                   help="run each notebook once with its default parameters, not every analysis it lists in its "
+                        "metadata (e.g. the 7 dataset x target runs of the circularity workbook, ~15 min)")
     p.set_defaults(func=_cmd_reproduce)
 
     p = sub.add_parser("batch", help="run one notebook over a parameter grid (YAML) in parallel")

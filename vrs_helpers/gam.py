@@ -463,11 +463,17 @@ def fit_from_crossproducts(G, b, yy, n, penalties, kind: str = "gcv", rho0=None,
                         best, rho0 = v, trial
     opts = {"maxiter": 200, "ftol": 1e-12, "gtol": 1e-8}
     res = optimize.minimize(f, rho0, jac=True, method="L-BFGS-B", bounds=[bounds] * m, options=opts)
-    for j in range(m):   # polish: would maximal smoothing of one term do better (a flat direction)?
-        trial = res.x.copy()
-        trial[j] = bounds[1]
-        if f(trial)[0] < res.fun - 1e-12 * abs(res.fun):
-            res = optimize.minimize(f, trial, jac=True, method="L-BFGS-B", bounds=[bounds] * m, options=opts)
+    # polish: would maximal smoothing of some terms do better (flat directions the gradient cannot see)?
+    trial = res.x.copy()
+    for j in range(m):
+        cand = trial.copy()
+        cand[j] = bounds[1]
+        if f(cand)[0] < f(trial)[0] - 1e-12 * abs(res.fun):
+            trial = cand
+    if not np.array_equal(trial, res.x):
+        res2 = optimize.minimize(f, trial, jac=True, method="L-BFGS-B", bounds=[bounds] * m, options=opts)
+        if res2.fun < res.fun:
+            res = res2
     rho = res.x
     lam, S, Ainv, beta, Sb, rss, edf, AinvS = _pls(G, b, yy, Slist, rho)
     if kind == "gcv" and rss <= EXACT_FIT * yy:

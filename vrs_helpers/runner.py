@@ -119,6 +119,7 @@ def notebooks_in(folder: str | os.PathLike = "notebooks") -> list[Path]:
 def _index_html(results: list[RunResult], card: pd.DataFrame) -> str:
     items = "".join(
         f"<li><a href='{html.escape(r.html.name)}'>{html.escape(r.notebook)}</a>"
+        f"{' (' + html.escape(', '.join(f'{k}={v}' for k, v in r.parameters.items())) + ')' if r.parameters else ''}"
         f"{' — <b style=color:#cf222e>FAILED</b>: ' + html.escape(r.error) if r.error else ''}</li>"
         for r in results if r.html is not None)
     counts = card["match"].value_counts().to_dict() if len(card) else {}
@@ -141,9 +142,22 @@ td,th{{border:1px solid #ccc;padding:3px 8px;font-size:90%}}</style></head><body
 <table><tr>{head}</tr>{rows}</table></body></html>"""
 
 
+def reproduce_runs(notebook: str | os.PathLike) -> list[dict]:
+    """The parameter sets ``vrs reproduce`` runs a notebook with: ``metadata.vrs.reproduce_runs`` (a list of
+    {parameter: value}) when a workbook covers several of the book's analyses, else one run with the defaults."""
+    import nbformat
+
+    meta = nbformat.read(str(notebook), as_version=4).metadata.get("vrs", {})
+    runs = meta.get("reproduce_runs")
+    return [dict(r) for r in runs] if runs else [{}]
+
+
 def reproduce(notebooks: list[Path] | None = None, build_dir: str | os.PathLike = "build",
-              progress: bool = True) -> tuple[list[RunResult], pd.DataFrame]:
+              progress: bool = True, defaults_only: bool = False) -> tuple[list[RunResult], pd.DataFrame]:
     """Execute all workbooks in order, then write ``build/scorecard.csv`` and ``build/html/index.html``.
+
+    A workbook that covers several of the book's analyses lists them in its metadata (:func:`reproduce_runs`) and
+    is run once per analysis, unless ``defaults_only``.
 
     Every notebook is run even when an earlier one fails; failures are reported in the index and in the
     returned results (``RunResult.error``).
@@ -156,7 +170,10 @@ def reproduce(notebooks: list[Path] | None = None, build_dir: str | os.PathLike 
     bar = tqdm(notebooks, desc="notebooks", unit="nb", disable=not progress)
     for nb in bar:
         bar.set_postfix_str(Path(nb).name)
-        results.append(run_notebook(nb, out_dir=build / "notebooks", html_dir=build / "html", raise_on_error=False))
+        for params in ([{}] if defaults_only else reproduce_runs(nb)):
+            name = f"{Path(nb).stem}__{_slug(params)}.ipynb" if params else None
+            results.append(run_notebook(nb, params, out_dir=build / "notebooks", html_dir=build / "html",
+                                        output_name=name, raise_on_error=False))
     card = pd.DataFrame([{c: row.get(c) for c in COLUMNS} for r in results for row in r.scorecard], columns=COLUMNS)
     build.mkdir(parents=True, exist_ok=True)
     card.to_csv(build / "scorecard.csv", index=False)
@@ -202,12 +219,16 @@ def load_grid(path: str | os.PathLike) -> dict:
     params = spec.get("parameters") or {}
     if not isinstance(params, dict):
         raise ValueError(f"{p}: 'parameters' must map each parameter name to a list of values.")
-    return {"notebook": nb, "parameters": params, "output": spec.get("output")}
+    exclude = spec.get("exclude") or []
+    if not isinstance(exclude, list) or not all(isinstance(e, dict) for e in exclude):
+        raise ValueError(f"{p}: 'exclude' must be a list of {{parameter: value}} combinations to leave out.")
+    return {"notebook": nb, "parameters": params, "output": spec.get("output"), "exclude": exclude}
 
 
 def batch(grid_file: str | os.PathLike, out_dir: str | os.PathLike | None = None, workers: int | None = None,
           progress: bool = True) -> tuple[list[RunResult], pd.DataFrame]:
-    """Run one notebook over the cartesian product of a parameter grid, in parallel worker processes.
+    """Run one notebook over the cartesian product of a parameter grid, in parallel worker processes; the
+    combinations listed under ``exclude`` in the grid file are left out.
 
     Writes one executed notebook per combination and ``results.csv`` (parameters + every recorded scalar,
     one row per combination) into ``out_dir`` (default ``build/batch/<grid name>``).
@@ -216,6 +237,8 @@ def batch(grid_file: str | os.PathLike, out_dir: str | os.PathLike | None = None
 
     spec = load_grid(grid_file)
     combos = expand_grid(spec["parameters"])
+    excluded = spec.get("exclude") or []
+    combos = [c for c in combos if not any(all(c.get(k) == v for k, v in ex.items()) for ex in excluded)]
     out = Path(out_dir or spec.get("output") or Path("build") / "batch" / Path(grid_file).stem)
     out.mkdir(parents=True, exist_ok=True)
     workers = workers or os.cpu_count() or 1
