@@ -30,6 +30,7 @@ lint: $(STAMP)
 benchmark: $(STAMP)
 	$(BIN)/python benchmarks/mixed_models.py
 	$(BIN)/python benchmarks/significance.py
+	$(BIN)/python benchmarks/circularity.py
 
 clean:
 	rm -rf build

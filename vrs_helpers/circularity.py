@@ -161,7 +161,7 @@ def circularity_test(df: pd.DataFrame, target: str, features, family: str = "gau
         yy = float(yc @ yc)
     it = sets
     if progress:
-        from tqdm import tqdm   # plain text bar: works in notebooks without ipywidgets
+        from tqdm import tqdm  # plain text bar: works in notebooks without ipywidgets
         it = tqdm(sets, desc=f"circularity search ({len(sets)} GAMs)", unit="model", mininterval=10)
     fits, rows = {}, []
     for c in it:

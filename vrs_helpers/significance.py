@@ -294,6 +294,45 @@ def permutation_test_exact(a, b, metric="mean", alternative: str = "two-sided") 
                             alternative, -1, dist)
 
 
+def _bootstrap_sums(X: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
+    """Column sums of ``n_resamples`` bootstrap samples of the rows of X (n x m), drawn with replacement.
+
+    Resamples are drawn in batches, each from its own generator (SFC64, seeded from ``SeedSequence(seed).spawn``),
+    so the result depends only on ``seed`` and the batches run in parallel threads (numpy releases the GIL in the
+    drawing and the sums). With few columns the drawn rows are gathered and summed; with many (corpus metrics with
+    several statistics) the draws are turned into a count matrix C (resamples x items) and the sums are C @ X."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    n, m = X.shape
+    batch = max(1, min(n_resamples, 2**21 // n))
+    starts = list(range(0, n_resamples, batch))
+    seqs = np.random.SeedSequence(seed).spawn(len(starts))
+    out = np.empty((n_resamples, m))
+    idx_type = np.int32 if batch * n < 2**31 else np.int64
+
+    def work(i):
+        s = starts[i]
+        r = min(batch, n_resamples - s)
+        idx = np.random.Generator(np.random.SFC64(seqs[i])).integers(0, n, size=(r, n), dtype=idx_type)
+        if m >= 4:
+            idx += (np.arange(r, dtype=idx_type) * n)[:, None]
+            counts = np.bincount(idx.ravel(), minlength=r * n).reshape(r, n).astype(float)
+            out[s:s + r] = counts @ X
+        else:
+            for j in range(m):
+                out[s:s + r, j] = X[:, j][idx].sum(axis=1)
+
+    workers = min(len(starts), os.cpu_count() or 1)
+    if workers > 1:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            list(pool.map(work, range(len(starts))))
+    else:
+        for i in range(len(starts)):
+            work(i)
+    return out
+
+
 def bootstrap_test(a, b, metric="mean", n_resamples: int = 10_000, seed: int = 0,
                    alternative: str = "two-sided") -> ResamplingResult:
     """Paired bootstrap test with the shift method (Algorithm 4.1): resample items with replacement, recompute
@@ -319,14 +358,9 @@ def bootstrap_test(a, b, metric="mean", n_resamples: int = 10_000, seed: int = 0
         out[:] = fn(sums[:, :k], n) - fn(sums[:, k:], n)
     else:
         linear = fn is mean_metric  # the difference of means only needs the per-item differences
-        cols = [np.ascontiguousarray(c) for c in ((a - b).T if linear else ab.T)]
-        idx_type = np.int32 if n < 2**31 else np.int64
-        batch = max(1, min(1024, 2**22 // n))
-        for done in range(0, n_resamples, batch):
-            r = min(batch, n_resamples - done)
-            idx = rng.integers(0, n, size=(r, n), dtype=idx_type)
-            sums = np.column_stack([c[idx].sum(axis=1) for c in cols])  # gather the drawn items, column by column
-            out[done:done + r] = sums[:, 0] / n if linear else fn(sums[:, :k], n) - fn(sums[:, k:], n)
+        X = (a - b) if linear else ab
+        sums = _bootstrap_sums(np.ascontiguousarray(X, dtype=float), n_resamples, seed)
+        out[:] = sums[:, 0] / n if linear else fn(sums[:, :k], n) - fn(sums[:, k:], n)
     shifted = out - out.mean()
     return ResamplingResult("bootstrap test (shift method)", observed, _tail(shifted, observed, alternative),
                             n_resamples, alternative, seed, shifted)
