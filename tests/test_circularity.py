@@ -67,6 +67,8 @@ def test_correlation_shortcut_and_limits():
         circularity.circularity_test(df, "y", ["noise", "near_b", "a", "b"], max_powerset=3)
     with pytest.raises(gam.GAMError, match="Unknown search"):
         circularity.circularity_test(df, "y", ["a"], search="greedy")
+    with pytest.raises(gam.GAMError, match="null_measure"):
+        circularity.circularity_test(df, "y", ["a"], null_measure="mean")
 
 
 def test_binomial_planted():

@@ -220,7 +220,14 @@ def _tail(dist: np.ndarray, observed: float, alternative: str) -> float:
 
 
 def _patterns(rows: np.ndarray, limit: int = 4096):
-    """Unique rows and their counts, or None when there are more than ``limit`` distinct rows."""
+    """Unique rows and their counts, or None when there are more than ``limit`` distinct rows or too few repeats
+    to pay off (drawing a binomial/multinomial count per pattern costs about as much as 32 random bits per item)."""
+    limit = min(limit, len(rows) // 32)
+    for j in range(rows.shape[1]):   # cheap exit for continuous scores: one column alone has too many values
+        if len(np.unique(rows[: 4 * limit, j])) > limit:
+            return None
+    if limit < 1:
+        return None
     uniq, counts = np.unique(rows, axis=0, return_counts=True)
     return (uniq, counts) if len(uniq) <= limit else None
 
@@ -261,16 +268,23 @@ def permutation_test(a, b, metric="mean", n_resamples: int = 10_000, seed: int =
         groups = (m + 7) // 8
         padded = np.zeros((groups * 8, k))
         padded[:m] = diff
-        bits = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(float)  # 256 x 8
-        table = np.einsum("bj,gjk->gbk", bits, padded.reshape(groups, 8, k))  # groups x 256 x k
-        table = np.ascontiguousarray(table.transpose(1, 0, 2).reshape(256, groups * k))
+        if k < 4:
+            bits = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(float)  # 256 x 8
+            table = np.einsum("bj,gjk->gbk", bits, padded.reshape(groups, 8, k))  # groups x 256 x k
+            table = np.ascontiguousarray(table.transpose(1, 0, 2).reshape(256, groups * k))
         batch = max(1, min(256, 2**24 // max(groups, 1)))
+        if k >= 4:
+            batch = max(1, min(n_resamples, 2**18 // (8 * groups)))
+            swap_buf = np.empty((batch, 8 * groups))   # reused: allocating it per batch costs more than the GEMM
         cols = np.arange(groups)
         for done in range(0, n_resamples, batch):
             r = min(batch, n_resamples - done)
             byte = rng.integers(0, 256, size=(r, groups), dtype=np.uint8)
             if k == 1:
                 moved = table[byte, cols].sum(axis=1)[:, None]
+            elif k >= 4:   # many statistics: unpack the same bits into a 0/1 matrix and let BLAS sum (S @ D)
+                np.copyto(swap_buf[:r], np.unpackbits(byte, axis=1, bitorder="little"))
+                moved = swap_buf[:r] @ padded
             else:
                 moved = table.reshape(256, groups, k)[byte, cols].sum(axis=1)
             out[done:done + r] = fn(total_a + moved, n) - fn(total_b - moved, n)
@@ -305,7 +319,7 @@ def _bootstrap_sums(X: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
     from concurrent.futures import ThreadPoolExecutor
 
     n, m = X.shape
-    batch = max(1, min(n_resamples, 2**21 // n))
+    batch = max(1, min(n_resamples, 2**20 // n))
     starts = list(range(0, n_resamples, batch))
     seqs = np.random.SeedSequence(seed).spawn(len(starts))
     out = np.empty((n_resamples, m))
