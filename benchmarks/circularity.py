@@ -47,7 +47,8 @@ invisible(gam(y ~ s(x), data = data.frame(x = seq(0, 1, length.out = 200), y = s
 t0 <- proc.time()[["elapsed"]]
 d2 <- sapply(formulas, function(f) summary(gam(as.formula(f), data = d))$dev.expl)
 el <- proc.time()[["elapsed"]] - t0
-writeLines(toJSON(list(seconds = el, d2 = unname(d2), mgcv = as.character(packageVersion("mgcv"))), digits = 10, auto_unbox = TRUE), out)
+res <- list(seconds = el, d2 = unname(d2), mgcv = as.character(packageVersion("mgcv")))
+writeLines(toJSON(res, digits = 10, auto_unbox = TRUE), out)
 """
 
 

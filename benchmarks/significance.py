@@ -5,7 +5,8 @@
 Prints one table: task, items, resamples, our seconds, the peer's seconds on the same inputs and settings, the
 ratio, and both p-values. Peers that are not installed are reported as skipped. p-values: ours count c/R as the
 book's Algorithms 4.1/4.2 do; sacrebleu reports (c+1)/(R+1); deepsig's bootstrap_test is a one-sided test of its
-own construction, so its p-value is not comparable. Times are the best of 3 runs (1 if a run takes > 5 s). Our corpus-level F1 test runs at the full size; the peers run at
+own construction, so its p-value is not comparable. Times are the best of 3 runs (1 if a run takes
+> 5 s). Our corpus-level F1 test runs at the full size; the peers run at
 the size given by --peer-items and --peer-resamples, with ours timed again at that size for the ratio.
 """
 

@@ -5,7 +5,8 @@ Modules: ``data`` (registry of the book's real data), ``agreement`` (alpha, pi, 
 ``marginal`` (linear mixed models without R, GLRTs, marginal means), ``reliability`` (phi, decision studies),
 ``significance`` (parametric, permutation and bootstrap tests, GLRT workflows), ``model_based_metrics``,
 ``validity`` (NLI templates, dataset bias test), ``invariance`` (transformation invariance test), ``gam`` /
-``circularity`` (GAMs on sufficient statistics, the circularity test), ``scorecard`` and ``runner`` (reproduction report, ``vrs`` CLI).
+``circularity`` (GAMs on sufficient statistics, the circularity test), ``scorecard`` and ``runner`` (reproduction
+report, ``vrs`` CLI).
 """
 
 __version__ = "0.1.0"
