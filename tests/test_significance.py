@@ -181,31 +181,20 @@ def test_compare_systems_bad_input():
         sg.compare_systems(d, "y", "system", "item", covariate="length_class")
 
 
-def test_bootstrap_count_matrix_path_equals_gather_path():
-    """With 4+ statistics per item the bootstrap sums are C @ X (count matrix); with fewer they are gathered. Both
-    use the same seeded draws, so a metric that reads only the first statistic gives the same distribution."""
+
+@pytest.mark.parametrize("test", [sg.bootstrap_test, sg.permutation_test])
+def test_many_statistics_path_equals_few_statistics_path(test):
+    """With 4+ statistics per item the resampled sums are BLAS products (bootstrap: count matrix C @ X; permutation:
+    unpacked 0/1 swap matrix S @ D); with fewer they are gathered (bootstrap) or read from a 256-entry table per byte
+    (permutation). Both use the same seeded draws, so a metric that reads only the first statistic gives the same
+    distribution from 1 column as from 5."""
     rng = np.random.default_rng(8)
     a = rng.normal(0.5, 0.2, 700)
     b = a + rng.normal(0.01, 0.05, 700)
     first = lambda sums, n: sums[..., 0] / n  # noqa: E731
     wide_a = np.column_stack([a, rng.normal(size=(700, 4))])
     wide_b = np.column_stack([b, rng.normal(size=(700, 4))])
-    narrow = sg.bootstrap_test(a, b, metric=first, n_resamples=500, seed=4)
-    wide = sg.bootstrap_test(wide_a, wide_b, metric=first, n_resamples=500, seed=4)
-    assert np.allclose(np.sort(narrow.distribution), np.sort(wide.distribution), atol=1e-12)
-    assert narrow.p_value == wide.p_value
-
-
-def test_permutation_bit_matrix_path_equals_table_path():
-    """4+ statistics: the random bytes are unpacked into a 0/1 swap matrix (S @ D); fewer: a 256-entry table per
-    byte. The same seed gives the same swaps, so a metric on the first statistic gives the same distribution."""
-    rng = np.random.default_rng(9)
-    a = rng.normal(0.5, 0.2, 700)
-    b = a + rng.normal(0.01, 0.05, 700)
-    first = lambda sums, n: sums[..., 0] / n  # noqa: E731
-    wide_a = np.column_stack([a, rng.normal(size=(700, 4))])
-    wide_b = np.column_stack([b, rng.normal(size=(700, 4))])
-    narrow = sg.permutation_test(a, b, metric=first, n_resamples=500, seed=4)
-    wide = sg.permutation_test(wide_a, wide_b, metric=first, n_resamples=500, seed=4)
+    narrow = test(a, b, metric=first, n_resamples=500, seed=4)
+    wide = test(wide_a, wide_b, metric=first, n_resamples=500, seed=4)
     assert np.allclose(narrow.distribution, wide.distribution, atol=1e-12)
     assert narrow.p_value == wide.p_value

@@ -543,9 +543,7 @@ class GAMResult:
         if x is None:
             x = (np.asarray(t.levels, dtype=object) if isinstance(t, FactorTerm)
                  else np.linspace(t.x_range[0], t.x_range[1], n_grid))
-        B = t.basis(np.asarray(x))
-        if isinstance(t, FactorTerm):
-            B = np.vstack([np.zeros(B.shape[1]), B[1:]]) if len(B) == len(t.levels) else B
+        B = t.basis(np.asarray(x))   # for a factor, the reference level's row is all zeros: f = 0 there
         fx = B @ self.coef[cols]
         se = np.sqrt(np.einsum("ij,jk,ik->i", B, self.cov[np.ix_(cols, cols)], B))
         return pd.DataFrame({"x": x, "f": fx, "se": se})
