@@ -281,9 +281,9 @@ def accumulate(formula: str | Formula, data, dropna: bool = False) -> Sufficient
             kinds = {v: _is_factor(chunk[v]) for v in fixed_vars}
             fixed_factors = [v for v in fixed_vars if kinds[v]]
             numerics = [v for v in fixed_vars if not kinds[v]]
-            monomials = list(dict.fromkeys(tuple(v for v in t if not kinds[v]) for t in f.fixed_terms))
-            if () not in monomials:
-                monomials.insert(0, ())
+            # the indicator monomial () comes first whatever the term order: counts are read from it
+            monomials = [()] + [mo for mo in dict.fromkeys(tuple(v for v in t if not kinds[v])
+                                                           for t in f.fixed_terms) if mo != ()]
             cell_levels = {v: _Levels(v) for v in fixed_factors}
             num_sums = {v: 0.0 for v in numerics}
             for v in f.random_variables:
