@@ -35,10 +35,21 @@ def test_formula_parsing():
     assert f.response == "ter" and f.intercept
     assert f.fixed_terms == (("system",), ("src_length_class",), ("system", "src_length_class"))
     assert f.random == (("sentence_id",), ("sentence", "rater"))
+    assert f.intercepts_only
     assert parse("y ~ 0 + a + (1|g)").intercept is False
-    for bad, msg in [("y ~ x + (x|g)", "Random slopes"), ("y ~ x + (1 + x|g)", "Random slopes"),
-                     ("y ~ x", "No random intercept"), ("y x (1|g)", "needs a response"),
-                     ("y ~ (1|g/h)", "Nesting syntax")]:
+    # lme4's readings (findbars in lme4 1.1-31): (x|g) is (1 + x|g); || splits into one term per coefficient;
+    # a/b is b:a then a
+    slope = parse("y ~ x + (x|g)").random_terms
+    assert slope == parse("y ~ x + (1 + x|g)").random_terms
+    assert [(t.covariate_names, t.group_name) for t in slope] == [(["(Intercept)", "x"], "g")]
+    assert [str(t) for t in parse("y ~ x + (1 + x||g)").random_terms] == ["(1 | g)", "(0 + x | g)"]
+    assert [str(t) for t in parse("y ~ (0 + x|g)").random_terms] == ["(0 + x | g)"]
+    assert [t.group_name for t in parse("y ~ x + (1|a/b)").random_terms] == ["b:a", "a"]
+    assert [t.group_name for t in parse("y ~ (1|a/b/c)").random_terms] == ["c:b:a", "b:a", "a"]
+    assert parse("y ~ x + (1 + x|g)").random_covariates == ["x"]
+    for bad, msg in [("y ~ x", "No random term"), ("y x (1|g)", "needs a response"),
+                     ("y ~ (1|g) + (1|g)", "appears twice"), ("y ~ (0|g)", "no coefficient"),
+                     ("y ~ x + (|g)", "nothing before")]:
         with pytest.raises(FormulaError, match=msg):
             parse(bad)
 

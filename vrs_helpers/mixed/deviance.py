@@ -1,0 +1,442 @@
+"""The profiled deviance of a linear mixed model as a function of theta (lme4 JSS eq. 34 for ML, eq. 41 for REML).
+
+Model (book appendix A; Bates et al. 2015): y = X beta + Z b + eps, b = Lambda_theta u, u ~ N(0, sigma^2 I),
+eps ~ N(0, sigma^2 I). Everything below needs only the sufficient statistics of :mod:`.accumulate`.
+
+M = Lambda'Z'Z Lambda + I is split as MixedModels.jl does (Bates, "MixedModels.jl", blocked Cholesky): the term
+with the most levels ("big") gives a block-diagonal block A (m_b blocks of r_b x r_b; diagonal for a random
+intercept); the other terms a dense block C; the cross block B between them is kept sparse. Then
+L = [[L_A, 0], [B L_A^-T, L_S]] with L_S L_S' = S = C - B A^-1 B', so one evaluation costs about nnz(B) (times
+the block size) for B A^-1 B' plus a dense Cholesky of the other terms' levels - never the big factor's.
+
+Two implementations share that structure:
+- :class:`_Deviance` for random intercepts only, with an analytic gradient (the book's models; fast path);
+- :class:`_BlockDeviance` for any random terms (random slopes with lme4's lower-triangular theta); its gradient
+  is taken numerically by the optimizer. On random-intercept models both give the same deviance (tested).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import linalg, sparse
+
+from .accumulate import SufficientStats
+from .errors import MixedModelError
+
+_potrf = linalg.lapack.get_lapack_funcs("potrf", (np.zeros(1),))
+_potri = linalg.lapack.get_lapack_funcs("potri", (np.zeros(1),))
+_trtrs = linalg.lapack.get_lapack_funcs("trtrs", (np.zeros(1),))
+
+DENSE_OTHERS_LIMIT = 25_000  # levels x coefficients of the non-largest terms factored densely (25k^2 doubles = 5 GB)
+
+
+def _chol(a: np.ndarray, lower: bool) -> np.ndarray:
+    """Cholesky factor via LAPACK potrf (the scipy wrapper's overhead dominates for the small blocks here)."""
+    c, info = _potrf(a, lower=int(lower), clean=1)
+    if info != 0:
+        raise linalg.LinAlgError(f"matrix not positive definite (potrf info {info})")
+    return c
+
+
+def _tri(t: np.ndarray, b: np.ndarray, lower: bool, trans: bool = False) -> np.ndarray:
+    """Solve t x = b (or t' x = b) for triangular t via LAPACK trtrs."""
+    x, info = _trtrs(t, b, lower=int(lower), trans=int(trans))
+    if info != 0:
+        raise linalg.LinAlgError(f"singular triangular factor (trtrs info {info})")
+    return x
+
+
+def _chol_inverse(L: np.ndarray) -> np.ndarray:
+    """S^-1 from the lower Cholesky factor L of S (LAPACK potri: a third of the cost of two triangular solves)."""
+    inv, info = _potri(L, lower=1)
+    if info != 0:
+        raise linalg.LinAlgError(f"singular Cholesky factor (potri info {info})")
+    inv = np.tril(inv)
+    return inv + np.tril(inv, -1).T
+
+
+def _as_cross(G: sparse.spmatrix) -> np.ndarray | sparse.csr_matrix:
+    """Keep a cross block sparse unless it is small or dense enough that BLAS wins."""
+    size = G.shape[0] * G.shape[1]
+    if size <= 250_000 or G.nnz > 0.25 * size:
+        return G.toarray()
+    return sparse.csr_matrix(G)
+
+
+def _sandwich(G, d: np.ndarray) -> np.ndarray:
+    """G diag(d) G' as a dense array, for dense or sparse G (cost follows nnz for sparse G)."""
+    if sparse.issparse(G):
+        return (G @ sparse.diags(d) @ G.T).toarray()
+    return (G * d) @ G.T
+
+
+def _sandwich_blocks(G, D: np.ndarray) -> np.ndarray:
+    """G blockdiag(D_1..D_m) G' as a dense array; D is m x r x r, G has m r columns (level-major)."""
+    m, r, _ = D.shape
+    if r == 1:
+        return _sandwich(G, D[:, 0, 0])
+    if sparse.issparse(G):
+        Dm = sparse.bsr_matrix((D, np.arange(m), np.arange(m + 1)), shape=(m * r, m * r))
+        return (G @ Dm @ G.T).toarray()
+    GD = np.einsum("qmi,mij->qmj", G.reshape(G.shape[0], m, r), D).reshape(G.shape[0], m * r)
+    return GD @ G.T
+
+
+def _check_size(q_o: int, names: list[str]) -> None:
+    if q_o > DENSE_OTHERS_LIMIT:
+        raise MixedModelError(
+            f"The random terms other than the largest one ({', '.join(names)}) have {q_o} levels x coefficients in "
+            f"total; their block is factored densely ({q_o}^2 x 8 bytes = {q_o * q_o * 8 / 1e9:.1f} GB). This engine "
+            f"fits one very large grouping factor plus others up to {DENSE_OTHERS_LIMIT} levels in total.")
+
+
+def _profiled(s: SufficientStats, P: np.ndarray, logdet: float, reml: bool):
+    """The profiled deviance from P = [X y]'V*^-1[X y] (as cross-products) and log|L|^2: (dev, RX, cbeta, r2)."""
+    p, n = s.p, s.n
+    if p:
+        RX = _chol(P[:p, :p], lower=False)
+        cbeta = _tri(RX, P[:p, p], lower=False, trans=True)
+        r2 = float(P[p, p] - cbeta @ cbeta)
+        logdet_x = 2.0 * float(np.log(np.diag(RX)).sum())
+    else:
+        RX, cbeta, r2, logdet_x = np.zeros((0, 0)), np.zeros(0), float(P[0, 0]), 0.0
+    if not r2 > 0:
+        return np.inf, RX, cbeta, r2
+    if reml:
+        dof = n - p
+        dev = logdet + logdet_x + dof * (1.0 + math.log(2.0 * math.pi * r2 / dof))
+    else:
+        dev = logdet + n * (1.0 + math.log(2.0 * math.pi * r2 / n))
+    return dev, RX, cbeta, r2
+
+
+class _Deviance:
+    """Profiled deviance of a random-intercept model, with its analytic gradient.
+
+    Lambda = diag(theta_k) per grouping factor. A = theta_b^2 diag(n_b) + I is diagonal; B = Lambda_o Z_o'Z_b
+    theta_b; S = Lambda_o C Lambda_o + I - theta_b^2 Lambda_o (Z_o'Z_b A^-1 Z_b'Z_o) Lambda_o. Arrays over the big
+    factor's levels are stored wide (levels last).
+    """
+
+    def __init__(self, s: SufficientStats, reml: bool):
+        if not s.intercepts_only:
+            raise MixedModelError("_Deviance fits random intercepts only; use _BlockDeviance.")
+        self.s = s
+        self.reml = reml
+        sizes = s.sizes
+        self.big = int(np.argmax(sizes))
+        self.others = [k for k in range(len(sizes)) if k != self.big]
+        self.n_big = np.ascontiguousarray(s.ZtZ_diag[self.big][:, 0, 0], dtype=float)
+        offs = np.cumsum([0] + [sizes[k] for k in self.others])
+        self.q_o = int(offs[-1])
+        _check_size(self.q_o, [s.groups[k] for k in self.others])
+        self.slices = {k: slice(offs[i], offs[i + 1]) for i, k in enumerate(self.others)}
+        blocks_b = []
+        C = np.zeros((self.q_o, self.q_o))  # Z_o'Z_o
+        for k in self.others:
+            C[self.slices[k], self.slices[k]] = np.diag(s.ZtZ_diag[k][:, 0, 0])
+            a, b = min(k, self.big), max(k, self.big)
+            blocks_b.append(s.ZtZ_cross[(a, b)].T if a == self.big else s.ZtZ_cross[(a, b)])
+        for i, k in enumerate(self.others):
+            for j in self.others[i + 1:]:
+                a, b = min(k, j), max(k, j)
+                blk = s.ZtZ_cross[(a, b)].toarray()
+                blk = blk if a == k else blk.T
+                C[self.slices[k], self.slices[j]] = blk
+                C[self.slices[j], self.slices[k]] = blk.T
+        # Z_o'Z_big: sparse when large (each row of the data links one level of each factor)
+        self.BT = (_as_cross(sparse.vstack(blocks_b, format="csr")) if self.others
+                   else np.zeros((0, sizes[self.big])))
+        self.BT2 = self.BT.multiply(self.BT).tocsr() if sparse.issparse(self.BT) else self.BT * self.BT
+        self.C = C
+        self.diagC = np.diag(C).copy()
+        p = s.p
+        self.RbT = np.ascontiguousarray(np.column_stack([s.ZtX[self.big], s.Zty[self.big]]).T)  # (p+1) x m_b
+        self.Ro = (np.vstack([np.column_stack([s.ZtX[k], s.Zty[k]]) for k in self.others])
+                   if self.others else np.zeros((0, p + 1)))
+        self.MtM = np.block([[s.XtX, s.Xty[:, None]], [s.Xty[None, :], np.array([[s.yty]])]])
+        self.lam_index = (np.concatenate([[k] * sizes[k] for k in self.others]).astype(int) if self.others
+                          else np.zeros(0, dtype=int))
+        self.eye_o = np.eye(self.q_o)
+        self.eye_p = np.eye(p)
+
+    def parts(self, theta: np.ndarray):
+        p = self.s.p
+        tb = theta[self.big]
+        A = tb * tb * self.n_big + 1.0
+        sqA = np.sqrt(A)
+        lam = theta[self.lam_index]
+        cbT = (tb * self.RbT) / sqA  # (p+1) x m_b
+        if self.q_o:
+            H0 = _sandwich(self.BT, 1.0 / A)  # Z_o'Z_b A^-1 Z_b'Z_o
+            S = lam[:, None] * (self.C - (tb * tb) * H0) * lam[None, :] + self.eye_o
+            LS = _chol(S, lower=True)
+            BRA = self.BT @ (self.RbT / A).T  # q_o x (p+1)
+            co = _tri(LS, lam[:, None] * (self.Ro - (tb * tb) * BRA), lower=True)
+            logdet = float(np.log(A).sum()) + 2.0 * float(np.log(np.diag(LS)).sum())
+        else:
+            H0 = np.zeros((0, 0))
+            LS = np.zeros((0, 0))
+            co = np.zeros((0, p + 1))
+            logdet = float(np.log(A).sum())
+        P = self.MtM - cbT @ cbT.T - co.T @ co
+        return A, sqA, lam, H0, LS, cbT, co, P, logdet
+
+    def __call__(self, theta: np.ndarray) -> float:
+        try:
+            value = self.evaluate(theta)[0]
+        except (linalg.LinAlgError, ValueError, FloatingPointError):
+            return np.inf
+        return value if np.isfinite(value) else np.inf
+
+    def value_and_grad(self, theta: np.ndarray):
+        try:
+            value, parts = self.evaluate(theta)
+            if parts is None or not np.isfinite(value):
+                return np.inf, np.zeros_like(theta)
+            return value, self.gradient(theta, parts)
+        except (linalg.LinAlgError, ValueError, FloatingPointError):
+            return np.inf, np.zeros_like(theta)
+
+    def psi_gradient(self, theta: np.ndarray) -> np.ndarray:
+        """Gradient in psi = theta^2 (relative variances); unlike the theta-gradient it is not 0 at theta_k = 0."""
+        value, parts = self.evaluate(theta)
+        return self.gradient(theta, parts, per_psi=True)
+
+    def evaluate(self, theta):
+        parts = self.parts(theta)
+        dev, RX, cbeta, r2 = _profiled(self.s, parts[7], parts[8], self.reml)
+        if not np.isfinite(dev):
+            return np.inf, None
+        return dev, parts + (RX, cbeta, r2)
+
+    def gradient(self, theta, parts, per_psi: bool = False) -> np.ndarray:
+        """Analytic gradient of the profiled deviance (envelope theorem on the unprofiled -2 log-likelihood).
+
+        With V* = I + Z Lambda Lambda' Z' and dV*/dtheta_k = 2 theta_k Z_k Z_k':
+        d/dtheta_k = 2 theta_k [tr(Z_k' V*^-1 Z_k) - tr((X'V*^-1 X)^-1 Q_k'Q_k) (REML only) - |u_k|^2 / sigma^2],
+        Q = Z'V*^-1 X, u = Z'V*^-1 (y - X beta). Traces use tr_k(Z'V*^-1 Z) = tr_k(G) - |L^-1 Lambda G_k|_F^2.
+        The bracket is the derivative in psi_k = theta_k^2.
+        """
+        s = self.s
+        A, sqA, lam, H0, LS, cbT, co, P, logdet, RX, cbeta, r2 = parts
+        p, n = s.p, s.n
+        tb = theta[self.big]
+        K = len(theta)
+        tr = np.zeros(K)
+        xb = (tb * self.n_big) / sqA
+        invA = 1.0 / A
+        # Z'V*^-1 [X y] = a - G Lambda M^-1 Lambda a, with M^-1 Lambda a = L^-T [cb; co]
+        if self.q_o:
+            # big block: |L_S^-1 (lam B'/A)|_F^2 = tr(S^-1 H), H = lam (B' A^-2 B) lam
+            Sinv = _chol_inverse(LS)
+            H = lam[:, None] * _sandwich(self.BT, invA * invA) * lam[None, :]
+            tr[self.big] = self.n_big.sum() - float(xb @ xb) - float((Sinv * H).sum())
+            colsq_b = (tb * tb) * (self.BT2 @ invA)
+            xo_o = _tri(LS, lam[:, None] * (self.C - (tb * tb) * H0), lower=True)
+            colsq = colsq_b + (xo_o * xo_o).sum(axis=0)
+            for k in self.others:
+                sl = self.slices[k]
+                tr[k] = self.diagC[sl].sum() - colsq[sl].sum()
+            zo = _tri(LS, co, lower=True, trans=True)
+            lz_o = lam[:, None] * zo
+            zbT = (cbT - (tb * (self.BT.T @ lz_o)).T / sqA) / sqA
+            lz_bT = tb * zbT
+            GbT = self.n_big * lz_bT + (self.BT.T @ lz_o).T
+            Go = self.BT @ lz_bT.T + self.C @ lz_o
+        else:
+            tr[self.big] = self.n_big.sum() - float(xb @ xb)
+            lz_bT = tb * (cbT / sqA)
+            GbT = self.n_big * lz_bT
+            Go = np.zeros((0, p + 1))
+        WbT = self.RbT - GbT
+        Wo = self.Ro - Go
+        beta = _tri(RX, cbeta, lower=False) if p else np.zeros(0)
+        ub = WbT[p] - beta @ WbT[:p]
+        uo = Wo[:, p] - Wo[:, :p] @ beta
+        sigma2 = r2 / (n - p if self.reml else n)
+        usq = np.zeros(K)
+        usq[self.big] = float(ub @ ub)
+        for k in self.others:
+            usq[k] = float(uo[self.slices[k]] @ uo[self.slices[k]])
+        t2 = np.zeros(K)
+        if self.reml and p:
+            Rinv = _tri(RX, self.eye_p, lower=False)  # (X'V*^-1X)^-1=Rinv Rinv'
+            Qb = Rinv.T @ WbT[:p]
+            t2[self.big] = float((Qb * Qb).sum())
+            if self.q_o:
+                Qo = Wo[:, :p] @ Rinv
+                for k in self.others:
+                    t2[k] = float((Qo[self.slices[k]] ** 2).sum())
+        g_psi = tr - t2 - usq / sigma2
+        return g_psi if per_psi else 2.0 * theta * g_psi
+
+    def conditional_modes(self, theta, parts, beta) -> list[np.ndarray]:
+        """b = Lambda u with u = L^-T (c_u - R_ZX beta): the BLUPs per term (m_k x 1 arrays)."""
+        A, sqA, lam, H0, LS, cbT, co, P, logdet = parts[:9]
+        p = self.s.p
+        tb = theta[self.big]
+        d_b = cbT[p] - beta @ cbT[:p]
+        d_o = co[:, p] - co[:, :p] @ beta
+        u_o = _tri(LS, d_o, lower=True, trans=True) if self.q_o else np.zeros(0)
+        u_b = (d_b - tb * (self.BT.T @ (lam * u_o)) / sqA) / sqA if self.q_o else d_b / sqA
+        out = [None] * len(theta)
+        out[self.big] = (tb * u_b)[:, None]
+        b_o = lam * u_o
+        for k in self.others:
+            out[k] = b_o[self.slices[k]][:, None]
+        return out
+
+
+class _BlockDeviance:
+    """Profiled deviance for any random terms: term k has Lambda_k = I_{m_k} (x) T_k with T_k lower triangular
+    (r_k x r_k), parametrized by its lower triangle in column-major order, as lme4's theta."""
+
+    def __init__(self, s: SufficientStats, reml: bool):
+        self.s = s
+        self.reml = reml
+        sizes = s.sizes
+        self.r = [t.r for t in s.terms]
+        K = len(sizes)
+        self.tri = []  # per term: (rows, cols) of the lower triangle, column-major (lme4's theta order)
+        self.tslices = []
+        start = 0
+        lower = []
+        for k in range(K):
+            rk = self.r[k]
+            rows, cols = [], []
+            for c in range(rk):
+                for rr in range(c, rk):
+                    rows.append(rr)
+                    cols.append(c)
+            self.tri.append((np.array(rows), np.array(cols)))
+            self.tslices.append(slice(start, start + len(rows)))
+            start += len(rows)
+            lower += [0.0 if rr == c else -np.inf for rr, c in zip(rows, cols, strict=True)]
+        self.n_theta = start
+        self.lower = np.array(lower)
+        self.big = max(range(K), key=lambda k: (sizes[k], self.r[k]))
+        self.others = [k for k in range(K) if k != self.big]
+        widths = [sizes[k] * self.r[k] for k in range(K)]
+        offs = np.cumsum([0] + [widths[k] for k in self.others])
+        self.q_o = int(offs[-1])
+        _check_size(self.q_o, [s.groups[k] for k in self.others])
+        self.slices = {k: slice(offs[i], offs[i + 1]) for i, k in enumerate(self.others)}
+        self.Gb = s.ZtZ_diag[self.big]
+        Go = np.zeros((self.q_o, self.q_o))
+        blocks_b = []
+        for k in self.others:
+            mk, rk = sizes[k], self.r[k]
+            idx = np.arange(mk)[:, None, None] * rk
+            sl = self.slices[k]
+            rr = sl.start + (idx + np.arange(rk)[None, :, None])
+            cc = sl.start + (idx + np.arange(rk)[None, None, :])
+            Go[rr, cc] = s.ZtZ_diag[k]
+            a, b = min(k, self.big), max(k, self.big)
+            blocks_b.append(s.ZtZ_cross[(a, b)].T if a == self.big else s.ZtZ_cross[(a, b)])
+        for i, k in enumerate(self.others):
+            for j in self.others[i + 1:]:
+                a, b = min(k, j), max(k, j)
+                blk = s.ZtZ_cross[(a, b)].toarray()
+                blk = blk if a == k else blk.T
+                Go[self.slices[k], self.slices[j]] = blk
+                Go[self.slices[j], self.slices[k]] = blk.T
+        self.Go = Go
+        self.Gob = (_as_cross(sparse.vstack(blocks_b, format="csr")) if self.others
+                    else np.zeros((0, widths[self.big])))
+        p = s.p
+        rb = self.r[self.big]
+        self.Rb = np.column_stack([s.ZtX[self.big], s.Zty[self.big]]).reshape(sizes[self.big], rb, p + 1)
+        self.Ro = (np.vstack([np.column_stack([s.ZtX[k], s.Zty[k]]) for k in self.others])
+                   if self.others else np.zeros((0, p + 1)))
+        self.MtM = np.block([[s.XtX, s.Xty[:, None]], [s.Xty[None, :], np.array([[s.yty]])]])
+        self.eye_o = np.eye(self.q_o)
+
+    def start(self) -> np.ndarray:
+        """lme4's starting value: identity T_k (1 on the diagonal, 0 below)."""
+        x = np.zeros(self.n_theta)
+        for k in range(len(self.r)):
+            rows, cols = self.tri[k]
+            x[self.tslices[k]] = (rows == cols).astype(float)
+        return x
+
+    def lambdas(self, theta: np.ndarray) -> list[np.ndarray]:
+        out = []
+        for k, rk in enumerate(self.r):
+            T = np.zeros((rk, rk))
+            rows, cols = self.tri[k]
+            T[rows, cols] = theta[self.tslices[k]]
+            out.append(T)
+        return out
+
+    def _apply(self, X: np.ndarray, lams, transpose: bool) -> np.ndarray:
+        """(blockdiag over the other terms of I (x) T_k) X, or with T_k' when transpose; X has q_o rows."""
+        out = np.empty_like(X)
+        for k in self.others:
+            sl = self.slices[k]
+            T = lams[k].T if transpose else lams[k]
+            rk = self.r[k]
+            if rk == 1:
+                out[sl] = T[0, 0] * X[sl]
+            else:
+                blk = X[sl].reshape(-1, rk, X.shape[1])
+                out[sl] = np.einsum("ab,mbc->mac", T, blk).reshape(-1, X.shape[1])
+        return out
+
+    def evaluate(self, theta: np.ndarray):
+        lams = self.lambdas(theta)
+        Tb = lams[self.big]
+        rb = Tb.shape[0]
+        A = np.einsum("ba,mbc,cd->mad", Tb, self.Gb, Tb) + np.eye(rb)  # T_b' G_i T_b + I per level
+        LA = np.linalg.cholesky(A)
+        LAinv = np.linalg.inv(LA)
+        logdet = 2.0 * float(np.log(np.diagonal(LA, axis1=1, axis2=2)).sum())
+        TRb = np.einsum("ba,mbc->mac", Tb, self.Rb)  # T_b' R_b per level
+        cb = LAinv @ TRb  # m_b x r_b x (p+1)
+        if self.q_o:
+            Ainv = np.swapaxes(LAinv, 1, 2) @ LAinv
+            D = Tb @ Ainv @ Tb.T  # T_b A_i^-1 T_b' per level
+            H = _sandwich_blocks(self.Gob, D)
+            W = self.Go - H
+            S = self._apply(self._apply(W, lams, True).T, lams, True).T + self.eye_o
+            LS = _chol(S, lower=True)
+            ub = np.einsum("ab,mbc->mac", Tb, Ainv @ TRb).reshape(-1, TRb.shape[2])  # (I (x) T_b) A^-1 T_b' R_b
+            co = _tri(LS, self._apply(self.Ro - self.Gob @ ub, lams, True), lower=True)
+            logdet += 2.0 * float(np.log(np.diag(LS)).sum())
+        else:
+            LS = np.zeros((0, 0))
+            co = np.zeros((0, self.Rb.shape[2]))
+        P = self.MtM - np.einsum("mai,maj->ij", cb, cb) - co.T @ co
+        dev, RX, cbeta, r2 = _profiled(self.s, P, logdet, self.reml)
+        if not np.isfinite(dev):
+            return np.inf, None
+        return dev, (lams, LA, LAinv, LS, cb, co, RX, cbeta, r2)
+
+    def __call__(self, theta: np.ndarray) -> float:
+        try:
+            value = self.evaluate(np.asarray(theta, dtype=float))[0]
+        except (linalg.LinAlgError, np.linalg.LinAlgError, ValueError, FloatingPointError):
+            return np.inf
+        return value if np.isfinite(value) else np.inf
+
+    def conditional_modes(self, theta, parts, beta) -> list[np.ndarray]:
+        """b = Lambda u, L'u = c - R_ZX beta: per term an m_k x r_k array of BLUPs."""
+        lams, LA, LAinv, LS, cb, co, RX, cbeta, r2 = parts
+        p = self.s.p
+        d_b = cb[:, :, p] - cb[:, :, :p] @ beta  # m_b x r_b
+        d_o = co[:, p] - co[:, :p] @ beta
+        out = [None] * len(self.r)
+        Tb = lams[self.big]
+        if self.q_o:
+            u_o = _tri(LS, d_o, lower=True, trans=True)
+            v = (self.Gob.T @ self._apply(u_o[:, None], lams, False))[:, 0].reshape(d_b.shape)  # G_ob' Lambda_o u_o
+            v = np.einsum("ba,mb->ma", Tb, v)  # (I (x) T_b') ...
+            d_b = d_b - np.einsum("mab,mb->ma", LAinv, v)
+            b_o = self._apply(u_o[:, None], lams, False)[:, 0]
+            for k in self.others:
+                out[k] = b_o[self.slices[k]].reshape(-1, self.r[k])
+        u_b = np.einsum("mba,mb->ma", LAinv, d_b)  # L_A^-T d_b
+        out[self.big] = u_b @ Tb.T
+        return out
