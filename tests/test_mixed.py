@@ -241,3 +241,54 @@ def test_no_intercept_and_numeric_interaction_names():
     assert m.loglik == pytest.approx(mixed.fit("y ~ sys * x + (1|s)", df).loglik, abs=1e-6)
     with pytest.raises(FormulaError, match="marginal term"):
         mixed.fit("y ~ sys:x + (1|s)", df)
+
+
+@pytest.mark.parametrize("reml", [True, False])
+def test_block_deviance_equals_intercept_deviance(reml):
+    """The general (random-slope) deviance reduces to the random-intercept one: two implementations, same values."""
+    df = _crossed(4)
+    s = mixed.accumulate("y ~ sys * x + (1|s) + (1|r) + (1|o) + (1|s:r)", df)
+    fast, general = mixed._Deviance(s, reml), mixed._BlockDeviance(s, reml)
+    rng = np.random.default_rng(0)
+    for theta in [np.ones(4), np.array([0.0, 0.3, 1.2, 0.0])] + [rng.uniform(0, 3, 4) for _ in range(5)]:
+        assert general(theta) == pytest.approx(fast(theta), rel=1e-12, abs=1e-9)
+        _, parts_f = fast.evaluate(theta)
+        _, parts_g = general.evaluate(theta)
+        beta = np.linalg.solve(parts_f[9], parts_f[10])
+        for bf, bg in zip(fast.conditional_modes(theta, parts_f, beta), general.conditional_modes(theta, parts_g, beta),
+                          strict=True):
+            np.testing.assert_allclose(bg, bf, rtol=1e-9, atol=1e-12)
+
+
+def test_nested_syntax_is_the_explicit_interaction():
+    df = _crossed(5)
+    nested = mixed.fit("y ~ sys + (1|s/r)", df)
+    explicit = mixed.fit("y ~ sys + (1|r:s) + (1|s)", df)
+    assert nested.loglik == pytest.approx(explicit.loglik, abs=1e-9)
+    assert list(nested.variance_components.index) == ["r:s", "s", "Residual"]  # lme4's names for (1|s/r)
+
+
+def test_term_order_does_not_matter():
+    """Fixed-term order once broke the cell basis (issue 10): 'x + sys' must equal 'sys + x'."""
+    df = _crossed(6)
+    ref = mixed.fit("y ~ sys * x + (1|s)", df)
+    for f in ("y ~ x + sys + sys:x + (1|s)", "y ~ x * sys + (1|s)", "y ~ x:sys + x + sys + (1|s)"):
+        m = mixed.fit(f, df)
+        assert m.loglik == pytest.approx(ref.loglik, abs=1e-8)
+        a = ref.fixed_effects["estimate"].rename(lambda n: ":".join(sorted(n.split(":"))))
+        b = m.fixed_effects["estimate"].rename(lambda n: ":".join(sorted(n.split(":"))))
+        pd.testing.assert_series_equal(a.sort_index(), b.sort_index(), rtol=1e-6)
+
+
+def test_slope_bad_input():
+    df = _crossed(7)
+    df["z"] = df["s"].map({f"L{i}": float(i) for i in range(40)})  # one value per sentence
+    with pytest.raises(mixed.MixedModelError, match="'z'.*constant within every level of 's'"):
+        mixed.fit("y ~ z + (1 + z|s)", df)
+    with pytest.raises(mixed.MixedModelError, match="'z'.*constant within every level"):
+        mixed.fit("y ~ z + (1 + z||s)", df)
+    with pytest.raises(mixed.MixedModelError, match="'sys'.*factor"):
+        mixed.fit("y ~ x + (1 + sys|s)", df)
+    df["zero"] = 0.0
+    with pytest.raises(mixed.MixedModelError, match="'zero'.*zero in every row"):
+        mixed.fit("y ~ x + (0 + zero|s)", df)

@@ -65,6 +65,49 @@ def _as_cross(G: sparse.spmatrix) -> np.ndarray | sparse.csr_matrix:
     return sparse.csr_matrix(G)
 
 
+class _PairSums:
+    """B diag(d) B' for a fixed sparse B (q x m), as one sparse product with d.
+
+    Entry (i, j) of B diag(d) B' is sum_l B_il B_jl d_l over the columns l that link i and j. The pairs each column
+    links are listed once (K: unique pairs x m, nnz = sum_l nnz(B_:l)^2 / 2), so each evaluation is K @ d plus a
+    scatter into the dense q x q result - cost follows the nonzeros, not q^2 m.
+    """
+
+    LIMIT = 30_000_000  # pairs (about 12 bytes each); beyond that scipy's sparse product is used
+
+    @staticmethod
+    def pairs(B) -> int:
+        k = np.diff(sparse.csc_matrix(B).indptr).astype(np.int64)
+        return int((k * k).sum())
+
+    def __init__(self, B):
+        Bc = sparse.csc_matrix(B)
+        Bc.sort_indices()
+        q, m = Bc.shape
+        k = np.diff(Bc.indptr).astype(np.int64)
+        col = np.repeat(np.arange(m), k)
+        k_e = k[col]  # for each nonzero: the number of nonzeros in its column
+        e1 = np.repeat(np.arange(Bc.nnz), k_e)
+        t = np.arange(len(e1)) - np.repeat(np.cumsum(k_e) - k_e, k_e)
+        e2 = Bc.indptr[col[e1]] + t
+        r1, r2 = Bc.indices[e1], Bc.indices[e2]
+        keep = r1 <= r2
+        e1, e2, r1, r2 = e1[keep], e2[keep], r1[keep], r2[keep]
+        key = r1.astype(np.int64) * q + r2
+        uniq, inv = np.unique(key, return_inverse=True)
+        self.K = sparse.csr_matrix((Bc.data[e1] * Bc.data[e2], (inv, col[e1])), shape=(len(uniq), m))
+        self.upper = uniq  # flat index i q + j (i <= j)
+        self.lower = (uniq % q) * q + uniq // q
+        self.q = q
+
+    def __call__(self, d: np.ndarray) -> np.ndarray:
+        vals = self.K @ d
+        out = np.zeros(self.q * self.q)
+        out[self.lower] = vals
+        out[self.upper] = vals
+        return out.reshape(self.q, self.q)
+
+
 def _sandwich(G, d: np.ndarray) -> np.ndarray:
     """G diag(d) G' as a dense array, for dense or sparse G (cost follows nnz for sparse G)."""
     if sparse.issparse(G):
@@ -150,6 +193,8 @@ class _Deviance:
         self.BT = (_as_cross(sparse.vstack(blocks_b, format="csr")) if self.others
                    else np.zeros((0, sizes[self.big])))
         self.BT2 = self.BT.multiply(self.BT).tocsr() if sparse.issparse(self.BT) else self.BT * self.BT
+        self.bdb = (_PairSums(self.BT) if sparse.issparse(self.BT) and _PairSums.pairs(self.BT) <= _PairSums.LIMIT
+                    else lambda d: _sandwich(self.BT, d))  # B diag(d) B'
         self.C = C
         self.diagC = np.diag(C).copy()
         p = s.p
@@ -170,7 +215,7 @@ class _Deviance:
         lam = theta[self.lam_index]
         cbT = (tb * self.RbT) / sqA  # (p+1) x m_b
         if self.q_o:
-            H0 = _sandwich(self.BT, 1.0 / A)  # Z_o'Z_b A^-1 Z_b'Z_o
+            H0 = self.bdb(1.0 / A)  # Z_o'Z_b A^-1 Z_b'Z_o
             S = lam[:, None] * (self.C - (tb * tb) * H0) * lam[None, :] + self.eye_o
             LS = _chol(S, lower=True)
             BRA = self.BT @ (self.RbT / A).T  # q_o x (p+1)
@@ -232,11 +277,18 @@ class _Deviance:
         if self.q_o:
             # big block: |L_S^-1 (lam B'/A)|_F^2 = tr(S^-1 H), H = lam (B' A^-2 B) lam
             Sinv = _chol_inverse(LS)
-            H = lam[:, None] * _sandwich(self.BT, invA * invA) * lam[None, :]
+            diag_Sinv = np.diag(Sinv)
+            H = lam[:, None] * self.bdb(invA * invA) * lam[None, :]
             tr[self.big] = self.n_big.sum() - float(xb @ xb) - float((Sinv * H).sum())
             colsq_b = (tb * tb) * (self.BT2 @ invA)
-            xo_o = _tri(LS, lam[:, None] * (self.C - (tb * tb) * H0), lower=True)
-            colsq = colsq_b + (xo_o * xo_o).sum(axis=0)
+            if lam.min() > 1e-3:
+                # |L_S^-1 lam W|^2 column sums with S = lam W lam + I: diag(S - 2I + S^-1) / lam^2 (no solve)
+                S = LS @ LS.T if self.q_o < 64 else None
+                dS = (LS * LS).sum(axis=1) if S is None else np.diag(S)
+                colsq = colsq_b + (dS - 2.0 + diag_Sinv) / (lam * lam)
+            else:  # near the boundary the division loses precision: solve
+                xo_o = _tri(LS, lam[:, None] * (self.C - (tb * tb) * H0), lower=True)
+                colsq = colsq_b + (xo_o * xo_o).sum(axis=0)
             for k in self.others:
                 sl = self.slices[k]
                 tr[k] = self.diagC[sl].sum() - colsq[sl].sum()
