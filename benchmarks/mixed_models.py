@@ -1,13 +1,17 @@
 """Benchmark vrs_helpers.mixed against its peers on the book's data and simulated large designs.
 
-    python benchmarks/mixed_models.py [--repeats 3] [--statsmodels-timeout 60] [--stream-rows 10000000]
+    python benchmarks/mixed_models.py [--repeats 3] [--statsmodels-timeout 60] [--stream-rows 10000000] [--with-load]
 
-Prints one table: problem, rows, wall seconds of ours / mixedlm / statsmodels / lme4, and the ratios (peer time /
-our time). Every peer runs in the same run on the same data. lme4 runs only when `Rscript` with lme4 is on PATH;
-statsmodels runs in a subprocess with a time limit and a memory cap, and the table says when it did not finish.
-Our peak memory beyond the loaded data is measured with tracemalloc; the streamed fit's peak RSS in a fresh
-subprocess. Timings are the best of --repeats runs for ours and mixedlm (both warmed up), one run for the others.
+Prints one table: problem, rows, wall seconds of ours (default: one BLAS thread when the dense blocks are small)
+and of ours with the BLAS library's default threads, mixedlm, statsmodels and lme4, the ratios (peer time / our
+time) and the difference of our REML log-likelihood from lme4's. Every peer runs in the same run on the same data.
+lme4 runs only when `Rscript` with lme4 is on PATH; statsmodels runs in a subprocess with a time limit and a
+memory cap, and the table says when it did not finish. Our peak memory beyond the loaded data is measured with
+tracemalloc; the streamed fit's peak RSS in a fresh subprocess. Timings are the best of --repeats runs for ours and
+mixedlm (both warmed up), one run for the others. --with-load keeps one core busy with another process meanwhile.
 
+Problems: book Table 3.11's model, Table 4.3's, a simulated design with two large crossed factors (73k rows),
+a 4,050-row items x raters x occasions G-study, a random-slope design (50k rows) and the 10^6-row simulation.
 Data: VRS_DATA_DIR for the book's data (as for the tests); the simulated 10^6-row design is read from
 ../shared/reference/sim/ (lme4's fits of it are in ../shared/reference/results/exp7_*.json).
 """
@@ -41,6 +45,43 @@ T311 = ("ter ~ (1|sentence_id) + (1|learning_rate) + (1|seed) + (1|encoder_dropo
 SIM = "y ~ 1 + (1|s) + (1|a) + (1|b) + (1|c) + (1|d) + (1|e)"
 
 
+TWO_LARGE = "y ~ 1 + (1|item) + (1|rater) + (1|cond)"
+IRO = "y ~ 1 + (1|item) + (1|rater) + (1|item:rater)"
+SLOPES = "y ~ x + (1 + x|subject) + (1|item)"
+
+
+def two_large_factors(seed=11, n_rows=73_000, n_item=3000, n_rater=1100, n_cond=14):
+    """Crossed design of the shape of issue 10: ~3,000 items x ~1,100 raters (+ a 14-level factor), 73k rows."""
+    rng = np.random.default_rng(seed)
+    item, rater, cond = (rng.integers(0, k, n_rows) for k in (n_item, n_rater, n_cond))
+    y = (rng.normal(0, 0.5, n_item)[item] + rng.normal(0, 0.3, n_rater)[rater] + rng.normal(0, 0.1, n_cond)[cond]
+         + rng.normal(0, 1, n_rows))
+    return pd.DataFrame({"item": [f"i{i}" for i in item], "rater": [f"r{i}" for i in rater],
+                         "cond": [f"c{i}" for i in cond], "y": y})
+
+
+def items_raters_occasions(seed=12, n_item=90, n_rater=15, n_occ=3):
+    """90 items x 15 raters x 3 occasions = 4,050 rows: item, rater and item:rater variance (a G-study)."""
+    rng = np.random.default_rng(seed)
+    g = pd.MultiIndex.from_product([range(n_item), range(n_rater), range(n_occ)]).to_frame(index=False)
+    g.columns = ["item", "rater", "occ"]
+    ir = rng.normal(0, 0.4, (n_item, n_rater))
+    y = (rng.normal(0, 1, n_item)[g.item] + rng.normal(0, 0.3, n_rater)[g.rater] + ir[g.item, g.rater]
+         + rng.normal(0, 0.5, len(g)))
+    return pd.DataFrame({"item": "i" + g.item.astype(str), "rater": "r" + g.rater.astype(str), "y": y})
+
+
+def slopes_design(seed=13, n_rows=50_000, n_subject=1000, n_item=200):
+    """Correlated random intercept and slope per subject plus an item intercept, 50k rows."""
+    rng = np.random.default_rng(seed)
+    subj, item = rng.integers(0, n_subject, n_rows), rng.integers(0, n_item, n_rows)
+    x = rng.uniform(0, 9, n_rows)
+    L = np.linalg.cholesky(np.array([[1.0, 0.1], [0.1, 0.05]]))
+    b = rng.normal(size=(n_subject, 2)) @ L.T
+    y = 2 + 0.5 * x + b[subj, 0] + b[subj, 1] * x + rng.normal(0, 0.3, n_item)[item] + rng.normal(0, 1, n_rows)
+    return pd.DataFrame({"subject": [f"s{i}" for i in subj], "item": [f"i{i}" for i in item], "x": x, "y": y})
+
+
 def problems():
     from vrs_helpers import data
 
@@ -54,6 +95,9 @@ def problems():
     x = ter["src_length"].astype(float)
     ter["src_length_class"] = pd.Categorical(np.select([x <= 15, x <= 55], ["short", "typical"], "very long"))
     out.append(("Table 4.3 model (REML)", "ter ~ system * src_length_class + (1|sentence_id)", ter))
+    out.append(("two large crossed factors, 73k rows (REML)", TWO_LARGE, two_large_factors()))
+    out.append(("items x raters x occasions, 4,050 rows (REML)", IRO, items_raters_occasions()))
+    out.append(("random slopes (1 + x|subject) + (1|item), 50k rows (REML)", SLOPES, slopes_design()))
     sim_file = SHARED / "reference" / "sim" / "sim_N1e6.csv.gz"
     if sim_file.is_file():
         sim = pd.read_csv(sim_file)
@@ -75,15 +119,16 @@ def best_of(fn, repeats):
     return min(times)
 
 
-def time_ours(formula, df, repeats):
+def time_ours(formula, df, repeats, threads="auto"):
+    """Best-of wall time, peak traced memory and logLik of our REML fit (threads: see mixed.fit's blas_threads)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        seconds = best_of(lambda: mixed.fit(formula, df), repeats)
+        seconds = best_of(lambda: mixed.fit(formula, df, blas_threads=threads), repeats)
         tracemalloc.start()
-        mixed.fit(formula, df)
+        m = mixed.fit(formula, df, blas_threads=threads)
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
-    return seconds, peak / 2**20
+    return seconds, peak / 2**20, m.loglik
 
 
 def time_mixedlm(formula, df, repeats):
@@ -160,14 +205,17 @@ def time_lme4(formula, df, max_rows):
     tmp = Path(tempfile.mkdtemp())
     df.to_csv(tmp / "d.csv", index=False)
     factors = [c for c in df.columns if not pd.api.types.is_float_dtype(df[c])]
+    slopes = [v for t in formula.split("(")[1:] for v in t.split("|")[0].replace("+", " ").split()
+              if v not in ("0", "1")]
+    factors = [c for c in factors if c not in slopes]
     script = textwrap.dedent(f"""
         suppressPackageStartupMessages(library(lme4))
         d <- read.csv("{tmp / 'd.csv'}")
         for (f in c({", ".join(repr(str(c)) for c in factors)})) d[[f]] <- factor(d[[f]])
         ctrl <- lmerControl(optimizer = "nloptwrap", calc.derivs = FALSE)
         invisible(lmer({formula}, data = d[seq_len(min(nrow(d), 20000)), ], REML = TRUE, control = ctrl))  # warm-up
-        t <- system.time(lmer({formula}, data = d, REML = TRUE, control = ctrl))["elapsed"]
-        cat(t, "\\n")
+        t <- system.time(m <- lmer({formula}, data = d, REML = TRUE, control = ctrl))["elapsed"]
+        cat(t, sprintf("%.10f", as.numeric(logLik(m))), "\\n")
     """)
     (tmp / "b.R").write_text(script)
     try:
@@ -176,7 +224,8 @@ def time_lme4(formula, df, max_rows):
         shutil.rmtree(tmp, ignore_errors=True)
     if res.returncode != 0:
         return None, "failed: " + (res.stderr.strip().splitlines() or ["?"])[-1][:60]
-    return float(res.stdout.split()[-1]), ""
+    el, ll = res.stdout.split()[-2:]
+    return float(el), float(ll)
 
 
 STREAM_SCRIPT = """
@@ -217,6 +266,11 @@ def stream_benchmark(rows):
     return el, rss, int(n), v_s, truth
 
 
+def start_load():
+    """A busy process on one core (the machine has two): what a parallel notebook run does to BLAS threads."""
+    return subprocess.Popen([sys.executable, "-c", "while True: pass"])
+
+
 def fmt(t, note=""):
     return f"{t:.3f}" if t is not None else note
 
@@ -232,22 +286,35 @@ def main(argv=None):
     ap.add_argument("--statsmodels-mem-gb", type=float, default=8.0)
     ap.add_argument("--stream-rows", type=int, default=10_000_000)
     ap.add_argument("--skip-lme4", action="store_true")
-    ap.add_argument("--lme4-max-rows", type=int, default=300_000,
+    ap.add_argument("--with-load", action="store_true",
+                    help="keep one core busy with another process while timing (as when notebooks run in parallel)")
+    ap.add_argument("--lme4-max-rows", type=int, default=2_000_000,
                     help="larger problems are not run in lme4 (minutes each); the table quotes the time recorded "
                          "in ../shared/reference where there is one")
     args = ap.parse_args(argv)
     rows = []
-    for name, formula, df in problems():
-        print(f"… {name} ({len(df):,} rows)", file=sys.stderr, flush=True)
-        ours, mem = time_ours(formula, df, args.repeats)
-        ml, ml_note = time_mixedlm(formula, df, args.repeats)
-        sm, sm_note = time_statsmodels(formula, df, args.statsmodels_timeout, args.statsmodels_mem_gb)
-        r, r_note = (None, "skipped (--skip-lme4)") if args.skip_lme4 else time_lme4(formula, df, args.lme4_max_rows)
-        rec = recorded_lme4(len(df)) if r is None and r_note.startswith("recorded") else None
-        rows.append({"problem": name, "rows": f"{len(df):,}", "ours s": fmt(ours), "ours MB": f"{mem:.0f}",
-                     "mixedlm s": fmt(ml, ml_note), "statsmodels s": fmt(sm, sm_note), "lme4 s": fmt(r, r_note),
-                     "mixedlm/ours": ratio(ml, ours), "statsmodels/ours": ratio(sm, ours),
-                     "lme4/ours": ratio(r, ours) if rec is None else ratio(rec, ours) + " (vs recorded)"})
+    load = start_load() if args.with_load else None
+    try:
+        for name, formula, df in problems():
+            print(f"… {name} ({len(df):,} rows)", file=sys.stderr, flush=True)
+            ours, mem, ll = time_ours(formula, df, args.repeats)
+            ours_mt, _, _ = time_ours(formula, df, args.repeats, threads=None)
+            ml, ml_note = time_mixedlm(formula, df, args.repeats)
+            sm, sm_note = ((None, "—") if "+ x|" in formula or "(1 + x" in formula
+                           else time_statsmodels(formula, df, args.statsmodels_timeout, args.statsmodels_mem_gb))
+            r, r_ll = ((None, "skipped (--skip-lme4)") if args.skip_lme4
+                       else time_lme4(formula, df, args.lme4_max_rows))
+            r_note = r_ll if r is None else ""
+            rec = recorded_lme4(len(df)) if r is None and str(r_note).startswith("recorded") else None
+            rows.append({"problem": name, "rows": f"{len(df):,}", "ours s": fmt(ours),
+                         "ours s, BLAS default threads": fmt(ours_mt), "ours MB": f"{mem:.0f}",
+                         "mixedlm s": fmt(ml, ml_note), "statsmodels s": fmt(sm, sm_note), "lme4 s": fmt(r, r_note),
+                         "mixedlm/ours": ratio(ml, ours), "statsmodels/ours": ratio(sm, ours),
+                         "lme4/ours": ratio(r, ours) if rec is None else ratio(rec, ours) + " (vs recorded)",
+                         "logLik ours - lme4": f"{ll - r_ll:.1e}" if r is not None else "—"})
+    finally:
+        if load is not None:
+            load.kill()
     table = pd.DataFrame(rows)
     print("\nMixed-model fits (wall seconds; 'ours MB' = peak memory of the fit beyond the loaded data)\n")
     print(table.to_markdown(index=False) if _has_tabulate() else table.to_string(index=False))

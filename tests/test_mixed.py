@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import statsmodels.formula.api as smf
-from scipy import optimize
+from scipy import linalg, optimize
 
 from vrs_helpers import mixed
 from vrs_helpers.formula import FormulaError, parse
@@ -292,3 +292,19 @@ def test_slope_bad_input():
     df["zero"] = 0.0
     with pytest.raises(mixed.MixedModelError, match="'zero'.*zero in every row"):
         mixed.fit("y ~ x + (0 + zero|s)", df)
+
+
+@pytest.mark.parametrize("r", [1, 2, 3])
+def test_pair_sums_equal_the_sparse_product(r):
+    """G blockdiag(D) G' from the listed pairs equals the plain product (random sparse G, random blocks D)."""
+    from scipy import sparse
+
+    from vrs_helpers.mixed.deviance import _PairSums
+
+    rng = np.random.default_rng(r)
+    m, q = 300, 40
+    G = sparse.random(q, m * r, density=0.05, random_state=rng, format="csr")
+    D = rng.normal(size=(m, r, r))
+    D = D @ np.swapaxes(D, 1, 2)  # symmetric blocks, as in the deviance
+    dense = G.toarray() @ linalg.block_diag(*D) @ G.toarray().T
+    np.testing.assert_allclose(_PairSums(G, r)(D), dense, rtol=1e-12, atol=1e-12)

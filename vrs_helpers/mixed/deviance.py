@@ -66,42 +66,47 @@ def _as_cross(G: sparse.spmatrix) -> np.ndarray | sparse.csr_matrix:
 
 
 class _PairSums:
-    """B diag(d) B' for a fixed sparse B (q x m), as one sparse product with d.
+    """G blockdiag(D_1..D_m) G' for a fixed sparse G (q x m r, level-major columns), as one sparse product with D.
 
-    Entry (i, j) of B diag(d) B' is sum_l B_il B_jl d_l over the columns l that link i and j. The pairs each column
-    links are listed once (K: unique pairs x m, nnz = sum_l nnz(B_:l)^2 / 2), so each evaluation is K @ d plus a
-    scatter into the dense q x q result - cost follows the nonzeros, not q^2 m.
+    Entry (i, j) is sum_l sum_ab G_i,lr+a (D_l)_ab G_j,lr+b over the big levels l that link i and j. The pairs of
+    nonzeros each level's columns hold are listed once (K: unique pairs x m r^2, nnz = sum_l nnz(G_:l)^2 / 2), so
+    each evaluation is K @ vec(D) plus a scatter into the dense q x q result: cost follows the nonzeros, not q^2 m.
     """
 
     LIMIT = 30_000_000  # pairs (about 12 bytes each); beyond that scipy's sparse product is used
 
     @staticmethod
-    def pairs(B) -> int:
-        k = np.diff(sparse.csc_matrix(B).indptr).astype(np.int64)
+    def pairs(G, r: int = 1) -> int:
+        ptr = sparse.csc_matrix(G).indptr[::r].astype(np.int64)
+        k = np.diff(ptr)
         return int((k * k).sum())
 
-    def __init__(self, B):
-        Bc = sparse.csc_matrix(B)
-        Bc.sort_indices()
-        q, m = Bc.shape
-        k = np.diff(Bc.indptr).astype(np.int64)
-        col = np.repeat(np.arange(m), k)
-        k_e = k[col]  # for each nonzero: the number of nonzeros in its column
-        e1 = np.repeat(np.arange(Bc.nnz), k_e)
+    def __init__(self, G, r: int = 1):
+        Gc = sparse.csc_matrix(G)
+        Gc.sort_indices()
+        q, mr = Gc.shape
+        m = mr // r
+        bptr = Gc.indptr[::r].astype(np.int64)  # nonzeros of level l: bptr[l]:bptr[l+1] (its r columns in a row)
+        k = np.diff(bptr)
+        level = np.repeat(np.arange(m), k)  # per nonzero
+        coef = np.repeat(np.arange(mr), np.diff(Gc.indptr)) % r  # per nonzero: its coefficient a
+        k_e = k[level]
+        e1 = np.repeat(np.arange(Gc.nnz), k_e)
         t = np.arange(len(e1)) - np.repeat(np.cumsum(k_e) - k_e, k_e)
-        e2 = Bc.indptr[col[e1]] + t
-        r1, r2 = Bc.indices[e1], Bc.indices[e2]
-        keep = r1 <= r2
+        e2 = bptr[level[e1]] + t
+        r1, r2 = Gc.indices[e1], Gc.indices[e2]
+        keep = r1 <= r2  # the upper triangle with the diagonal: every pair behind it, in both orders
         e1, e2, r1, r2 = e1[keep], e2[keep], r1[keep], r2[keep]
         key = r1.astype(np.int64) * q + r2
         uniq, inv = np.unique(key, return_inverse=True)
-        self.K = sparse.csr_matrix((Bc.data[e1] * Bc.data[e2], (inv, col[e1])), shape=(len(uniq), m))
+        wcol = level[e1] * (r * r) + coef[e1] * r + coef[e2]
+        self.K = sparse.csr_matrix((Gc.data[e1] * Gc.data[e2], (inv, wcol)), shape=(len(uniq), m * r * r))
         self.upper = uniq  # flat index i q + j (i <= j)
         self.lower = (uniq % q) * q + uniq // q
         self.q = q
 
-    def __call__(self, d: np.ndarray) -> np.ndarray:
-        vals = self.K @ d
+    def __call__(self, D: np.ndarray) -> np.ndarray:
+        vals = self.K @ np.ascontiguousarray(D).reshape(-1)
         out = np.zeros(self.q * self.q)
         out[self.lower] = vals
         out[self.upper] = vals
@@ -398,6 +403,11 @@ class _BlockDeviance:
         self.Go = Go
         self.Gob = (_as_cross(sparse.vstack(blocks_b, format="csr")) if self.others
                     else np.zeros((0, widths[self.big])))
+        rb = self.r[self.big]
+        if sparse.issparse(self.Gob) and _PairSums.pairs(self.Gob, rb) <= _PairSums.LIMIT:
+            self.gdg = _PairSums(self.Gob, rb)  # G_ob blockdiag(D) G_ob'
+        else:
+            self.gdg = lambda D: _sandwich_blocks(self.Gob, D)
         p = s.p
         rb = self.r[self.big]
         self.Rb = np.column_stack([s.ZtX[self.big], s.Zty[self.big]]).reshape(sizes[self.big], rb, p + 1)
@@ -450,7 +460,7 @@ class _BlockDeviance:
         if self.q_o:
             Ainv = np.swapaxes(LAinv, 1, 2) @ LAinv
             D = Tb @ Ainv @ Tb.T  # T_b A_i^-1 T_b' per level
-            H = _sandwich_blocks(self.Gob, D)
+            H = self.gdg(D)
             W = self.Go - H
             S = self._apply(self._apply(W, lams, True).T, lams, True).T + self.eye_o
             LS = _chol(S, lower=True)

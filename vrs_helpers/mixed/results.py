@@ -272,7 +272,7 @@ def _optimize_general(dev: _BlockDeviance, theta0):
         if not improved:
             break
     rel_step = 0.0
-    for _ in range(8):  # Newton polishing on the free coordinates (finite differences)
+    for _ in range(3):  # convergence check as lme4's (Newton step), polishing with that step where it is not small
         free = np.flatnonzero(~diag | (theta > 1e-6))
         if not len(free):
             break
@@ -284,7 +284,7 @@ def _optimize_general(dev: _BlockDeviance, theta0):
         except np.linalg.LinAlgError:
             break
         rel_step = float(np.max(np.abs(step)))
-        if not ok or rel_step < 1e-7:
+        if not ok or rel_step < 1e-5:
             break
         t = 1.0
         while t > 1e-4:
