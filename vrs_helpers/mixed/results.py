@@ -198,11 +198,15 @@ def _optimize_intercepts(dev: _Deviance, K: int, theta0):
         else:
             break
     # convergence, as lme4 checks it: the Newton step H^-1 g (the "relative gradient") on the free components must
-    # be small; components on the boundary need a non-negative psi-gradient (else the deviance falls off zero)
-    _, grad = dev.value_and_grad(theta)
-    free = theta > 0
+    # be small; components on the boundary need a non-negative psi-gradient (else the deviance falls off zero).
+    # Where the step is not negligible, take it: L-BFGS-B stops on a relative reduction of the deviance, which on
+    # flat directions (tiny variance components) leaves theta where the rounding of the run happened to stop it.
     rel_step = 0.0
-    if free.any():
+    for _ in range(4):
+        _, grad = dev.value_and_grad(theta)
+        free = theta > 0
+        if not free.any():
+            break
         idx = np.flatnonzero(free)
         h = 1e-5 * np.maximum(theta[idx], 1e-3)
         hess = np.empty((len(idx), len(idx)))
@@ -210,11 +214,27 @@ def _optimize_intercepts(dev: _Deviance, K: int, theta0):
             t = theta.copy()
             t[k] += hk
             hess[:, j] = (dev.value_and_grad(t)[1][idx] - grad[idx]) / hk
+        n_eval += len(idx) + 1
         hess = 0.5 * (hess + hess.T)
         try:
-            rel_step = float(np.max(np.abs(np.linalg.solve(hess, grad[idx]))))
+            step = np.linalg.solve(hess, grad[idx])
+            rel_step = float(np.max(np.abs(step)))
+            newton = bool(np.all(np.linalg.eigvalsh(hess) > 0))
         except np.linalg.LinAlgError:
-            rel_step = float(np.max(np.abs(grad[idx])))
+            rel_step, newton = float(np.max(np.abs(grad[idx]))), False
+        if not newton or rel_step < 1e-9:
+            break
+        t = theta.copy()
+        t[idx] = np.maximum(t[idx] - step, 0.0)
+        f_new, g_new = dev.value_and_grad(t)
+        n_eval += 1
+        # near the optimum the deviance is flat to its rounding noise (~1e-9 relative on large data), while the
+        # analytic gradient still points: accept a step within that noise that shrinks the Newton decrement
+        decrement = float(grad[idx] @ step)
+        decrement_new = float(g_new[idx] @ np.linalg.solve(hess, g_new[idx]))
+        if not (f_new <= best_f + 1e-12 * abs(best_f) + 1e-9 and decrement_new < decrement):
+            break
+        theta, best_f = t, float(min(f_new, best_f))
     boundary_ok = True
     if (~free).any():
         boundary_ok = bool((dev.psi_gradient(theta)[~free] >= -1e-6 * max(1.0, abs(best_f))).all())
