@@ -1,9 +1,19 @@
 import math
 
 import nbformat
+import pandas as pd
 import pytest
 
-from vrs_helpers.scorecard import SCALAR_MIME, SCORECARD_MIME, Scorecard, compare, extract, printed_tolerance
+from vrs_helpers.scorecard import (
+    SCALAR_MIME,
+    SCORECARD_MIME,
+    Scorecard,
+    accept_baseline,
+    compare,
+    extract,
+    load_baseline,
+    printed_tolerance,
+)
 
 
 def test_compare_and_tolerance():
@@ -18,12 +28,61 @@ def test_match_states_and_frame():
     card = Scorecard("nb")
     assert card.check("Table 1", "x", 1.0, 1.04, 0.05, show=False).match == "true"
     assert card.check("Table 1", "y", 1.0, 1.2, 0.05, show=False).match == "false"
-    assert card.check("Table 1", "z", 1.0, 1.2, 0.05, explanation="book rounds", show=False).match == "explained"
+    # an explanation alone does not excuse a mismatch: it needs a second reference that ours matches
+    assert card.check("Table 1", "z", 1.0, 1.2, 0.05, explanation="book rounds", show=False).match == "false"
+    assert card.check("Table 1", "u", 1.0, 1.2, 0.05, alternative="lme4", alternative_value=1.23,
+                      explanation="the book used another optimizer", show=False).match == "explained"
+    assert card.check("Table 1", "v", 1.0, 1.2, 0.05, alternative="lme4", alternative_value=1.3,
+                      explanation="the book used another optimizer", show=False).match == "false"
+    assert card.check("Table 1", "w", 1.5, 1.46, printed="1.5", show=False).match == "true"  # tolerance 0.05
     df = card.to_frame()
-    assert list(df["match"]) == ["true", "false", "explained"]
-    assert "3 checks" in repr(card)
-    with pytest.raises(ValueError):
-        card.check("Table 1", "w", 1.0, 1.0, -1.0)
+    assert list(df["match"]) == ["true", "false", "false", "explained", "false", "true"]
+    assert df.loc[3, "alternative"] == "lme4" and df.loc[3, "alternative_value"] == 1.23
+    assert "6 checks" in repr(card)
+
+
+@pytest.mark.parametrize("kwargs,msg", [
+    ({"book": 1.0, "ours": 1.0, "tolerance": -1.0}, "non-negative"),
+    ({"book": 0.02, "ours": 0.0, "tolerance": 0.5}, "exceeds the value"),  # Table 3.1's zero rows had +-0.5
+    ({"book": 0.0, "ours": 1e-9, "tolerance": 0.5}, "prints 0"),
+    ({"book": 1.0, "ours": 1.0}, "printed"),
+    ({"book": 1.0, "ours": 1.0, "tolerance": 0.1, "alternative": "lme4"}, "needs its value"),
+])
+def test_tolerances_that_cannot_fail_are_refused(kwargs, msg):
+    with pytest.raises(ValueError, match=msg):
+        Scorecard("nb").check("Table 1", "q", show=False, **kwargs)
+
+
+def test_zero_checked_against_an_alternative_with_a_tight_tolerance():
+    card = Scorecard("nb")
+    c = card.check("Table 3.1", "rater: variance", 0.0, 3e-12, 1e-9, alternative="lme4 (singular fit)",
+                   alternative_value=0.0, show=False)
+    assert c.match == "true"
+    assert card.check("Table 3.1", "rater: variance", 0.0, 0.002, 1e-9, alternative="lme4",
+                      alternative_value=0.0, show=False).match == "false"
+
+
+def test_regressions_against_a_baseline(tmp_path):
+    card = Scorecard("nb", analysis="liver, gold")
+    card.check("T", "a", 1.0, 1.0, 0.1, show=False)  # true, was true
+    card.check("T", "b", 1.0, 2.0, 0.1, show=False)  # false, was false: a known finding, not a regression
+    card.check("T", "c", 1.0, 2.0, 0.1, show=False)  # false, was true: regression
+    card.check("T", "d", 1.0, 2.0, 0.1, show=False)  # false and new: regression
+    card.check("T", "e", 1.0, 1.0, 0.1, show=False)  # true, was false: an improvement
+    base = pd.DataFrame({"notebook": "nb", "analysis": "liver, gold", "ref": "T", "quantity": list("abce"),
+                         "book": 1.0, "match": ["true", "false", "true", "false"]})
+    bad = card.regressions(base)
+    assert list(bad["quantity"]) == ["c", "d"]
+    # another analysis of the same notebook is a different row
+    other = Scorecard("nb", analysis="kidney, gold")
+    other.check("T", "a", 1.0, 2.0, 0.1, show=False)
+    assert list(other.regressions(base)["quantity"]) == ["a"]
+    # accept: the file keeps the rows of analyses not run
+    accept_baseline(base, tmp_path)
+    accept_baseline(other.to_frame(), tmp_path)
+    saved = load_baseline(tmp_path / "scorecard_baseline.csv")
+    assert sorted(set(saved["analysis"])) == ["kidney, gold", "liver, gold"] and len(saved) == 5
+    assert not len(other.regressions(tmp_path / "scorecard_baseline.csv"))
 
 
 def test_extract_from_notebook_outputs():

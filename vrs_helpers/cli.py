@@ -63,7 +63,25 @@ def _cmd_run(args) -> int:
         return 1
     print(f"executed: {res.output}\nhtml: {res.html}\n{len(res.scorecard)} scorecard checks: "
           + ", ".join(f"{r['ref']} {r['quantity']} -> {r['match']}" for r in res.scorecard))
-    return 1 if any(r["match"] == "false" for r in res.scorecard) else 0
+    return 1 if _report_regressions(res.scorecard, Path(args.notebook).parent) else 0
+
+
+def _report_regressions(rows, folder: Path) -> int:
+    """Print the rows whose status is worse than in the committed baseline; return how many."""
+    import pandas as pd
+
+    from .scorecard import BASELINE, COLUMNS, regressions
+
+    frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows],
+                                                                      columns=COLUMNS)
+    if not len(frame):
+        return 0
+    bad = regressions(frame, folder / BASELINE)
+    for _, r in bad.iterrows():
+        was = r["baseline"] if isinstance(r["baseline"], str) else "not in the baseline"
+        print(f"regression: {r['notebook']} {r['analysis']} {r['ref']} {r['quantity']}: {r['match']} (was {was}); "
+              f"book {r['book']}, ours {r['ours']}", file=sys.stderr)
+    return len(bad)
 
 
 def _cmd_reproduce(args) -> int:
@@ -80,11 +98,18 @@ def _cmd_reproduce(args) -> int:
     print(f"report: {Path(args.build) / 'html' / 'index.html'}; scorecard: {Path(args.build) / 'scorecard.csv'}")
     for r in failed:
         print(f"error: {r.error}", file=sys.stderr)
-    mismatches = card[card["match"] == "false"]
-    for _, r in mismatches.iterrows():
-        print(f"mismatch: {r['notebook']} {r['ref']} {r['quantity']}: book {r['book']}, ours {r['ours']}",
-              file=sys.stderr)
-    return 1 if failed or len(mismatches) else 0
+    folder = Path(args.folder) if not args.notebooks else Path(args.notebooks[0]).parent
+    if args.accept:
+        from .scorecard import accept_baseline
+
+        path = accept_baseline(card, folder)
+        print(f"baseline updated: {path}")
+        return 1 if failed else 0
+    n_bad = _report_regressions(card, folder)
+    if n_bad:
+        print(f"{n_bad} scorecard rows are worse than the committed baseline ({folder / 'scorecard_baseline.csv'}); "
+              f"if the change is intended and explained, run `vrs reproduce --accept`.", file=sys.stderr)
+    return 1 if failed or n_bad else 0
 
 
 def _cmd_batch(args) -> int:
@@ -123,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("reproduce", help="execute all notebooks and build build/html/index.html with the scorecard")
     p.add_argument("notebooks", nargs="*", help="notebooks to run (default: all in --folder)")
     p.add_argument("--folder", default="notebooks")
+    p.add_argument("--accept", action="store_true",
+                   help="record this run's scorecard statuses as the new baseline (notebooks/scorecard_baseline.csv)")
     p.add_argument("--build", default="build")
     p.add_argument("--defaults-only", action="store_true",
                    help="run each notebook once with its default parameters, not every analysis it lists in its "

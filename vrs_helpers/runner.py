@@ -135,10 +135,12 @@ def _index_html(results: list[RunResult], card: pd.DataFrame) -> str:
 <style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto}}table{{border-collapse:collapse}}
 td,th{{border:1px solid #ccc;padding:3px 8px;font-size:90%}}</style></head><body>
 <h1>vrs-workbooks: reproduction report</h1>
+<p><b>{len(card)} published numbers checked: {summary or 'none'}.</b> <i>true</i>: within the book's printed
+precision; <i>explained</i>: a second reference on the same data (lme4, mgcv, an exact recomputation) matches ours
+and the notebook says why the book differs; <i>false</i>: not reproduced from the public data (a finding; the
+notebook gives the reason).</p>
 <p>Executed notebooks (Riezler &amp; Hagmann, <i>Validity, Reliability, and Significance</i>):</p><ul>{items}</ul>
-<h2>Reproduction scorecard</h2><p>{len(card)} published numbers checked: {summary or 'none'}.
-<code>match</code> is <i>true</i> within the stated tolerance, <i>explained</i> for a documented difference
-(see the notebook), <i>false</i> otherwise.</p>
+<h2>Reproduction scorecard</h2>
 <table><tr>{head}</tr>{rows}</table></body></html>"""
 
 

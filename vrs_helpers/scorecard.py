@@ -6,8 +6,16 @@ Each check is shown inline (a one-row table) and is also emitted as a machine-re
 notebooks into ``build/scorecard.csv`` and ``build/html/index.html``. :func:`record` emits any other scalar
 (``application/vnd.vrs.scalar+json``) for ``vrs batch``.
 
-``match`` is ``"true"`` when |ours - book| <= tolerance, ``"explained"`` when it is not but the notebook
-gives an explanation (a documented, justified difference), and ``"false"`` otherwise.
+``match`` is
+
+- ``"true"`` when |ours - book| <= tolerance, the tolerance being the book's printed precision (half a unit of its
+  last printed digit, :func:`tolerance_of`), never more than the value itself;
+- ``"explained"`` when it is not, but the row names a second reference on the same public data (an lme4, mgcv or
+  emmeans value, an exact recomputation, a figure the paper prints elsewhere) whose value ours matches within the
+  same tolerance, and says why the book differs;
+- ``"false"`` otherwise. A ``false`` row is a finding (a published number the public data does not reproduce),
+  shown with the notebook's reasoning. What fails a run is a *regression*: a row whose status is worse than in the
+  committed baseline (``notebooks/scorecard_baseline.csv``), see :func:`regressions`.
 """
 
 from __future__ import annotations
@@ -16,12 +24,17 @@ import html
 import json
 import math
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import pandas as pd
 
 SCORECARD_MIME = "application/vnd.vrs.scorecard+json"
 SCALAR_MIME = "application/vnd.vrs.scalar+json"
-COLUMNS = ["notebook", "ref", "quantity", "book", "ours", "tolerance", "match"]
+COLUMNS = ["notebook", "analysis", "ref", "quantity", "book", "ours", "tolerance", "match", "alternative",
+           "alternative_value", "explanation"]
+KEY = ["notebook", "analysis", "ref", "quantity"]
+BASELINE = "scorecard_baseline.csv"  # beside the notebooks
+_RANK = {"false": 0, "explained": 1, "true": 2}
 
 
 def _fmt(x) -> str:
@@ -44,20 +57,27 @@ class Check:
     tolerance: float
     match: str  # "true" | "false" | "explained"
     explanation: str = ""
+    alternative: str = ""  # a second reference on the same data, e.g. "lme4 1.1-31 (REML)"
+    alternative_value: float = float("nan")
+    analysis: str = ""  # which of the notebook's analyses (parameters), when it has several
 
     def to_frame(self) -> pd.DataFrame:
-        return pd.DataFrame([asdict(self)])
+        return pd.DataFrame([asdict(self)])[COLUMNS]
 
     def __repr__(self) -> str:
+        alt = (f"; {self.alternative} {_fmt(self.alternative_value)}" if self.alternative else "")
         return (f"[{self.match}] {self.ref} — {self.quantity}: book {_fmt(self.book)}, ours {_fmt(self.ours)} "
-                f"(tolerance {_fmt(self.tolerance)})")
+                f"(tolerance {_fmt(self.tolerance)}{alt})")
 
     def _repr_html_(self) -> str:
         colour = {"true": "#1a7f37", "explained": "#9a6700", "false": "#cf222e"}[self.match]
+        alt = (f"; {html.escape(self.alternative)} <b>{_fmt(self.alternative_value)}</b>" if self.alternative
+               else "")
         expl = f"<br><i>{html.escape(self.explanation)}</i>" if self.explanation else ""
         return (f"<div style='border-left:4px solid {colour};padding-left:6px'><b>{html.escape(self.ref)}</b> — "
                 f"{html.escape(self.quantity)}: book <b>{_fmt(self.book)}</b>, ours <b>{_fmt(self.ours)}</b> "
-                f"(tolerance {_fmt(self.tolerance)}) → <span style='color:{colour}'>{self.match}</span>{expl}</div>")
+                f"(tolerance {_fmt(self.tolerance)}{alt}) → <span style='color:{colour}'>{self.match}</span>{expl}"
+                f"</div>")
 
 
 def printed_tolerance(digits: int) -> float:
@@ -93,31 +113,54 @@ def _display(bundle: dict) -> None:
 
 @dataclass
 class Scorecard:
-    """Collects the checks of one notebook and shows each inline.
+    """Collects the checks of one notebook (one analysis of it) and shows each inline.
 
     >>> card = Scorecard("03_krippendorff_paradoxes")
-    >>> c = card.check("Section 3.3.1", "alpha, two raters, 10 items", 0.095, 0.0952, tolerance=5e-4, show=False)
-    >>> c.match
+    >>> card.check("Section 3.3.1", "alpha, two raters, 10 items", 0.095, 0.0952, printed="0.095", show=False).match
     'true'
     """
 
     notebook: str
+    analysis: str = ""
     checks: list[Check] = field(default_factory=list)
     _pending: list[Check] = field(default_factory=list, repr=False)
 
-    def check(self, ref: str, quantity: str, book: float, ours: float, tolerance: float, *,
+    def check(self, ref: str, quantity: str, book: float, ours: float, tolerance: float | None = None, *,
+              printed: str | None = None, alternative: str = "", alternative_value: float | None = None,
               explanation: str = "", show: bool = True) -> Check:
         """Compare one published number with ours, display the comparison and record it.
 
-        ``tolerance`` is absolute; state in the notebook why it is what it is (usually half a unit of the
-        last printed digit). ``explanation`` marks a documented difference: it only changes a failing
-        comparison to ``"explained"``.
+        The tolerance is absolute: half a unit of the last printed digit (give the number as ``printed`` text, or
+        the ``tolerance`` itself with a reason in the notebook). It may not exceed the value itself; a book value of
+        0 needs an ``alternative`` reference (e.g. lme4's estimate) and a tight tolerance. A mismatch is
+        ``explained`` only when ``alternative``/``alternative_value`` name a second reference on the same data that
+        ours matches within the tolerance, and ``explanation`` says why the book differs; otherwise ``false``.
         """
-        if not isinstance(tolerance, (int, float)) or tolerance < 0:
+        if tolerance is None:
+            if printed is None:
+                raise ValueError(f"{ref} / {quantity}: give the number as printed (printed='0.0123') or a tolerance.")
+            tolerance = tolerance_of(printed)
+        if not isinstance(tolerance, (int, float)) or not tolerance >= 0:
             raise ValueError(f"tolerance must be a non-negative number; got {tolerance!r}.")
-        ok = compare(book, ours, tolerance)
-        match = "true" if ok else ("explained" if explanation else "false")
-        c = Check(self.notebook, ref, quantity, float(book), float(ours), float(tolerance), match, explanation)
+        book, ours = float(book), float(ours)
+        if not math.isnan(book):
+            if book != 0 and tolerance > abs(book):
+                raise ValueError(f"{ref} / {quantity}: tolerance {tolerance:g} exceeds the value itself ({book:g}); "
+                                 f"use the printed precision.")
+            if book == 0 and tolerance > 0 and (not alternative or alternative_value is None):
+                raise ValueError(f"{ref} / {quantity}: the book prints 0; check it against an alternative reference "
+                                 f"(alternative=..., alternative_value=...) with a tight tolerance.")
+        alt_value = float("nan") if alternative_value is None else float(alternative_value)
+        if alternative and alternative_value is None:
+            raise ValueError(f"{ref} / {quantity}: an alternative reference needs its value (alternative_value=).")
+        if compare(book, ours, tolerance):
+            match = "true"
+        elif alternative and explanation and compare(alt_value, ours, tolerance):
+            match = "explained"
+        else:
+            match = "false"
+        c = Check(self.notebook, ref, quantity, book, ours, float(tolerance), match, explanation, alternative,
+                  alt_value, self.analysis)
         self.checks.append(c)
         if show:
             _display({"text/plain": repr(c), "text/html": c._repr_html_(), SCORECARD_MIME: _payload(c)})
@@ -134,13 +177,17 @@ class Scorecard:
         counts = pd.Series([c.match for c in self._pending]).value_counts().to_dict()
         bundle = {"text/plain": f"{len(rows)} scorecard checks recorded: {counts}", SCORECARD_MIME: rows}
         if visible:
-            frame = pd.DataFrame([asdict(c) for c in self._pending])[COLUMNS[1:]]
+            frame = pd.DataFrame([asdict(c) for c in self._pending])[COLUMNS[2:]]
             bundle["text/html"] = frame.to_html(index=False, float_format=_fmt)
         _display(bundle)
         self._pending = []
 
     def to_frame(self) -> pd.DataFrame:
-        return pd.DataFrame([asdict(c) for c in self.checks], columns=COLUMNS + ["explanation"])
+        return pd.DataFrame([asdict(c) for c in self.checks], columns=COLUMNS)
+
+    def regressions(self, baseline: str | Path | pd.DataFrame = BASELINE) -> pd.DataFrame:
+        """This card's rows whose status is worse than in the committed baseline (see :func:`regressions`)."""
+        return regressions(self.to_frame(), baseline)
 
     def __repr__(self) -> str:
         counts = self.to_frame()["match"].value_counts().to_dict() if self.checks else {}
@@ -148,6 +195,49 @@ class Scorecard:
 
     def _repr_html_(self) -> str:
         return self.to_frame().to_html(index=False, float_format=_fmt)
+
+
+def load_baseline(path: str | Path | pd.DataFrame = BASELINE) -> pd.DataFrame:
+    """The committed statuses (``notebooks/scorecard_baseline.csv``); empty when there is none."""
+    if isinstance(path, pd.DataFrame):
+        return path
+    p = Path(path)
+    if not p.is_file():
+        return pd.DataFrame(columns=KEY + ["match"])
+    return pd.read_csv(p, dtype=str, keep_default_na=False)
+
+
+def regressions(rows: pd.DataFrame, baseline: str | Path | pd.DataFrame = BASELINE) -> pd.DataFrame:
+    """Rows whose status is worse than the baseline's (true > explained > false), and new rows that are false.
+
+    An honest ``false`` that the baseline already records is not a regression: it is a finding, listed in the
+    notebook with its reason. An improvement is not a regression either (update the baseline to keep it).
+    """
+    base = load_baseline(baseline)
+    rows = rows.copy()
+    for c in KEY:
+        rows[c] = rows[c].fillna("").astype(str)
+    merged = rows.merge(base[KEY + ["match"]].rename(columns={"match": "baseline"}), on=KEY, how="left")
+    now = merged["match"].map(_RANK)
+    before = merged["baseline"].map(_RANK)
+    worse = before.notna() & (now < before)
+    new_false = before.isna() & (merged["match"] == "false")
+    return merged[worse | new_false]
+
+
+def accept_baseline(rows: pd.DataFrame, folder: str | Path = ".") -> Path:
+    """Record the statuses of ``rows`` in ``folder/scorecard_baseline.csv``, keeping rows of analyses not run."""
+    path = Path(folder) / BASELINE
+    new = rows[KEY + ["book", "match"]].copy()
+    for c in KEY:
+        new[c] = new[c].fillna("").astype(str)
+    old = load_baseline(path)
+    if len(old):
+        runs = set(zip(new["notebook"], new["analysis"], strict=True))
+        keep = [(nb, an) not in runs for nb, an in zip(old["notebook"], old["analysis"], strict=True)]
+        new = pd.concat([old[keep], new], ignore_index=True)
+    new.to_csv(path, index=False)
+    return path
 
 
 def _payload(c: Check) -> dict:
@@ -176,7 +266,7 @@ def extract(nb) -> tuple[list[dict], dict]:
                 payload = data[SCORECARD_MIME]
                 payload = json.loads(payload) if isinstance(payload, str) else payload
                 for row in (payload if isinstance(payload, list) else [payload]):
-                    rows.append({k: (float("nan") if v is None and k in ("book", "ours") else v)
+                    rows.append({k: (float("nan") if v is None and k in ("book", "ours", "alternative_value") else v)
                                  for k, v in dict(row).items()})
                     scalars[f"{row['ref']}: {row['quantity']}"] = rows[-1]["ours"]
             if SCALAR_MIME in data:
