@@ -389,3 +389,13 @@ def book_table(name: str) -> dict:
         known = sorted(q.stem for q in BOOK_DIR.glob("*.json"))
         raise DataError(f"No book table {name!r} in {BOOK_DIR}; known: {', '.join(known) or 'none'}.")
     return json.loads(p.read_text(encoding="utf-8"))
+
+
+def coverage() -> "pd.DataFrame":
+    """Every numbered table and figure of book sections 2.4, 3.3 and 4.1-4.3 with its status (``data/book/
+    coverage.csv``): reproduced, partly, not reproduced (a finding), not reproducible (data not public),
+    definition or illustration (nothing to reproduce), the workbook and a note."""
+    import pandas as pd
+
+    return pd.read_csv(BOOK_DIR / "coverage.csv", keep_default_na=False)
+

@@ -140,8 +140,18 @@ precision; <i>explained</i>: a second reference on the same data (lme4, mgcv, an
 and the notebook says why the book differs; <i>false</i>: not reproduced from the public data (a finding; the
 notebook gives the reason).</p>
 <p>Executed notebooks (Riezler &amp; Hagmann, <i>Validity, Reliability, and Significance</i>):</p><ul>{items}</ul>
+<h2>Coverage of the book</h2><p>Every numbered table and figure of sections 2.4, 3.3 and 4.1-4.3
+(<code>data/book/coverage.csv</code>).</p>{_coverage_html()}
 <h2>Reproduction scorecard</h2>
 <table><tr>{head}</tr>{rows}</table></body></html>"""
+
+
+def _coverage_html() -> str:
+    from .data import coverage
+
+    cov = coverage()
+    counts = ", ".join(f"{v} {k}" for k, v in cov["status"].value_counts().items())
+    return f"<p>{counts}.</p>" + cov.to_html(index=False, escape=True)
 
 
 def reproduce_runs(notebook: str | os.PathLike) -> list[dict]:
