@@ -89,10 +89,12 @@ def printed_tolerance(digits: int) -> float:
 
 
 def tolerance_of(printed: str) -> float:
-    """Half a unit of the last digit of a number as printed: "0.00304" -> 5e-6, "12" -> 0.5, "14.2" -> 0.05."""
-    text = str(printed).strip()
-    digits = len(text.split(".", 1)[1]) if "." in text else 0
-    return printed_tolerance(digits)
+    """Half a unit of the last digit of a number as printed: "0.00304" -> 5e-6, "12" -> 0.5, "14.2" -> 0.05,
+    "2.06247e-6" -> 5e-12."""
+    text = str(printed).strip().lower()
+    mantissa, _, exponent = text.partition("e")
+    digits = len(mantissa.split(".", 1)[1]) if "." in mantissa else 0
+    return printed_tolerance(digits - (int(exponent) if exponent else 0))
 
 
 def compare(book: float, ours: float, tolerance: float) -> bool:
