@@ -49,7 +49,8 @@ def test_reproduce_writes_index_and_scorecard(tmp_path):
     results, card = runner.reproduce([good, bad], build_dir=tmp_path / "build", progress=False)
     assert [bool(r.error) for r in results] == [False, True]
     csv = pd.read_csv(tmp_path / "build" / "scorecard.csv")
-    assert list(csv.columns) == ["notebook", "ref", "quantity", "book", "ours", "tolerance", "match"]
+    assert list(csv.columns) == ["notebook", "analysis", "ref", "quantity", "book", "ours", "tolerance", "match",
+                                 "alternative", "alternative_value", "explanation"]
     assert csv["ref"].tolist() == ["Table 1.1"]
     index = (tmp_path / "build" / "html" / "index.html").read_text()
     assert "01_good.html" in index and "FAILED" in index and "ZeroDivisionError" in index
