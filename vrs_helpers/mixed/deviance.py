@@ -132,6 +132,20 @@ def _sandwich_blocks(G, D: np.ndarray) -> np.ndarray:
     return GD @ G.T
 
 
+def _cross(s: SufficientStats, k: int, j: int):
+    """Z_k'Z_j from the stored upper blocks (sparse)."""
+    return s.ZtZ_cross[(k, j)] if k < j else s.ZtZ_cross[(j, k)].T
+
+
+def _fill_other_crosses(s: SufficientStats, others: list[int], slices: dict, M: np.ndarray) -> None:
+    """Write the cross blocks Z_k'Z_j between the non-largest terms into the dense matrix M (both triangles)."""
+    for i, k in enumerate(others):
+        for j in others[i + 1:]:
+            blk = _cross(s, k, j).toarray()
+            M[slices[k], slices[j]] = blk
+            M[slices[j], slices[k]] = blk.T
+
+
 def _check_size(q_o: int, names: list[str]) -> None:
     if q_o > DENSE_OTHERS_LIMIT:
         raise MixedModelError(
@@ -185,15 +199,8 @@ class _Deviance:
         C = np.zeros((self.q_o, self.q_o))  # Z_o'Z_o
         for k in self.others:
             C[self.slices[k], self.slices[k]] = np.diag(s.ZtZ_diag[k][:, 0, 0])
-            a, b = min(k, self.big), max(k, self.big)
-            blocks_b.append(s.ZtZ_cross[(a, b)].T if a == self.big else s.ZtZ_cross[(a, b)])
-        for i, k in enumerate(self.others):
-            for j in self.others[i + 1:]:
-                a, b = min(k, j), max(k, j)
-                blk = s.ZtZ_cross[(a, b)].toarray()
-                blk = blk if a == k else blk.T
-                C[self.slices[k], self.slices[j]] = blk
-                C[self.slices[j], self.slices[k]] = blk.T
+            blocks_b.append(_cross(s, k, self.big))
+        _fill_other_crosses(s, self.others, self.slices, C)
         # Z_o'Z_big: sparse when large (each row of the data links one level of each factor)
         self.BT = (_as_cross(sparse.vstack(blocks_b, format="csr")) if self.others
                    else np.zeros((0, sizes[self.big])))
@@ -391,15 +398,8 @@ class _BlockDeviance:
             rr = sl.start + (idx + np.arange(rk)[None, :, None])
             cc = sl.start + (idx + np.arange(rk)[None, None, :])
             Go[rr, cc] = s.ZtZ_diag[k]
-            a, b = min(k, self.big), max(k, self.big)
-            blocks_b.append(s.ZtZ_cross[(a, b)].T if a == self.big else s.ZtZ_cross[(a, b)])
-        for i, k in enumerate(self.others):
-            for j in self.others[i + 1:]:
-                a, b = min(k, j), max(k, j)
-                blk = s.ZtZ_cross[(a, b)].toarray()
-                blk = blk if a == k else blk.T
-                Go[self.slices[k], self.slices[j]] = blk
-                Go[self.slices[j], self.slices[k]] = blk.T
+            blocks_b.append(_cross(s, k, self.big))
+        _fill_other_crosses(s, self.others, self.slices, Go)
         self.Go = Go
         self.Gob = (_as_cross(sparse.vstack(blocks_b, format="csr")) if self.others
                     else np.zeros((0, widths[self.big])))
