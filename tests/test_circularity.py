@@ -2,22 +2,24 @@
 
 Simulations: a deterministic step function of two features plus distractors correlated with them must be found
 (c* = the two features, the distractors nullified); a noisy smooth function of all features must not be flagged.
-Book data (mgcv references in ../shared/reference, REFERENCE.md section 6): the least complex model at D^2 = 100 %
+Book data (mgcv 1.8-41 references in tests/reference/mgcv_book_models.json, copied from the R results with the
+command recorded in its ``_produced_by``): the least complex model at D^2 = 100 %
 for the patent data is the three citation features (book Table 2.5, rank 1, complexity 5), tf-idf and neural are
 nullified exactly; for liver SOFA bilirubin alone (D^2 99.91 % in mgcv) and the four other features nullified.
 """
 
 import functools
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import ROOT, requires_data
+from conftest import requires_data
 
 from vrs_helpers import circularity, data, gam
 
-REF = ROOT.parent / "shared" / "reference" / "results"
+MGCV = json.loads((Path(__file__).parent / "reference" / "mgcv_book_models.json").read_text())
 _load = functools.lru_cache(maxsize=None)(data.load)
 
 
@@ -88,7 +90,6 @@ def test_top_correlated():
 
 
 @requires_data
-@pytest.mark.skipif(not REF.is_dir(), reason="../shared/reference missing")
 def test_patent_citations_are_circular():
     ir = _load("ir_test")
     r = circularity.circularity_test(ir, "relevance", ["score_neural", "score_tfIdf", "cited_inventor",
@@ -98,7 +99,7 @@ def test_patent_citations_are_circular():
     assert r.verdict == "circular"
     assert (r.nullification["max_abs_f_with"] < 1e-6).all()   # mgcv: 4.8e-14 and 3.2e-14
     without = r.fits["without"]
-    ref = json.loads((REF / "exp6_ir_nocirc.json").read_text())
+    ref = MGCV["exp6_ir_nocirc"]
     assert without.deviance_explained == pytest.approx(ref["deviance_explained"], abs=0.01)
     ref_max = ref["max_abs_term"]
     got = r.nullification.set_index("feature")["max_abs_f_without"]
@@ -108,16 +109,15 @@ def test_patent_citations_are_circular():
 
 
 @requires_data
-@pytest.mark.skipif(not REF.is_dir(), reason="../shared/reference missing")
 def test_liver_bilirubin_is_circular():
     liver = _load("liver_sofa_test")
     r = circularity.circularity_test(liver, "target", ["bili", "asat", "quinr", "thrombo", "alat"],
                                      k={"bili": 100})
     assert r.circular_features == ("bili",)
-    ref = json.loads((REF / "exp6_liver_circ.json").read_text())
+    ref = MGCV["exp6_liver_circ"]
     assert r.deviance_explained == pytest.approx(ref["deviance_explained"], abs=0.01)
     assert r.verdict == "circular"
-    ref_all = json.loads((REF / "exp6_liver_all.json").read_text())["max_abs_term"]
+    ref_all = MGCV["exp6_liver_all"]["max_abs_term"]
     got = r.nullification.set_index("feature")["max_abs_f_with"]
     for f in ["asat", "quinr", "thrombo", "alat"]:   # mgcv: 0.037, 0.016, 0.0074, 0.020; all tiny against SD 0.91
         assert got[f] < 0.1 * liver["target"].std() and ref_all[f"s({f})"] < 0.1 * liver["target"].std()

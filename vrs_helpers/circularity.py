@@ -135,7 +135,7 @@ def _shape_size(res: _gam.GAMResult, feature: str):
 def circularity_test(df: pd.DataFrame, target: str, features, family: str = "gaussian", k=10,
                      search: str = "powerset", max_powerset: int = MAX_POWERSET, d2_threshold: float = 0.9,
                      null_threshold: float = 0.1, null_measure: str = "q99", max_knots: int = 2000, seed: int = 1,
-                     progress: bool = False) -> CircularityResult:
+                     progress: bool = False, blas_threads="auto") -> CircularityResult:
     """Run the circularity test of Definition 2.5 on ``df``.
 
     Parameters: ``features`` the candidate features (numeric ones get s(x, k), binary/categorical ones factor
@@ -143,6 +143,8 @@ def circularity_test(df: pd.DataFrame, target: str, features, family: str = "gau
     link, UBRE; book footnote 14); ``search`` 'powerset' (all 2^p - 1 subsets, at most ``max_powerset`` features) or
     'correlation' (p nested sets). For the Gaussian family all models are fitted from one set of cross-products
     X'X, X'y computed in a single pass over the data. ``progress`` shows a tqdm bar over the models.
+    ``blas_threads`` limits BLAS threads in each model's smoothing-parameter search ("auto": one thread below 1,500
+    coefficients; see :func:`vrs_helpers.threads.blas_limit`).
     """
     t0 = time.perf_counter()
     if null_measure not in ("q99", "max"):
@@ -165,7 +167,8 @@ def circularity_test(df: pd.DataFrame, target: str, features, family: str = "gau
         it = tqdm(sets, desc=f"circularity search ({len(sets)} GAMs)", unit="model", mininterval=10)
     fits, rows = {}, []
     for c in it:
-        res = _gam.fit_design(design, y, list(c), family=family, G=G, b=b, yy=yy, target=target)
+        res = _gam.fit_design(design, y, list(c), family=family, G=G, b=b, yy=yy, target=target,
+                              blas_threads=blas_threads)
         fits[c] = res
         rows.append({"features": tuple(features[i] for i in c), "n_features": len(c),
                      "deviance_explained": res.deviance_explained,
@@ -181,7 +184,7 @@ def circularity_test(df: pd.DataFrame, target: str, features, family: str = "gau
     idx_all = tuple(range(len(features)))
     idx_without = tuple(features.index(f) for f in others)
     get = lambda c: fits.get(c) or _gam.fit_design(design, y, list(c), family=family, G=G, b=b, yy=yy,
-                                                   target=target)
+                                                   target=target, blas_threads=blas_threads)
     out_fits = {"circular": get(idx_star), "all": get(idx_all)}
     if others:
         out_fits["without"] = get(idx_without)

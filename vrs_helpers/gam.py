@@ -29,7 +29,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 from scipy import linalg, optimize
+from scipy.linalg import lapack
 from scipy.sparse import linalg as sparse_linalg
+
+from .threads import blas_limit
 
 FAMILIES = ("gaussian", "binomial")
 EXACT_FIT = 1e-10   # RSS / TSS below which a Gaussian fit counts as an exact reconstruction of the target
@@ -129,6 +132,15 @@ class SmoothTerm:
 
     def _raw(self, x: np.ndarray) -> np.ndarray:
         u = (np.asarray(x, dtype=float) - self.lo) / self.scale
+        if len(u) > 1000:
+            # measurements repeat (a clinical feature of 80,671 rows has a few hundred distinct values): the basis is
+            # a function of x alone, so evaluate it once per distinct value and gather the rows (same arithmetic)
+            uu, inverse = np.unique(u, return_inverse=True)
+            if 2 * len(uu) < len(u):
+                return self._raw_rows(uu)[inverse.ravel()]
+        return self._raw_rows(u)
+
+    def _raw_rows(self, u: np.ndarray) -> np.ndarray:
         out = np.empty((len(u), self.k))
         step = max(1, 4_000_000 // max(len(self.knots), 1))
         for s in range(0, len(u), step):
@@ -368,6 +380,19 @@ class PLSFit:
     criterion: float
 
 
+def _spd_inverse(A: np.ndarray) -> np.ndarray:
+    """Inverse of a symmetric positive definite matrix from its Cholesky factor (LAPACK potrf + potri: 2/3 of the
+    flops of solving against the identity). Raises LinAlgError when A is not positive definite."""
+    c, info = lapack.dpotrf(A, lower=0, clean=1)
+    if info != 0:
+        raise linalg.LinAlgError(f"matrix not positive definite (potrf info {info})")
+    inv, info = lapack.dpotri(c, lower=0)
+    if info != 0:
+        raise linalg.LinAlgError(f"matrix singular (potri info {info})")
+    upper = np.triu(inv)
+    return upper + np.triu(upper, 1).T
+
+
 def _pls(G, b, yy, Slist, rho):
     """Penalized LS at log smoothing parameters rho; Slist holds (columns, S_j) blocks."""
     lam = np.exp(rho)
@@ -376,11 +401,9 @@ def _pls(G, b, yy, Slist, rho):
         S[np.ix_(cols, cols)] += lam_j * Sj
     A = G + S
     try:
-        c = linalg.cho_factor(A, lower=False, check_finite=False)
+        Ainv = _spd_inverse(A)
     except linalg.LinAlgError:
-        A = A + np.eye(len(A)) * 1e-10 * np.trace(A) / len(A)
-        c = linalg.cho_factor(A, lower=False, check_finite=False)
-    Ainv = linalg.cho_solve(c, np.eye(len(A)), check_finite=False)
+        Ainv = _spd_inverse(A + np.eye(len(A)) * 1e-10 * np.trace(A) / len(A))
     beta = Ainv @ b
     Sb = S @ beta
     rss = max(float(yy - beta @ b - beta @ Sb), 0.0)
@@ -577,9 +600,11 @@ def _binomial_deviance(y, mu):
 
 
 def fit_design(design: Design, y: np.ndarray, term_idx, family: str = "gaussian", G=None, b=None, yy=None,
-               target: str = "y", max_iter: int = 50, tol: float = 1e-8) -> GAMResult:
+               target: str = "y", max_iter: int = 50, tol: float = 1e-8, blas_threads="auto") -> GAMResult:
     """Fit the GAM with the intercept and the terms ``term_idx`` of a design. For the Gaussian family pass the
-    full cross-products G, b, yy (of centred y) to fit from their sub-blocks without touching the data."""
+    full cross-products G, b, yy (of centred y) to fit from their sub-blocks without touching the data.
+    ``blas_threads``: BLAS threads inside the smoothing-parameter search (:func:`vrs_helpers.threads.blas_limit`;
+    "auto" = one thread below 1,500 coefficients, an int, or None for the library default)."""
     t0 = time.perf_counter()
     cols = design.columns(term_idx)
     n = len(y)
@@ -598,7 +623,8 @@ def fit_design(design: Design, y: np.ndarray, term_idx, family: str = "gaussian"
         else:
             Gs, bs, yys = G[np.ix_(cols, cols)], b[cols], yy
         _check_aliasing(Gs, design, term_idx)
-        fit = fit_from_crossproducts(Gs, bs, yys, n, penalties, kind="gcv")
+        with blas_limit(len(bs), blas_threads):
+            fit = fit_from_crossproducts(Gs, bs, yys, n, penalties, kind="gcv")
         beta = fit.beta.copy()
         beta[0] += ybar
         dev, null = fit.rss, yys
@@ -621,12 +647,14 @@ def fit_design(design: Design, y: np.ndarray, term_idx, family: str = "gaussian"
                 z = eta + (y - mu) / w
                 Xw = X * w[:, None]
                 Gs, bs, yys = X.T @ Xw, Xw.T @ z, float(z @ (w * z))
-                if fixed:
-                    Slist = [(c, Sj) for c, Sj in penalties]
-                    _, _, Ainv, beta, _, _, edf, AinvS = _pls(Gs, bs, yys, Slist, rho)
-                    fit = PLSFit(beta, 0.0, edf, 1.0 - np.diag(AinvS), Ainv, rho, 0.0)
-                else:
-                    fit = fit_from_crossproducts(Gs, bs, yys, n, penalties, kind="ubre", rho0=rho, rescale=False)
+                with blas_limit(len(bs), blas_threads):
+                    if fixed:
+                        Slist = [(c, Sj) for c, Sj in penalties]
+                        _, _, Ainv, beta, _, _, edf, AinvS = _pls(Gs, bs, yys, Slist, rho)
+                        fit = PLSFit(beta, 0.0, edf, 1.0 - np.diag(AinvS), Ainv, rho, 0.0)
+                    else:
+                        fit = fit_from_crossproducts(Gs, bs, yys, n, penalties, kind="ubre", rho0=rho,
+                                                     rescale=False)
                     rho = fit.log_lambda if len(fit.log_lambda) else None
                 eta = X @ fit.beta
                 mu = 1 / (1 + np.exp(-eta))
@@ -674,7 +702,7 @@ def fit_design(design: Design, y: np.ndarray, term_idx, family: str = "gaussian"
 
 
 def fit_gam(df: pd.DataFrame, target: str, features, family: str = "gaussian", k=10, max_knots: int = 2000,
-            seed: int = 1, linear=()) -> GAMResult:
+            seed: int = 1, linear=(), blas_threads="auto") -> GAMResult:
     """Fit ``target ~ s(x1) + s(x2) + ...`` (factor terms for binary/categorical features, linear terms for the
     features in ``linear``).
 
@@ -682,4 +710,5 @@ def fit_gam(df: pd.DataFrame, target: str, features, family: str = "gaussian", k
     """
     y = check_frame(df, target, features, family)
     design = build_design(df, make_terms(df, features, k=k, max_knots=max_knots, seed=seed, linear=linear))
-    return fit_design(design, y, list(range(len(design.terms))), family=family, target=target)
+    return fit_design(design, y, list(range(len(design.terms))), family=family, target=target,
+                      blas_threads=blas_threads)

@@ -11,6 +11,7 @@ import pandas as pd
 from scipy import optimize, stats
 
 from ..formula import FormulaError
+from ..threads import blas_limit
 from .accumulate import SufficientStats, _design_rows, accumulate
 from .deviance import _BlockDeviance, _Deviance, _tri
 from .errors import SINGULAR_TOL, AliasedFactorsWarning, ConvergenceWarning, MixedModelError, SingularFitWarning
@@ -154,15 +155,8 @@ def _aliased_pairs(s: SufficientStats) -> list[tuple[str, str]]:
 
 
 def _blas_limit(dev, threads):
-    """A threadpoolctl context: one BLAS thread where the dense blocks are small (threads cost more than they
-    save there, and oversubscribe a machine running several fits), the library default otherwise."""
-    from contextlib import nullcontext
-
-    from threadpoolctl import threadpool_limits
-
-    if threads == "auto":
-        threads = 1 if dev.q_o + dev.s.p < 1500 else None
-    return nullcontext() if threads is None else threadpool_limits(limits=int(threads), user_api="blas")
+    """One BLAS thread where the dense blocks are small (:func:`vrs_helpers.threads.blas_limit`)."""
+    return blas_limit(dev.q_o + dev.s.p, threads)
 
 
 def _optimize_intercepts(dev: _Deviance, K: int, theta0):
