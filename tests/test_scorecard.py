@@ -83,6 +83,8 @@ def test_regressions_against_a_baseline(tmp_path):
     saved = load_baseline(tmp_path / "scorecard_baseline.csv")
     assert sorted(set(saved["analysis"])) == ["kidney, gold", "liver, gold"] and len(saved) == 5
     assert not len(other.regressions(tmp_path / "scorecard_baseline.csv"))
+    # an analysis with no checks at all (a parameter set the book prints nothing for) has no regressions
+    assert not len(Scorecard("nb", analysis="nothing").regressions(tmp_path / "scorecard_baseline.csv"))
 
 
 def test_extract_from_notebook_outputs():

@@ -220,8 +220,8 @@ def regressions(rows: pd.DataFrame, baseline: str | Path | pd.DataFrame = BASELI
     for c in KEY:
         rows[c] = rows[c].fillna("").astype(str)
     merged = rows.merge(base[KEY + ["match"]].rename(columns={"match": "baseline"}), on=KEY, how="left")
-    now = merged["match"].map(_RANK)
-    before = merged["baseline"].map(_RANK)
+    now = merged["match"].map(_RANK).astype(float)   # float also when there are no rows (an analysis with no check)
+    before = merged["baseline"].map(_RANK).astype(float)
     worse = before.notna() & (now < before)
     new_false = before.isna() & (merged["match"] == "false")
     return merged[worse | new_false]
