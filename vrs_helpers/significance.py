@@ -421,20 +421,25 @@ class SystemComparison:
 
 
 def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, by: str | None = None,
-                    covariate: str | None = None, adjust: str = "tukey") -> SystemComparison:
+                    covariate: str | None = None, adjust: str = "tukey", replications=()) -> SystemComparison:
     """Do systems differ — overall, within the levels of a binned data property (``by``), or in their slope over
     a continuous property (``covariate``)? Fits the LMM with a random intercept per test item (sentence) by REML
     for the contrasts and tests the system terms with a GLRT on ML refits.
 
-    Replications (random seeds, meta-parameter configurations) of a system are simply more rows: they inform the
-    residual and item variances instead of being averaged away.
+    Replications (random seeds, meta-parameter configurations) of a system are, by default, simply more rows
+    clustered by item (the ICLR 2023 paper's eq. 3/4 and 6/7): they inform the residual and item variances instead
+    of being averaged away. With ``replications=[R, ...]`` every replication column also gets a random intercept
+    per run of each system, ``(1|system:R)``, in both models: the runs are then a sample of the runs a system could
+    have had, and the test asks whether the systems differ beyond run-to-run variation. The two readings can
+    disagree (few runs, large run variance); report both.
     """
     from . import mixed
     from .marginal import emmeans
 
     if by is not None and covariate is not None:
         raise SignificanceError("Give either a binned property (by) or a continuous one (covariate), not both.")
-    needed = [c for c in (response, system, item, by, covariate) if c is not None]
+    replications = [replications] if isinstance(replications, str) else list(replications)
+    needed = [c for c in (response, system, item, by, covariate, *replications) if c is not None]
     missing = [c for c in needed if c not in data.columns]
     if missing:
         raise SignificanceError(f"Column(s) {missing} not in the data; available: {', '.join(map(str, data.columns))}.")
@@ -445,7 +450,13 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
         raise SignificanceError(f"The data property {by!r} has a single level: there is nothing to condition on.")
     if covariate is not None and not pd.api.types.is_numeric_dtype(data[covariate]):
         raise SignificanceError(f"The covariate {covariate!r} must be numeric; use by= for a binned property.")
-    rand = f"(1|{item})"
+    for r in replications:
+        runs = data.groupby(system, observed=True)[r].nunique()
+        if (runs < 2).all():
+            raise SignificanceError(f"The replication column {r!r} has a single level within every system: the "
+                                    f"run-level variance (1|{system}:{r}) is not estimable. Drop it from "
+                                    "replications, or add runs.")
+    rand = " + ".join([f"(1|{item})"] + [f"(1|{system}:{r})" for r in replications])
     if by is not None:
         formula, null = f"{response} ~ {system} * {by} + {rand}", f"{response} ~ {by} + {rand}"
     elif covariate is not None:

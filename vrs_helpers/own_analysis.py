@@ -1,0 +1,306 @@
+"""Inferential reproducibility on your own evaluation results (workbook 07, ``vrs analyze``).
+
+Per-item scores of one or more systems over several training runs (random seeds, meta-parameter settings) get the
+analyses of the book and of Hagmann, Meier & Riezler, *Towards Inferential Reproducibility of Machine Learning
+Research* (ICLR 2023):
+
+- **significance** (book 4.3; paper eq. 3/4): a GLRT of ``response ~ system + (1|item)`` against
+  ``response ~ 1 + (1|item)`` (ML), the runs being replications clustered by item; and the same test with a
+  random intercept per run of each system, ``+ (1|system:R)`` for every replication column R. The two readings
+  can disagree: the first asks whether the systems differ on these runs, the second whether they differ beyond
+  run-to-run variation. Both are reported, with a warning when they disagree;
+- **conditional on data properties** (paper eq. 6/7): ``response ~ system * P + (1|item)`` against
+  ``response ~ P + (1|item)``, a numeric property as a slope, a categorical one per level;
+- Tukey-adjusted pairwise contrasts with effect sizes (contrast / residual SD) and the classic paired bootstrap and
+  permutation tests (Algorithms 4.1/4.2) on per-item means over runs (they ignore the run variance);
+- **reliability** (book 3.3, Definition 3.2): per system, the variance components of
+  ``response ~ 1 + (1|item) + (1|R)...`` (REML), the absolute reliability coefficient phi of the item means over
+  the observed runs, and a decision study: how many runs would make phi >= 0.8.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from . import mixed
+from .reliability import phi
+from .significance import bootstrap_test, compare_systems, permutation_test
+
+_SAFE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class AnalysisError(ValueError):
+    """Bad input for :func:`analyze` (the message names the column or value and what to do)."""
+
+
+def _safe_names(columns) -> dict:
+    """Original column name -> a name the formula parser accepts (identifiers kept as they are)."""
+    out, used = {}, set()
+    for c in columns:
+        name = str(c) if _SAFE.match(str(c)) else re.sub(r"\W", "_", str(c)) or "col"
+        if not _SAFE.match(name):
+            name = "c_" + name
+        base, i = name, 1
+        while name in used:
+            name, i = f"{base}_{i}", i + 1
+        used.add(name)
+        out[c] = name
+    return out
+
+
+def _test_dict(t) -> dict:
+    return {"chi2": float(t.chi2), "df": int(t.df), "p_value": float(t.p_value)}
+
+
+@dataclass
+class OwnAnalysis:
+    """The result of :func:`analyze`; ``to_summary()`` is the JSON contract of ``vrs analyze`` (summary.json)."""
+
+    response: str
+    system: str
+    item: str
+    replications: list
+    properties: list
+    systems: list
+    alpha: float
+    runs: pd.DataFrame = field(repr=False)                    # per system and run: mean, SD, CI of the mean
+    comparison: object = field(default=None, repr=False)      # SystemComparison, runs as replications
+    comparison_random: object = field(default=None, repr=False)  # SystemComparison with (1|system:R)
+    conditional: dict = field(default_factory=dict, repr=False)  # property -> SystemComparison
+    paired: pd.DataFrame | None = field(default=None, repr=False)  # bootstrap / permutation vs the baseline
+    variance_components: dict = field(default_factory=dict, repr=False)  # system -> variance table
+    reliability: dict = field(default_factory=dict, repr=False)  # system -> PhiResult
+    decision: dict = field(default_factory=dict, repr=False)  # system -> decision study frame
+    runs_needed: dict = field(default_factory=dict)  # system -> {replication column: levels for phi >= target}
+    verdict: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+
+    @property
+    def glrt(self):
+        return None if self.comparison is None else self.comparison.glrt
+
+    @property
+    def glrt_replications_random(self):
+        return None if self.comparison_random is None else self.comparison_random.glrt
+
+    @property
+    def disagree(self) -> bool:
+        """True when the two significance readings reach different conclusions at ``alpha``."""
+        if self.glrt is None or self.glrt_replications_random is None:
+            return False
+        return (self.glrt.p_value < self.alpha) != (self.glrt_replications_random.p_value < self.alpha)
+
+    def to_summary(self) -> dict:
+        vc = {s: {str(k): float(v) for k, v in t["variance"].items()} for s, t in self.variance_components.items()}
+        return {
+            "response": self.response, "system": self.system, "item": self.item,
+            "replications": list(self.replications), "properties": list(self.properties),
+            "systems": list(map(str, self.systems)), "alpha": self.alpha,
+            "glrt": None if self.glrt is None else _test_dict(self.glrt),
+            "glrt_replications_random": (None if self.glrt_replications_random is None
+                                         else _test_dict(self.glrt_replications_random)),
+            "readings_disagree": self.disagree,
+            "conditional": {p: _test_dict(c.glrt) for p, c in self.conditional.items()},
+            "contrasts": ([] if self.comparison is None else
+                          self.comparison.contrasts.replace({np.nan: None}).to_dict("records")),
+            "paired_resampling": [] if self.paired is None else self.paired.to_dict("records"),
+            "variance_components": vc,
+            "reliability": {s: {"phi": float(r.phi), "interpretation": r.interpretation,
+                                "runs": {k: float(v) for k, v in r.n.items()},
+                                "runs_for_phi_0.8": self.runs_needed.get(s)}
+                            for s, r in self.reliability.items()},
+            "verdict": list(self.verdict), "notes": list(self.notes),
+        }
+
+    def to_frame(self) -> pd.DataFrame:
+        """The tests as one table (test, chi2, df, p_value)."""
+        rows = []
+        if self.glrt is not None:
+            rows.append({"test": "GLRT, runs as replications", **_test_dict(self.glrt)})
+        if self.glrt_replications_random is not None:
+            rows.append({"test": "GLRT, runs as a random effect", **_test_dict(self.glrt_replications_random)})
+        for p, c in self.conditional.items():
+            rows.append({"test": f"GLRT, system x {p}", **_test_dict(c.glrt)})
+        return pd.DataFrame(rows, columns=["test", "chi2", "df", "p_value"])
+
+    def __repr__(self) -> str:
+        g = "" if self.glrt is None else f", GLRT p={self.glrt.p_value:.3g}"
+        r = "" if self.glrt_replications_random is None else \
+            f", with run variance p={self.glrt_replications_random.p_value:.3g}"
+        return (f"OwnAnalysis({self.response!r} of {len(self.systems)} system(s) over items {self.item!r}, "
+                f"replications {self.replications}{g}{r})")
+
+
+def run_table(df: pd.DataFrame, response: str, system: str, replications, level: float = 0.95) -> pd.DataFrame:
+    """Per system and run (combination of the replication columns): n, mean, SD and a normal-theory CI of the
+    mean — the spread that "best of n seeds" reporting hides."""
+    from scipy import stats
+
+    keys = [system, *replications]
+    g = df.groupby(keys, observed=True)[response]
+    out = g.agg(n="count", mean="mean", sd="std").reset_index()
+    half = stats.norm.ppf(0.5 + level / 2) * out["sd"] / np.sqrt(out["n"])
+    out["ci_low"], out["ci_high"] = out["mean"] - half, out["mean"] + half
+    return out
+
+
+def _verdict(p: float, alpha: float) -> str:
+    return f"differ (p = {p:.3g} < {alpha:g})" if p < alpha else f"show no significant difference (p = {p:.3g})"
+
+
+def analyze(data: pd.DataFrame, response: str, system: str | None, item: str, replications=(), properties=(),
+            baseline: str | None = None, alpha: float = 0.05, n_resamples: int = 10_000, seed: int = 0,
+            target_phi: float = 0.8, max_runs: int = 1000) -> OwnAnalysis:
+    """Run the analyses of workbook 07 on a validated score table (one row per system, run and item).
+
+    ``system`` may be None (or a column with one level): reliability only. ``replications`` are the columns that
+    identify a run within a system (seed, meta-parameters); ``properties`` data properties of the items (numeric:
+    slope; otherwise categorical). ``baseline`` is the reference system of the paired tests (default: the first
+    level). Resampling p-values are (k + 1) / (n + 1) and never 0.
+    """
+    replications = [replications] if isinstance(replications, str) else list(replications)
+    properties = [properties] if isinstance(properties, str) else list(properties)
+    if not 0 < alpha < 1:
+        raise AnalysisError(f"alpha must be between 0 and 1, got {alpha!r}.")
+    df = data.copy()
+    if system is None:
+        system = "_system"
+        df[system] = "all"
+    roles = [response, system, item, *replications, *properties]
+    missing = [c for c in roles if c not in df.columns]
+    if missing:
+        raise AnalysisError(f"Column(s) {missing} are not in the data; it has {', '.join(map(str, df.columns))}.")
+    if not pd.api.types.is_numeric_dtype(df[response]):
+        raise AnalysisError(f"The response {response!r} must be numeric (got {df[response].dtype}).")
+    if df[response].isna().any():
+        raise AnalysisError(f"The response {response!r} has {int(df[response].isna().sum())} missing values; drop "
+                            "them first (vrs analyze --dropna).")
+    names = _safe_names(roles)
+    back = {v: k for k, v in names.items()}
+    d = df[roles].rename(columns=names)
+    for c in [system, item, *replications]:
+        d[names[c]] = d[names[c]].astype(str)
+    y, sy, it = names[response], names[system], names[item]
+    reps = [names[r] for r in replications]
+    systems = sorted(d[sy].unique())
+    if baseline is not None:
+        if str(baseline) not in systems:
+            raise AnalysisError(f"baseline {baseline!r} is not a level of {system!r}; levels: {', '.join(systems)}.")
+        systems = [str(baseline)] + [s for s in systems if s != str(baseline)]
+    d[sy] = pd.Categorical(d[sy], categories=systems)
+    result = OwnAnalysis(response, system if system != "_system" else None, item, replications, properties,
+                         systems, alpha, runs=run_table(df.assign(**{system: df[system].astype(str)}), response,
+                                                         system, replications))
+    rename_back = lambda frame: frame.rename(columns=back)  # noqa: E731
+
+    # --- significance
+    if len(systems) >= 2:
+        result.comparison = compare_systems(d, y, sy, it)
+        result.comparison.contrasts = rename_back(result.comparison.contrasts)
+        result.comparison.means = rename_back(result.comparison.means)
+        estimable = [r for r, o in zip(reps, replications, strict=True)
+                     if (d.groupby(sy, observed=True)[r].nunique() >= 2).any()]
+        skipped = [o for r, o in zip(reps, replications, strict=True) if r not in estimable]
+        if skipped:
+            result.notes.append(f"replication column(s) {skipped} have one level within every system: no run-level "
+                                "variance to estimate, left out of the random-effect reading")
+        if estimable:
+            result.comparison_random = compare_systems(d, y, sy, it, replications=estimable)
+        for p in properties:
+            pn = names[p]
+            if pd.api.types.is_numeric_dtype(d[pn]):
+                result.conditional[p] = compare_systems(d, y, sy, it, covariate=pn)
+            else:
+                d[pn] = d[pn].astype(str)
+                result.conditional[p] = compare_systems(d, y, sy, it, by=pn)
+            c = result.conditional[p]
+            c.contrasts = rename_back(c.contrasts)
+            c.means = rename_back(c.means)
+            if c.slopes is not None:
+                c.slopes = rename_back(c.slopes)
+        # classic paired tests on per-item means over runs
+        means = d.groupby([sy, it], observed=True)[y].mean().unstack(sy)
+        rows = []
+        for other in systems[1:]:
+            pair = means[[systems[0], other]].dropna()
+            a, b = pair[other].to_numpy(), pair[systems[0]].to_numpy()
+            for name, fn in [("paired bootstrap", bootstrap_test), ("paired permutation", permutation_test)]:
+                r = fn(a, b, n_resamples=n_resamples, seed=seed)
+                exceed = round(r.p_value * r.n_resamples)
+                # (c + 1) / (K + 1): the observed data count as one resample, so p is never 0 (the book's
+                # Algorithms 4.1/4.2 print c / K, kept as p_value_c_over_K)
+                rows.append({"test": name, "system": other, "baseline": systems[0], "items": len(pair),
+                             "difference": r.observed, "p_value": (exceed + 1) / (r.n_resamples + 1),
+                             "p_value_c_over_K": r.p_value, "n_resamples": r.n_resamples})
+        result.paired = pd.DataFrame(rows)
+
+    # --- reliability per system
+    for s in systems:
+        part = d[d[sy] == s]
+        reps_s = [r for r in reps if part[r].nunique() >= 2]
+        formula = f"{y} ~ 1 + (1|{it})" + "".join(f" + (1|{r})" for r in reps_s)
+        try:
+            fit = mixed.fit(formula, part, method="REML")
+        except Exception as e:  # noqa: BLE001 - reported, the other systems still get their analysis
+            result.notes.append(f"variance components of system {s}: {e}")
+            continue
+        vc = fit.variance_components.copy()
+        vc.index = [":".join(back.get(n, n) for n in str(c).split(":")) for c in vc.index]
+        result.variance_components[s] = vc
+        n = {item_r: float(part[r].nunique()) for r, item_r in
+             ((r, back[r]) for r in reps_s)}
+        ph = phi(vc, item, n=n)
+        result.reliability[s] = ph
+        if n:
+            # decision study (book 3.3.3): phi as the number of levels of one replication column grows, the others
+            # held at their observed numbers; the smallest number that reaches target_phi
+            study, needed = [], {}
+            for f in n:
+                needed[f] = None
+                for k in range(1, max_runs + 1):
+                    value = phi(vc, item, n={**n, f: float(k)}).phi
+                    if k <= 50 or (value >= target_phi and needed[f] is None):
+                        study.append({"factor": f, "levels": k, "phi": value})
+                    if value >= target_phi and needed[f] is None:
+                        needed[f] = k
+                        if k >= 50:
+                            break
+                    if k >= 50 and needed[f] is not None:
+                        break
+            result.decision[s] = pd.DataFrame(study)
+            result.runs_needed[s] = needed
+        else:
+            result.runs_needed[s] = {}
+
+    # --- verdict
+    if result.comparison is not None:
+        g = result.glrt
+        result.verdict.append(f"Runs as replications clustered by item: the systems {_verdict(g.p_value, alpha)} "
+                              f"(GLRT chi2 = {g.chi2:.2f}, df = {g.df}).")
+        if result.comparison_random is not None:
+            g2 = result.glrt_replications_random
+            result.verdict.append(f"With a random effect per run, the systems {_verdict(g2.p_value, alpha)} "
+                                  f"(chi2 = {g2.chi2:.2f}, df = {g2.df}).")
+            if result.disagree:
+                result.verdict.append("WARNING: the two readings disagree. The conclusion hinges on whether the "
+                                      "runs are treated as fixed replications or as a sample of possible runs; "
+                                      "with few runs and run-to-run variance, report both and add runs.")
+        for p, c in result.conditional.items():
+            result.verdict.append(f"Conditional on {p}: the system difference "
+                                  f"{'depends' if c.glrt.p_value < alpha else 'shows no significant dependence'} "
+                                  f"on it (p = {c.glrt.p_value:.3g}, df = {c.glrt.df}).")
+    for s, r in result.reliability.items():
+        need = result.runs_needed.get(s) or {}
+        more = "".join(f"; {k} level(s) of {f} would reach phi >= {target_phi}" if k else
+                       f"; no number of levels of {f} up to {max_runs} reaches phi >= {target_phi}"
+                       for f, k in need.items())
+        result.verdict.append(f"Reliability of {s}: phi = {r.phi:.3f} ({r.interpretation}){more}.")
+    if len(systems) < 2:
+        result.notes.append("one system: reliability only")
+    return result
+
+
