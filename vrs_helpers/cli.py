@@ -124,6 +124,29 @@ def _cmd_batch(args) -> int:
     return 1 if failed else 0
 
 
+def _cmd_analyze(args) -> int:
+    from .own_analysis import AnalysisError
+    from .own_data import InputError
+    from .runner import NotebookError, analyze_report
+    from .significance import SignificanceError
+
+    try:
+        summary = analyze_report(args.data, response=args.response, system=args.system, item=args.item,
+                                 replications=args.replication or [], properties=args.property or [],
+                                 baseline=args.baseline, out_dir=args.out, dropna=args.dropna, alpha=args.alpha,
+                                 n_resamples=args.n_resamples, seed=args.seed)
+    except (InputError, AnalysisError, SignificanceError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except NotebookError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    out = Path(args.out)
+    print("\n".join(summary.get("verdict", [])))
+    print(f"report: {out / 'report.html'}; notebook: {out / 'report.ipynb'}; summary: {out / 'summary.json'}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="vrs", description="vrs-workbooks: reproduce and extend the book "
                                      "'Validity, Reliability, and Significance' in Python.")
@@ -155,6 +178,27 @@ def main(argv: list[str] | None = None) -> int:
                    help="run each notebook once with its default parameters, not every analysis it lists in its "
                         "metadata (e.g. the 7 dataset x target runs of the circularity workbook, ~15 min)")
     p.set_defaults(func=_cmd_reproduce)
+
+    p = sub.add_parser("analyze", help="analyse your own evaluation results (workbook 07): significance across "
+                       "runs, conditional on data properties, reliability; writes report.html and summary.json",
+                       description="Per-item scores of systems over training runs: one row per system, run and "
+                       "item. DATA is a CSV, TSV, Parquet or JSON-lines file, or a run-folder pattern with named "
+                       "fields such as 'runs/{system}/seed={seed}/scores.tsv' (quote it).")
+    p.add_argument("data")
+    p.add_argument("--response", required=True, help="the score column")
+    p.add_argument("--system", default=None, help="the system column (omit for one system: reliability only)")
+    p.add_argument("--item", required=True, help="the test-item column")
+    p.add_argument("--replication", action="append", metavar="COL",
+                   help="a column identifying a run within a system (seed, meta-parameter); repeatable")
+    p.add_argument("--property", action="append", metavar="COL",
+                   help="a data property of the items (numeric: slope; otherwise per level); repeatable")
+    p.add_argument("--baseline", default=None, help="the reference system of the paired tests")
+    p.add_argument("--out", default="vrs-report", help="output folder (default: vrs-report)")
+    p.add_argument("--dropna", action="store_true", help="drop rows with a missing score instead of failing")
+    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--n-resamples", type=int, default=10_000)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=_cmd_analyze)
 
     p = sub.add_parser("batch", help="run one notebook over a parameter grid (YAML) in parallel")
     p.add_argument("grid")

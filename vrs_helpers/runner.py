@@ -263,3 +263,56 @@ def batch(grid_file: str | os.PathLike, out_dir: str | os.PathLike | None = None
                           for r in results])
     table.to_csv(out / "results.csv", index=False)
     return results, table
+
+
+ANALYZE_NOTEBOOK = "07_your_evaluation.ipynb"
+
+
+def analyze_notebook() -> Path:
+    """Workbook 07 of this checkout (``notebooks/07_your_evaluation.ipynb`` beside the package)."""
+    path = Path(__file__).resolve().parent.parent / "notebooks" / ANALYZE_NOTEBOOK
+    if not path.is_file():
+        raise FileNotFoundError(f"Workbook {ANALYZE_NOTEBOOK} not found at {path}; `vrs analyze` runs from a checkout "
+                                "of vrs-workbooks (pip install -e .).")
+    return path
+
+
+def analyze_report(data, *, response: str, system: str | None, item: str, replications=(), properties=(),
+                   baseline: str | None = None, out_dir: str | os.PathLike = "vrs-report", dropna: bool = False,
+                   alpha: float = 0.05, n_resamples: int = 10_000, seed: int = 0) -> dict:
+    """``vrs analyze``: validate the score table, run workbook 07 on it with papermill and write
+    ``out_dir/report.ipynb``, ``out_dir/report.html`` and ``out_dir/summary.json``.
+
+    Bad input raises :class:`vrs_helpers.own_data.InputError` before anything runs. Everything is produced in a
+    temporary folder first and moved into ``out_dir`` only when the run succeeded, so a failed run leaves a previous
+    report untouched (the failed copy stays in the temporary folder, named in the error). Returns the summary.
+    """
+    import json
+    import shutil
+    import tempfile
+
+    from .own_data import load_scores, validate
+
+    replications, properties = list(replications or []), list(properties or [])
+    raw = load_scores(data)
+    clean, _info = validate(raw, response=response, system=system, item=item, replications=replications,
+                            properties=properties, dropna=dropna)
+    work = Path(tempfile.mkdtemp(prefix="vrs-analyze-"))
+    table = work / "scores.parquet"
+    clean.to_parquet(table)
+    params = {"data": str(table), "data_label": str(data), "response": response, "system": system or "",
+              "item": item, "replications": replications, "properties": properties, "baseline": baseline or "",
+              "alpha": float(alpha), "n_resamples": int(n_resamples), "seed": int(seed), "dropna": bool(dropna),
+              "summary_path": str(work / "summary.json")}
+    try:
+        res = run_notebook(analyze_notebook(), params, out_dir=work, html_dir=work, output_name="report.ipynb")
+    except NotebookError as exc:
+        raise NotebookError(f"{exc}. The previous report in {out_dir} (if any) is untouched.") from exc
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for src, name in [(res.output, "report.ipynb"), (res.html, "report.html"), (work / "summary.json", "summary.json")]:
+        tmp = out / f".{name}.partial"
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, out / name)
+    shutil.rmtree(work, ignore_errors=True)
+    return json.loads((out / "summary.json").read_text())

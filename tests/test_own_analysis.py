@@ -1,0 +1,121 @@
+"""vrs_helpers.own_analysis: workbook 07's analyses against lme4 on simulated logs with planted effects.
+
+Reference: tests/reference/own_analysis_lme4.json, made by `Rscript tests/reference/own_analysis.R tests/reference`
+(R 4.2.2, lme4 1.1-31) on own_analysis_{two,three}.csv.gz (tests/reference/own_analysis_data.py). Tolerances: the
+chi2 statistics are differences of two maximized log-likelihoods; ours and lme4's optima agree to ~1e-6 in logLik
+on such designs (tests/test_mixed_reference.py), so chi2 within 1e-4 absolute; p-values relative 1e-3; variance
+components relative 1e-3 (flat REML surfaces move the 4th digit), absolute 1e-7 for components lme4 puts on the
+boundary (1e-12).
+"""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from vrs_helpers.own_analysis import AnalysisError, analyze
+
+REF = Path(__file__).parent / "reference"
+LME4 = json.loads((REF / "own_analysis_lme4.json").read_text())
+
+
+def _load(name):
+    df = pd.read_csv(REF / f"own_analysis_{name}.csv.gz", dtype={"lr": str})
+    return df
+
+
+def _same_test(ours: dict, ref: dict):
+    assert ours["df"] == ref["df"]
+    assert ours["chi2"] == pytest.approx(ref["chi2"], abs=1e-4)
+    assert ours["p_value"] == pytest.approx(ref["p_value"], rel=1e-3)
+
+
+def _same_components(ours: dict, ref: dict):
+    assert set(ours) == set(ref)
+    for k, v in ref.items():
+        if v < 1e-8:
+            assert ours[k] == pytest.approx(v, abs=1e-7), k
+        else:
+            assert ours[k] == pytest.approx(v, rel=1e-3), k
+
+
+@pytest.fixture(scope="module")
+def two():
+    return analyze(_load("two"), "score", "system", "item", replications=["seed"], properties=["length", "domain"],
+                   baseline="base", n_resamples=999, seed=1)
+
+
+def test_two_systems_against_lme4(two):
+    s, ref = two.to_summary(), LME4["two"]
+    _same_test(s["glrt"], ref["glrt"])
+    _same_test(s["glrt_replications_random"], ref["glrt_replications_random"])
+    for p in ("length", "domain"):
+        _same_test(s["conditional"][p], ref["conditional"][p])
+    for system in ("base", "new"):
+        _same_components(s["variance_components"][system], ref["variance_components"][system])
+
+
+def test_two_systems_readings_disagree_and_say_so(two):
+    # planted: a real difference of 0.02 but run SD 0.02 over 5 seeds: significant as replications, not beyond runs
+    assert two.glrt.p_value < 0.05 < two.glrt_replications_random.p_value
+    assert two.disagree and any(v.startswith("WARNING") for v in two.verdict)
+    assert two.to_summary()["readings_disagree"] is True
+
+
+def test_phi_and_decision_study_follow_definition_3_2(two):
+    vc = two.to_summary()["variance_components"]["base"]
+    n = 5
+    phi = vc["item"] / (vc["item"] + vc["seed"] / n + vc["Residual"] / n)   # absolute phi, item scores over 5 runs
+    assert two.reliability["base"].phi == pytest.approx(phi, rel=1e-12)
+    need = two.runs_needed["base"]["seed"]
+    at = lambda k: vc["item"] / (vc["item"] + (vc["seed"] + vc["Residual"]) / k)  # noqa: E731
+    assert at(need) >= 0.8 and (need == 1 or at(need - 1) < 0.8)
+
+
+def test_paired_resampling_p_never_zero(two):
+    paired = two.paired
+    assert set(paired["test"]) == {"paired bootstrap", "paired permutation"}
+    assert (paired["p_value"] > 0).all()
+    k = paired["n_resamples"].to_numpy()
+    assert np.allclose(paired["p_value"], (np.round(paired["p_value_c_over_K"] * k) + 1) / (k + 1))
+    # the observed difference is the mean over items of the per-item run means
+    d = _load("two").groupby(["system", "item"])["score"].mean().unstack("system")
+    assert paired["difference"].iloc[0] == pytest.approx(float((d["new"] - d["base"]).mean()), rel=1e-12)
+
+
+def test_three_systems_two_replication_columns_against_lme4():
+    res = analyze(_load("three"), "score", "system", "item", replications=["seed", "lr"], n_resamples=199)
+    s, ref = res.to_summary(), LME4["three"]
+    _same_test(s["glrt"], ref["glrt"])
+    _same_test(s["glrt_replications_random"], ref["glrt_replications_random"])
+    for system in ("A", "B", "C"):
+        _same_components(s["variance_components"][system], ref["variance_components"][system])
+    assert len(res.comparison.contrasts) == 3   # Tukey: all pairs of 3 systems
+
+
+def test_awkward_column_names_are_mapped_back():
+    df = _load("two").rename(columns={"score": "BLEU score", "seed": "random-seed", "item": "sentence id"})
+    res = analyze(df, "BLEU score", "system", "sentence id", replications=["random-seed"], n_resamples=99)
+    s = res.to_summary()
+    _same_test(s["glrt_replications_random"], LME4["two"]["glrt_replications_random"])
+    assert set(s["variance_components"]["base"]) == {"sentence id", "random-seed", "Residual"}
+
+
+def test_one_system_is_reliability_only():
+    df = _load("two")
+    res = analyze(df[df["system"] == "base"], "score", None, "item", replications=["seed"])
+    s = res.to_summary()
+    assert s["glrt"] is None and s["glrt_replications_random"] is None
+    _same_components(s["variance_components"]["all"], LME4["two"]["variance_components"]["base"])
+
+
+def test_bad_input_is_named():
+    df = _load("two")
+    with pytest.raises(AnalysisError, match="scor"):
+        analyze(df, "scor", "system", "item")
+    with pytest.raises(AnalysisError, match="baseline"):
+        analyze(df, "score", "system", "item", baseline="nope")
+    with pytest.raises(AnalysisError, match="missing"):
+        analyze(df.assign(score=df["score"].where(df.index != 3)), "score", "system", "item")
