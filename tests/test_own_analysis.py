@@ -119,3 +119,12 @@ def test_bad_input_is_named():
         analyze(df, "score", "system", "item", baseline="nope")
     with pytest.raises(AnalysisError, match="missing"):
         analyze(df.assign(score=df["score"].where(df.index != 3)), "score", "system", "item")
+
+
+def test_a_single_run_gives_no_variance_components():
+    # one score per item: item and residual variance are confounded (any split fits), so none is reported
+    df = _load("two")
+    one = df[(df["system"] == "new") | (df["seed"] == "seed0")]
+    res = analyze(one, "score", "system", "item", replications=["seed"], n_resamples=99)
+    assert "base" not in res.variance_components and "new" in res.variance_components
+    assert any("not separable" in n for n in res.notes)

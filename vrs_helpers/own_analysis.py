@@ -241,6 +241,10 @@ def analyze(data: pd.DataFrame, response: str, system: str | None, item: str, re
     # --- reliability per system
     for s in systems:
         part = d[d[sy] == s]
+        if part.groupby(it, observed=True).size().max() < 2:
+            result.notes.append(f"system {s} has one score per item (a single run): item and residual variance are "
+                                "not separable, so no variance components or phi for it; add runs")
+            continue
         reps_s = [r for r in reps if part[r].nunique() >= 2]
         formula = f"{y} ~ 1 + (1|{it})" + "".join(f" + (1|{r})" for r in reps_s)
         try:
