@@ -105,6 +105,9 @@ class OwnAnalysis:
                                          else _test_dict(self.glrt_replications_random)),
             "readings_disagree": self.disagree,
             "conditional": {p: _test_dict(c.glrt) for p, c in self.conditional.items()},
+            "conditional_contrasts": {p: (c.slopes if c.slopes is not None else c.contrasts)
+                                      .replace({np.nan: None}).to_dict("records")
+                                      for p, c in self.conditional.items()},
             "contrasts": ([] if self.comparison is None else
                           self.comparison.contrasts.replace({np.nan: None}).to_dict("records")),
             "paired_resampling": [] if self.paired is None else self.paired.to_dict("records"),

@@ -291,12 +291,19 @@ def analyze_report(data, *, response: str, system: str | None, item: str, replic
     import shutil
     import tempfile
 
-    from .own_data import load_scores, validate
+    from .own_data import InputError, load_scores, validate
 
     replications, properties = list(replications or []), list(properties or [])
     raw = load_scores(data)
     clean, _info = validate(raw, response=response, system=system, item=item, replications=replications,
                             properties=properties, dropna=dropna)
+    if baseline is not None and system and str(baseline) not in set(clean[system].astype(str)):
+        levels = ", ".join(sorted(set(clean[system].astype(str))))
+        raise InputError(f"baseline {baseline!r} is not a level of {system!r}; levels: {levels}.")
+    if not 0 < float(alpha) < 1:
+        raise InputError(f"alpha must be between 0 and 1, got {alpha!r}.")
+    if int(n_resamples) < 1:
+        raise InputError(f"n_resamples must be a positive integer, got {n_resamples!r}.")
     work = Path(tempfile.mkdtemp(prefix="vrs-analyze-"))
     table = work / "scores.parquet"
     clean.to_parquet(table)
