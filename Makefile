@@ -31,6 +31,7 @@ benchmark: $(STAMP)
 	$(BIN)/python benchmarks/mixed_models.py
 	$(BIN)/python benchmarks/significance.py
 	$(BIN)/python benchmarks/circularity.py
+	$(BIN)/python benchmarks/analyze.py
 
 clean:
 	rm -rf build

@@ -38,7 +38,7 @@ def three(seed=202):
     n_item = 120
     item_eff = rng.normal(0, 0.1, n_item)
     rows = []
-    for s, (name, eff) in enumerate([("A", 0.0), ("B", 0.01), ("C", 0.04)]):
+    for name, eff in [("A", 0.0), ("B", 0.01), ("C", 0.04)]:
         lr_eff = rng.normal(0, 0.02, 2)
         for r in range(3):
             seed_eff = rng.normal(0, 0.01)
