@@ -143,3 +143,48 @@ def test_circularity_notebook_on_patent_and_kidney(tmp_path, dataset):
     if dataset == "patent":
         refs = {row["ref"] for row in res.scorecard}
         assert {"Table 2.5, rank 1", "Table 2.5, rank 5", "Figure 2.8"} <= refs
+
+
+def test_parameters_checked_before_anything_runs(tmp_path, capsys):
+    nb03 = ROOT / "notebooks" / "03_krippendorff_paradoxes.ipynb"
+    out = tmp_path / "out"
+    assert main(["run", str(nb03), "-p", "n_unit", "40", "--out", str(out), "--html", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "no parameter 'n_unit'" in err and "Did you mean 'n_units'?" in err
+    assert main(["run", str(nb03), "-p", "n_units", "forty", "--out", str(out), "--html", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "'n_units' must be an integer" in err and "'forty'" in err
+    assert not out.exists()   # nothing ran, nothing written
+
+
+@pytest.mark.parametrize("value, ok", [(2, True), (2.5, False), ("2", False), (True, False)])
+def test_parameter_types_follow_the_default(tmp_path, value, ok):
+    nb = _write_nb(tmp_path / "t.ipynb", ["pass"], params="x = 1\nr = 0.5\nflag = False\nnames = ['a']\ns = 'a'")
+    if ok:
+        runner.check_parameters(nb, {"x": value})
+    else:
+        with pytest.raises(runner.ParameterError, match="'x' must be an integer"):
+            runner.check_parameters(nb, {"x": value})
+    runner.check_parameters(nb, {"r": 1, "flag": True, "names": ["b", "c"], "s": "text"})  # int is a number
+    for bad in [{"r": "x"}, {"flag": 1}, {"names": "b"}, {"s": 3}]:
+        with pytest.raises(runner.ParameterError):
+            runner.check_parameters(nb, bad)
+
+
+def test_batch_grid_checked_in_full_first(tmp_path, capsys):
+    nb = _write_nb(tmp_path / "t.ipynb", ["from vrs_helpers.scorecard import record\nrecord('y', x)"])
+    grid = tmp_path / "g.yaml"
+    grid.write_text(f"notebook: {nb}\nparameters:\n  x: [1, 2]\n  xx: [3]\n")
+    assert main(["batch", str(grid), "--out", str(tmp_path / "b")]) == 2
+    assert "no parameter 'xx'" in capsys.readouterr().err and not (tmp_path / "b").exists()
+
+
+def test_runs_with_different_parameters_do_not_overwrite(tmp_path, capsys):
+    nb = _write_nb(tmp_path / "t.ipynb", ["y = x"])
+    out = tmp_path / "o"
+    for x in ("1", "2"):
+        assert main(["run", str(nb), "-p", "x", x, "--out", str(out), "--html", str(out)]) == 0
+    assert sorted(p.name for p in out.glob("*.ipynb")) == ["t__x-1.ipynb", "t__x-2.ipynb"]
+    assert "no scorecard checks" in capsys.readouterr().out
+    assert main(["run", str(nb), "--out", str(tmp_path / "named.ipynb"), "--html", str(out)]) == 0
+    assert (tmp_path / "named.ipynb").is_file()

@@ -47,22 +47,46 @@ def _cmd_data(args) -> int:
     return 1 if len(bad) else 0
 
 
+def _scorecard_table(rows) -> str:
+    """The scorecard rows of a run as a short aligned table (counts first)."""
+    import pandas as pd
+
+    if not rows:
+        return "no scorecard checks"
+    t = pd.DataFrame(rows)
+    counts = t["match"].value_counts().to_dict()
+    t["quantity"] = t["quantity"].astype(str).str.slice(0, 60)
+    fmt = lambda v: "" if v is None or (isinstance(v, float) and v != v) else f"{v:.6g}" if isinstance(  # noqa: E731
+        v, (int, float)) else str(v)
+    t["book"], t["ours"] = t["book"].map(fmt), t["ours"].map(fmt)
+    lines = t[["match", "ref", "quantity", "book", "ours"]].to_string(index=False, max_colwidth=60)
+    return f"{len(t)} scorecard checks: " + ", ".join(f"{v} {k}" for k, v in counts.items()) + "\n" + lines
+
+
 def _cmd_run(args) -> int:
-    from .runner import NotebookError, run_notebook
+    from .runner import NotebookError, ParameterError, _slug, run_notebook
 
     params = {name: _parse_value(value) for name, value in (args.param or [])}
     if args.inplace and params:
         print("error: --inplace stores the executed notebook as the committed one; it takes no -p parameters "
               "(the committed notebook shows the defaults, which reproduce the book).", file=sys.stderr)
         return 2
-    out_dir, name = (Path(args.notebook).parent, Path(args.notebook).name) if args.inplace else (args.out, None)
+    if args.inplace:
+        out_dir, name = Path(args.notebook).parent, Path(args.notebook).name
+    elif str(args.out).endswith(".ipynb"):
+        out_dir, name = Path(args.out).parent, Path(args.out).name
+    else:   # runs with different parameters do not overwrite each other
+        stem = Path(args.notebook).stem
+        out_dir, name = args.out, (f"{stem}__{_slug(params)}.ipynb" if params else None)
     try:
         res = run_notebook(args.notebook, params, out_dir=out_dir, html_dir=args.html, output_name=name)
+    except ParameterError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except NotebookError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(f"executed: {res.output}\nhtml: {res.html}\n{len(res.scorecard)} scorecard checks: "
-          + ", ".join(f"{r['ref']} {r['quantity']} -> {r['match']}" for r in res.scorecard))
+    print(f"executed: {res.output}\nhtml: {res.html}\n{_scorecard_table(res.scorecard)}")
     return 1 if _report_regressions(res.scorecard, Path(args.notebook).parent) else 0
 
 
@@ -113,9 +137,13 @@ def _cmd_reproduce(args) -> int:
 
 
 def _cmd_batch(args) -> int:
-    from .runner import batch
+    from .runner import ParameterError, batch
 
-    results, table = batch(args.grid, out_dir=args.out, workers=args.workers)
+    try:
+        results, table = batch(args.grid, out_dir=args.out, workers=args.workers)
+    except ParameterError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     failed = [r for r in results if r.error]
     out = results[0].output.parent if results else args.out
     print(f"{len(results)} combinations, {len(failed)} failed; notebooks and results.csv in {out}")
@@ -161,8 +189,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("notebook")
     p.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
                    help="set a parameter (value parsed as YAML: 0.5, 10, true, [1, 2], text)")
-    p.add_argument("--out", default="build/notebooks")
-    p.add_argument("--html", default="build/html")
+    p.add_argument("--out", default="build/notebooks",
+                   help="folder for the executed notebook (named after the notebook and its -p parameters, so runs "
+                        "do not overwrite each other), or a file name ending in .ipynb")
+    p.add_argument("--html", default="build/html", help="folder for the HTML export")
     p.add_argument("--inplace", action="store_true",
                    help="write the executed notebook (volatile metadata stripped) back over the source, "
                         "to commit it with its outputs")

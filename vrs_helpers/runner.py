@@ -73,6 +73,62 @@ def export_html(nb_path: Path, html_dir: Path) -> Path:
     return out
 
 
+class ParameterError(ValueError):
+    """A parameter a notebook does not have, or a value of the wrong type (raised before anything runs)."""
+
+
+def notebook_parameters(notebook: str | os.PathLike) -> dict:
+    """The names and default values of a notebook's ``parameters`` cell (values that are not Python literals are
+    reported as ``...``: their type is not checked)."""
+    import ast
+
+    import nbformat
+
+    nb = nbformat.read(str(notebook), as_version=4)
+    cell = next((c for c in nb.cells if c.cell_type == "code" and "parameters" in c.metadata.get("tags", [])), None)
+    if cell is None:
+        return {}
+    out = {}
+    for node in ast.parse(cell.source).body:
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    try:
+                        out[t.id] = ast.literal_eval(node.value)
+                    except (ValueError, SyntaxError):
+                        out[t.id] = ...
+    return out
+
+
+def _type_name(value) -> str:
+    return {bool: "true/false", int: "an integer", float: "a number", str: "text", list: "a list",
+            dict: "a mapping"}.get(type(value), type(value).__name__)
+
+
+def check_parameters(notebook: str | os.PathLike, parameters: dict) -> None:
+    """Raise :class:`ParameterError` if a parameter is not in the notebook's ``parameters`` cell (with a
+    did-you-mean) or its value does not have the type of the default (an integer is accepted for a number)."""
+    import difflib
+
+    defaults = notebook_parameters(notebook)
+    name = Path(notebook).name
+    for key, value in (parameters or {}).items():
+        if key not in defaults:
+            close = difflib.get_close_matches(key, list(defaults), n=1, cutoff=0.6)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise ParameterError(f"{name} has no parameter {key!r}.{hint} Its parameters: {', '.join(defaults)}.")
+        default = defaults[key]
+        if default is ... or default is None or value is None:
+            continue
+        ok = (isinstance(value, bool) if isinstance(default, bool) else
+              isinstance(value, int) and not isinstance(value, bool) if isinstance(default, int) else
+              isinstance(value, (int, float)) and not isinstance(value, bool) if isinstance(default, float) else
+              isinstance(value, type(default)))
+        if not ok:
+            raise ParameterError(f"{name}: parameter {key!r} must be {_type_name(default)} like its default "
+                                 f"{default!r}; got {value!r} ({_type_name(value)}).")
+
+
 def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, *,
                  out_dir: str | os.PathLike = "build/notebooks", html_dir: str | os.PathLike | None = "build/html",
                  output_name: str | None = None,
@@ -89,6 +145,7 @@ def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, *,
     if not src.is_file():
         raise FileNotFoundError(f"No notebook at {src}.")
     parameters = dict(parameters or {})
+    check_parameters(src, parameters)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / (output_name or src.name)
@@ -251,6 +308,11 @@ def batch(grid_file: str | os.PathLike, out_dir: str | os.PathLike | None = None
     combos = expand_grid(spec["parameters"])
     excluded = spec.get("exclude") or []
     combos = [c for c in combos if not any(all(c.get(k) == v for k, v in ex.items()) for ex in excluded)]
+    for c in combos:   # the whole grid is checked before anything runs
+        try:
+            check_parameters(spec["notebook"], c)
+        except ParameterError as exc:
+            raise ParameterError(f"{grid_file}: {exc}") from None
     out = Path(out_dir or spec.get("output") or Path("build") / "batch" / Path(grid_file).stem)
     out.mkdir(parents=True, exist_ok=True)
     workers = workers or os.cpu_count() or 1
