@@ -188,3 +188,12 @@ def test_runs_with_different_parameters_do_not_overwrite(tmp_path, capsys):
     assert "no scorecard checks" in capsys.readouterr().out
     assert main(["run", str(nb), "--out", str(tmp_path / "named.ipynb"), "--html", str(out)]) == 0
     assert (tmp_path / "named.ipynb").is_file()
+
+
+def test_runs_are_quiet(tmp_path, capfd):
+    """No kernel transport warning (the kernel talks over IPC sockets) and no socket files left behind."""
+    nb = _write_nb(tmp_path / "q.ipynb", ["y = x"])
+    assert main(["run", str(nb), "--out", str(tmp_path / "o"), "--html", str(tmp_path / "o")]) == 0
+    captured = capfd.readouterr()
+    assert "without encryption" not in captured.err + captured.out
+    assert not [p for p in tmp_path.iterdir() if "ipc" in p.name]

@@ -129,6 +129,19 @@ def check_parameters(notebook: str | os.PathLike, parameters: dict) -> None:
                                  f"{default!r}; got {value!r} ({_type_name(value)}).")
 
 
+def _ipc_kernel_manager():
+    """A kernel manager that talks to the kernel over local IPC sockets instead of TCP: no network ports, and no
+    "Kernel is running over TCP without encryption" warning on every run (POSIX only)."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class IPCKernelManager(AsyncKernelManager):
+        def __init__(self, **kwargs):
+            kwargs.setdefault("transport", "ipc")
+            super().__init__(**kwargs)
+
+    return IPCKernelManager
+
+
 def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, *,
                  out_dir: str | os.PathLike = "build/notebooks", html_dir: str | os.PathLike | None = "build/html",
                  output_name: str | None = None,
@@ -151,8 +164,9 @@ def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, *,
     out = out_dir / (output_name or src.name)
     error = ""
     try:
+        extra = {"kernel_manager_class": _ipc_kernel_manager()} if os.name == "posix" else {}
         pm.execute_notebook(str(src), str(out), parameters=parameters, kernel_name=kernel_name,
-                            cwd=str(src.parent.resolve()), progress_bar=False, log_output=False)
+                            cwd=str(src.parent.resolve()), progress_bar=False, log_output=False, **extra)
     except Exception as exc:  # papermill wraps kernel errors in PapermillExecutionError
         error = _failure_message(src.name, exc)
         if raise_on_error:
