@@ -198,3 +198,27 @@ def test_many_statistics_path_equals_few_statistics_path(test):
     wide = test(wide_a, wide_b, metric=first, n_resamples=500, seed=4)
     assert np.allclose(narrow.distribution, wide.distribution, atol=1e-12)
     assert narrow.p_value == wide.p_value
+
+
+@pytest.mark.parametrize("test", [sg.permutation_test, sg.bootstrap_test])
+def test_monte_carlo_p_is_c_plus_one_over_k_plus_one(test):
+    """Phipson & Smyth (2010): p = (c + 1) / (K + 1), never 0; the book's c / K is kept beside it."""
+    rng = np.random.default_rng(5)
+    a = rng.normal(1.0, 0.1, 200)
+    b = rng.normal(0.0, 0.1, 200)           # a huge difference: no resample is as extreme
+    r = test(a, b, n_resamples=999, seed=1)
+    assert r.exceedances == 0 and r.p_value_c_over_K == 0.0 and r.p_value == pytest.approx(1 / 1000)
+    a2 = rng.normal(0, 1, 60)
+    b2 = a2 + rng.normal(0.1, 1, 60)
+    r2 = test(a2, b2, n_resamples=500, seed=2)
+    dist = r2.distribution
+    c = int(np.sum(np.abs(dist) >= abs(r2.observed) - 1e-12 * max(1, abs(r2.observed))))
+    assert r2.exceedances == c and r2.p_value == pytest.approx((c + 1) / 501)
+    assert r2.p_value_c_over_K == pytest.approx(c / 500)
+
+
+def test_exact_test_keeps_the_exact_proportion():
+    a = np.array([0.1, 0.4, 0.3, 0.9, 0.2, 0.5])
+    b = np.array([0.2, 0.1, 0.3, 0.4, 0.6, 0.1])
+    r = sg.permutation_test_exact(a, b)
+    assert r.p_value == pytest.approx(np.mean(np.abs(r.distribution) >= abs(r.observed) - 1e-12))

@@ -233,12 +233,10 @@ def analyze(data: pd.DataFrame, response: str, system: str | None, item: str, re
             a, b = pair[other].to_numpy(), pair[systems[0]].to_numpy()
             for name, fn in [("paired bootstrap", bootstrap_test), ("paired permutation", permutation_test)]:
                 r = fn(a, b, n_resamples=n_resamples, seed=seed)
-                exceed = round(r.p_value * r.n_resamples)
-                # (c + 1) / (K + 1): the observed data count as one resample, so p is never 0 (the book's
-                # Algorithms 4.1/4.2 print c / K, kept as p_value_c_over_K)
+                # p = (c + 1) / (K + 1), never 0; the book's c / K beside it
                 rows.append({"test": name, "system": other, "baseline": systems[0], "items": len(pair),
-                             "difference": r.observed, "p_value": (exceed + 1) / (r.n_resamples + 1),
-                             "p_value_c_over_K": r.p_value, "n_resamples": r.n_resamples})
+                             "difference": r.observed, "p_value": r.p_value,
+                             "p_value_c_over_K": r.p_value_c_over_K, "n_resamples": r.n_resamples})
         result.paired = pd.DataFrame(rows)
 
     # --- reliability per system

@@ -157,7 +157,13 @@ METRICS: dict[str, Callable] = {"mean": mean_metric, "f1": f1_metric, "bleu": bl
 
 @dataclass
 class ResamplingResult:
-    """A paired resampling test: observed difference S(A) - S(B), p-value, the resampled differences."""
+    """A paired resampling test: observed difference S(A) - S(B), p-value, the resampled differences.
+
+    For the Monte Carlo tests (``permutation_test``, ``bootstrap_test``) ``p_value`` is (c + 1) / (K + 1), c of the
+    K resampled differences being at least as extreme as the observed one: the observed data count as one of the
+    resamples, so p is never 0 and the test keeps its level (Phipson & Smyth 2010). The book's Algorithms 4.1/4.2
+    print c / K, kept as ``p_value_c_over_K``. The exact test's p-value is the exact proportion.
+    """
 
     method: str
     observed: float
@@ -166,6 +172,12 @@ class ResamplingResult:
     alternative: str
     seed: int
     distribution: np.ndarray = field(repr=False)
+    exceedances: int | None = None   # c: resamples at least as extreme as the observed difference
+
+    @property
+    def p_value_c_over_K(self) -> float:  # noqa: N802 - the book's notation
+        """The book's c / K (Algorithms 4.1, 4.2); 0 when no resample is as extreme."""
+        return self.p_value if self.exceedances is None else self.exceedances / self.n_resamples
 
     def reject(self, alpha: float = 0.05) -> bool:
         return bool(self.p_value <= alpha)
@@ -210,13 +222,25 @@ def _check_resamples(n_resamples: int) -> None:
         raise SignificanceError(f"n_resamples must be a positive integer; got {n_resamples!r}.")
 
 
-def _tail(dist: np.ndarray, observed: float, alternative: str) -> float:
+def _exceed(dist: np.ndarray, observed: float, alternative: str) -> int:
+    """How many resampled differences are at least as extreme as the observed one."""
     eps = 1e-12 * max(1.0, abs(observed))  # ties up to rounding count as "as extreme"
     if alternative == "two-sided":
-        return float(np.mean(np.abs(dist) >= abs(observed) - eps))
+        return int(np.sum(np.abs(dist) >= abs(observed) - eps))
     if alternative == "greater":
-        return float(np.mean(dist >= observed - eps))
-    return float(np.mean(dist <= observed + eps))
+        return int(np.sum(dist >= observed - eps))
+    return int(np.sum(dist <= observed + eps))
+
+
+def _tail(dist: np.ndarray, observed: float, alternative: str) -> float:
+    """The exact proportion of resamples at least as extreme (for the exact test over all 2^N swaps)."""
+    return _exceed(dist, observed, alternative) / len(dist)
+
+
+def _monte_carlo(method, observed, dist, alternative, n_resamples, seed, shown=None) -> ResamplingResult:
+    c = _exceed(dist, observed, alternative)
+    return ResamplingResult(method, observed, (c + 1) / (n_resamples + 1), n_resamples, alternative, seed,
+                            dist if shown is None else shown, exceedances=c)
 
 
 def _patterns(rows: np.ndarray, limit: int = 4096):
@@ -288,8 +312,7 @@ def permutation_test(a, b, metric="mean", n_resamples: int = 10_000, seed: int =
             else:
                 moved = table.reshape(256, groups, k)[byte, cols].sum(axis=1)
             out[done:done + r] = fn(total_a + moved, n) - fn(total_b - moved, n)
-    return ResamplingResult("permutation test", observed, _tail(out, observed, alternative), n_resamples,
-                            alternative, seed, out)
+    return _monte_carlo("permutation test", observed, out, alternative, n_resamples, seed)
 
 
 def permutation_test_exact(a, b, metric="mean", alternative: str = "two-sided") -> ResamplingResult:
@@ -376,8 +399,7 @@ def bootstrap_test(a, b, metric="mean", n_resamples: int = 10_000, seed: int = 0
         sums = _bootstrap_sums(np.ascontiguousarray(X, dtype=float), n_resamples, seed)
         out[:] = sums[:, 0] / n if linear else fn(sums[:, :k], n) - fn(sums[:, k:], n)
     shifted = out - out.mean()
-    return ResamplingResult("bootstrap test (shift method)", observed, _tail(shifted, observed, alternative),
-                            n_resamples, alternative, seed, shifted)
+    return _monte_carlo("bootstrap test (shift method)", observed, shifted, alternative, n_resamples, seed)
 
 
 # ----------------------------------------------------------------------------------- multiple comparisons
