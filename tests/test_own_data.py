@@ -124,6 +124,8 @@ def test_validate_errors():
         validate(df[~((df["system"] == "S1") & (df["item"] == "i3"))], **kw)
     with pytest.raises(InputError, match="repeat a \\(system, run, item\\).*replication column"):
         validate(df, response="score", system="system", item="item")
+    with pytest.raises(InputError, match="property 'const' has a single value"):
+        validate(df.assign(const=1.0), properties=["const"], **kw)
     # numbers given as text are accepted
     clean, _ = validate(df.assign(score=df["score"].map(repr)), **kw)
     assert clean["score"].dtype == float

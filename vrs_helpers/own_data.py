@@ -229,6 +229,9 @@ def validate(df: pd.DataFrame, *, response: str, system: str | None = None, item
         if out[p].isna().any():
             raise InputError(f"The property {p!r} has {int(out[p].isna().sum())} missing value(s); fill or drop "
                              "them.")
+        if out[p].nunique() < 2:
+            raise InputError(f"The property {p!r} has a single value ({out[p].iloc[0]!r}): there is nothing to "
+                             "condition on; drop it from the properties.")
     systems = sorted(out[sys_col].unique())
     for r in replications:
         per = out.groupby(sys_col)[r].nunique()
