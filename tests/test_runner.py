@@ -197,3 +197,14 @@ def test_runs_are_quiet(tmp_path, capfd):
     captured = capfd.readouterr()
     assert "without encryption" not in captured.err + captured.out
     assert not [p for p in tmp_path.iterdir() if "ipc" in p.name]
+
+
+def test_inplace_failure_leaves_the_notebook_unchanged(tmp_path):
+    nb = _write_nb(tmp_path / "f.ipynb", ["raise ValueError('boom')"])
+    before = nb.read_bytes()
+    assert main(["run", str(nb), "--inplace", "--html", str(tmp_path / "h")]) == 1
+    assert nb.read_bytes() == before
+    ok = _write_nb(tmp_path / "g.ipynb", ["print(x + 1)"])
+    assert main(["run", str(ok), "--inplace", "--html", str(tmp_path / "h")]) == 0
+    executed = nbformat.read(str(ok), as_version=4)
+    assert executed.cells[1].outputs[0]["text"] == "2\n"

@@ -63,6 +63,33 @@ def _scorecard_table(rows) -> str:
     return f"{len(t)} scorecard checks: " + ", ".join(f"{v} {k}" for k, v in counts.items()) + "\n" + lines
 
 
+def _run_inplace(args) -> int:
+    """Re-execute a notebook with its defaults and replace the source only if the run succeeded and no scorecard
+    row regressed (a failed run leaves the committed notebook as it was)."""
+    import os
+    import shutil
+    import tempfile
+
+    from .runner import NotebookError, run_notebook
+
+    src = Path(args.notebook)
+    with tempfile.TemporaryDirectory(prefix="vrs-inplace-") as tmp:
+        try:
+            res = run_notebook(src, {}, out_dir=tmp, html_dir=args.html, output_name=src.name)
+        except NotebookError as exc:
+            print(f"error: {exc}; {src} is unchanged.", file=sys.stderr)
+            return 1
+        print(f"html: {res.html}\n{_scorecard_table(res.scorecard)}")
+        if _report_regressions(res.scorecard, src.parent):
+            print(f"{src} is unchanged (scorecard regressions).", file=sys.stderr)
+            return 1
+        partial = src.with_name(f".{src.name}.partial")
+        shutil.copyfile(res.output, partial)
+        os.replace(partial, src)
+    print(f"executed: {src}")
+    return 0
+
+
 def _cmd_run(args) -> int:
     from .runner import NotebookError, ParameterError, _slug, run_notebook
 
@@ -72,8 +99,8 @@ def _cmd_run(args) -> int:
               "(the committed notebook shows the defaults, which reproduce the book).", file=sys.stderr)
         return 2
     if args.inplace:
-        out_dir, name = Path(args.notebook).parent, Path(args.notebook).name
-    elif str(args.out).endswith(".ipynb"):
+        return _run_inplace(args)
+    if str(args.out).endswith(".ipynb"):
         out_dir, name = Path(args.out).parent, Path(args.out).name
     else:   # runs with different parameters do not overwrite each other
         stem = Path(args.notebook).stem
