@@ -136,7 +136,12 @@ def _ipc_kernel_manager():
 
     class IPCKernelManager(AsyncKernelManager):
         def __init__(self, **kwargs):
+            import tempfile
+            import uuid
+
             kwargs.setdefault("transport", "ipc")
+            # a unique socket path per kernel: parallel runs (vrs batch) in one folder must not share sockets
+            kwargs.setdefault("ip", os.path.join(tempfile.gettempdir(), f"vrs-kernel-{uuid.uuid4().hex}"))
             super().__init__(**kwargs)
 
     return IPCKernelManager
