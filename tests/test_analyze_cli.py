@@ -76,8 +76,9 @@ def test_missing_file_and_empty_pattern_exit_2(tmp_path, capsys):
 
 
 def test_failed_notebook_run_keeps_the_previous_report(tmp_path, capsys, monkeypatch):
+    params = "\n".join(f"{k} = {v!r}" for k, v in runner.notebook_parameters(runner.analyze_notebook()).items())
     nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell("data = ''\nsummary_path = ''", metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell(params, metadata={"tags": ["parameters"]}),
         nbformat.v4.new_code_cell("raise RuntimeError('boom')")])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.metadata["language_info"] = {"name": "python"}
