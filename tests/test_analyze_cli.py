@@ -10,14 +10,11 @@ import pytest
 from conftest import requires_data
 
 from vrs_helpers import cli, runner
-from vrs_helpers.data import load
+from vrs_helpers.data import book_table, load
 
 # book Table 4.3 (Tukey p-values per source-length class), as printed; "< 0.0001" means p <= 0.0001
-BOOK_43 = {("short", "Baseline - Marking"): "< 0.0001", ("short", "Baseline - PostEdit"): "0.0002",
-           ("short", "Marking - PostEdit"): "0.2683", ("typical", "Baseline - Marking"): "0.0175",
-           ("typical", "Baseline - PostEdit"): "0.2098", ("typical", "Marking - PostEdit"): "0.3052",
-           ("very long", "Baseline - Marking"): "0.0003", ("very long", "Baseline - PostEdit"): "< 0.0001",
-           ("very long", "Marking - PostEdit"): "0.0252"}
+BOOK_43 = {(cls, pair): p for cls, row in book_table("significance_4_3")["table_4_3"].items()
+           for pair, p in row.items()}
 
 
 def _within_printed(printed: str, value: float) -> bool:

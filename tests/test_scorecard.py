@@ -121,3 +121,14 @@ def test_flush_emits_pending_checks_as_one_list():
     nb.cells.append(cell)
     rows, _ = extract(nb)
     assert [r["quantity"] for r in rows] == ["a", "b"] and [r["match"] for r in rows] == ["true", "false"]
+
+
+def test_check_p_reads_the_printed_form():
+    card = Scorecard("nb")
+    below = card.check_p("Table 4.2", "A - B: p", "< 0.0001", 3e-8, show=False)
+    assert below.match == "true" and below.book == 0.00005 and below.tolerance == 0.00005
+    assert "(printed '< 0.0001')" in below.quantity
+    assert card.check_p("Table 4.2", "A - B: p", "< 0.0001", 0.0002, show=False).match == "false"
+    exact = card.check_p("Table 4.3", "p", "0.2683", 0.26834, show=False)
+    assert exact.match == "true" and exact.tolerance == pytest.approx(5e-5)
+    assert card.check_p("Table 4.3", "p", "0.2683", 0.26836, show=False).match == "false"

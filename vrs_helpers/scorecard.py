@@ -170,6 +170,15 @@ class Scorecard:
             self._pending.append(c)
         return c
 
+    def check_p(self, ref: str, quantity: str, printed: str, ours: float, **kwargs) -> Check:
+        """Check a p-value as the book prints it: a number (tolerance half a unit of its last digit) or a bound
+        "< x" (checked as x/2 +- x/2, i.e. 0 <= p <= x; the quantity says so)."""
+        text = str(printed).strip()
+        if text.startswith("<"):
+            bound = float(text[1:])
+            return self.check(ref, f"{quantity} (printed '{text}')", bound / 2, ours, tolerance=bound / 2, **kwargs)
+        return self.check(ref, quantity, float(text), ours, printed=text, **kwargs)
+
     def flush(self, visible: bool = True) -> None:
         """Emit the checks made with ``show=False`` since the last flush (so ``vrs reproduce`` collects them),
         as one table, or (``visible=False``) as a one-line summary when the notebook shows them otherwise."""
