@@ -58,9 +58,14 @@ def _chol_inverse(L: np.ndarray) -> np.ndarray:
 
 
 def _as_cross(G: sparse.spmatrix) -> np.ndarray | sparse.csr_matrix:
-    """Keep a cross block sparse unless it is small or dense enough that BLAS wins."""
+    """Keep a cross block sparse unless it is tiny or dense enough that BLAS wins.
+
+    A dense G diag(d) G' costs q^2 m flops; the listed pairs (:class:`_PairSums`) cost about nnz(G)^2 / m. In a
+    nested or sparsely crossed design (items x raters with item:rater the largest term: two nonzeros per column)
+    the pairs are thousands of times fewer.
+    """
     size = G.shape[0] * G.shape[1]
-    if size <= 250_000 or G.nnz > 0.25 * size:
+    if size <= 20_000 or G.nnz > 0.25 * size:
         return G.toarray()
     return sparse.csr_matrix(G)
 
@@ -218,6 +223,7 @@ class _Deviance:
                           else np.zeros(0, dtype=int))
         self.eye_o = np.eye(self.q_o)
         self.eye_p = np.eye(p)
+        self._memo: dict = {}
 
     def parts(self, theta: np.ndarray):
         p = self.s.p
@@ -248,19 +254,40 @@ class _Deviance:
             return np.inf
         return value if np.isfinite(value) else np.inf
 
-    def value_and_grad(self, theta: np.ndarray):
+    def _value_psi(self, theta: np.ndarray):
+        """(deviance, psi-gradient) at theta, remembered for the last few points: the optimizer, the boundary check
+        and the Newton polish ask for the same point more than once, and on large designs one gradient costs an
+        inverse of the dense block (:func:`_chol_inverse`)."""
+        theta = np.asarray(theta, dtype=float)
+        key = theta.tobytes()
+        hit = self._memo.get(key)
+        if hit is not None:
+            return hit
         try:
             value, parts = self.evaluate(theta)
             if parts is None or not np.isfinite(value):
-                return np.inf, np.zeros_like(theta)
-            return value, self.gradient(theta, parts)
+                out = (np.inf, None)
+            else:
+                out = (value, self.gradient(theta, parts, per_psi=True))
         except (linalg.LinAlgError, ValueError, FloatingPointError):
-            return np.inf, np.zeros_like(theta)
+            out = (np.inf, None)
+        if len(self._memo) >= 8:
+            self._memo.pop(next(iter(self._memo)))
+        self._memo[key] = out
+        return out
+
+    def value_and_grad(self, theta: np.ndarray):
+        value, g_psi = self._value_psi(theta)
+        if g_psi is None:
+            return np.inf, np.zeros_like(np.asarray(theta, dtype=float))
+        return value, 2.0 * np.asarray(theta, dtype=float) * g_psi
 
     def psi_gradient(self, theta: np.ndarray) -> np.ndarray:
         """Gradient in psi = theta^2 (relative variances); unlike the theta-gradient it is not 0 at theta_k = 0."""
-        value, parts = self.evaluate(theta)
-        return self.gradient(theta, parts, per_psi=True)
+        value, g_psi = self._value_psi(theta)
+        if g_psi is None:
+            raise MixedModelError("the deviance is not finite at this theta")
+        return g_psi
 
     def evaluate(self, theta):
         parts = self.parts(theta)
