@@ -324,16 +324,30 @@ def _fd_grad_hess(fun, x: np.ndarray, idx: np.ndarray, f0: float):
     return g, H, 2 * n + 4 * n * (n - 1) // 2
 
 
+#: evaluation size (dense other-terms block q_o^2 + big-term levels x r^2) from which random-slope fits use the
+#: derivative-free COBYQA: on a 50k-row (1 + x|subject) + (1|item) design it needs 139 evaluations where L-BFGS-B on
+#: finite differences needs 345 (its line searches fail on the differencing noise); below it an evaluation costs
+#: microseconds and COBYQA's own per-step overhead would dominate. A fixed size rule keeps fits deterministic.
+DERIVATIVE_FREE_SIZE = 20_000
+
+
 def _optimize_general(dev: _BlockDeviance, theta0):
-    """Random slopes: L-BFGS-B on finite differences (lme4 uses derivative-free BOBYQA), Newton polishing with a
-    finite-difference Hessian, and restarts of variances stuck at zero."""
+    """Random slopes: COBYQA (Powell's derivative-free quadratic models, as lme4's BOBYQA) on large designs,
+    L-BFGS-B on finite differences on small ones; Newton polishing with a finite-difference Hessian, and restarts of
+    variances stuck at zero."""
     x0 = dev.start() if theta0 is None else np.asarray(theta0, dtype=float)
     bounds = [(0.0, None) if lo == 0 else (None, None) for lo in dev.lower]
     diag = dev.lower == 0
-    opts = {"ftol": 1e-14, "gtol": 1e-9, "maxiter": 10_000, "maxcor": 20}
+    size = dev.q_o ** 2 + dev.s.sizes[dev.big] * dev.r[dev.big] ** 2
+    if size >= DERIVATIVE_FREE_SIZE:
+        method = "COBYQA"
+        opts = {"maxfev": 500 * len(x0), "initial_tr_radius": 0.3, "final_tr_radius": 1e-8}
+    else:
+        method = "L-BFGS-B"
+        opts = {"ftol": 1e-14, "gtol": 1e-9, "maxiter": 10_000, "maxcor": 20}
 
     def run(x):
-        r = optimize.minimize(dev, x, method="L-BFGS-B", bounds=bounds, options=opts)
+        r = optimize.minimize(dev, x, method=method, bounds=bounds, options=opts)
         return r.x.copy(), float(r.fun), r, int(r.nfev)
 
     theta, best_f, res, n_eval = run(x0)
