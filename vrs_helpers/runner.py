@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import html
 import itertools
 import os
 import re
+import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +30,7 @@ class RunResult:
     scorecard: list[dict] = field(default_factory=list)
     scalars: dict = field(default_factory=dict)
     error: str = ""
+    seconds: float = float("nan")  # wall-clock run time (execution and export)
 
     def __repr__(self) -> str:
         state = f"error: {self.error.splitlines()[0]}" if self.error else f"{len(self.scorecard)} checks"
@@ -168,6 +169,7 @@ def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, *,
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / (output_name or src.name)
     error = ""
+    started = time.perf_counter()
     try:
         extra = {"kernel_manager_class": _ipc_kernel_manager()} if os.name == "posix" else {}
         pm.execute_notebook(str(src), str(out), parameters=parameters, kernel_name=kernel_name,
@@ -184,50 +186,13 @@ def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, *,
         nbformat.write(executed, str(out))
     html_path = export_html(out, Path(html_dir)) if html_dir is not None and out.exists() else None
     rows, scalars = extract(out) if out.exists() else ([], {})
-    return RunResult(src.name, out, html_path, parameters, rows, scalars, error)
+    return RunResult(src.name, out, html_path, parameters, rows, scalars, error,
+                     seconds=time.perf_counter() - started)
 
 
 def notebooks_in(folder: str | os.PathLike = "notebooks") -> list[Path]:
     """The workbooks in ``folder`` in order (names starting with two digits)."""
     return sorted(p for p in Path(folder).glob("[0-9][0-9]_*.ipynb"))
-
-
-def _index_html(results: list[RunResult], card: pd.DataFrame) -> str:
-    items = "".join(
-        f"<li><a href='{html.escape(r.html.name)}'>{html.escape(r.notebook)}</a>"
-        f"{' (' + html.escape(', '.join(f'{k}={v}' for k, v in r.parameters.items())) + ')' if r.parameters else ''}"
-        f"{' — <b style=color:#cf222e>FAILED</b>: ' + html.escape(r.error) if r.error else ''}</li>"
-        for r in results if r.html is not None)
-    counts = card["match"].value_counts().to_dict() if len(card) else {}
-    summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
-    colour = {"true": "#dafbe1", "explained": "#fff8c5", "false": "#ffebe9"}
-    rows = "".join(
-        "<tr style='background:{}'>{}</tr>".format(
-            colour.get(str(r["match"]), "white"),
-            "".join(f"<td>{html.escape(str(r[c]))}</td>" for c in COLUMNS))
-        for _, r in card.iterrows())
-    head = "".join(f"<th>{c}</th>" for c in COLUMNS)
-    return f"""<!doctype html><html><head><meta charset='utf-8'><title>vrs-workbooks: reproduction report</title>
-<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto}}table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:3px 8px;font-size:90%}}</style></head><body>
-<h1>vrs-workbooks: reproduction report</h1>
-<p><b>{len(card)} published numbers checked: {summary or 'none'}.</b> <i>true</i>: within the book's printed
-precision; <i>explained</i>: a second reference on the same data (lme4, mgcv, an exact recomputation) matches ours
-and the notebook says why the book differs; <i>false</i>: not reproduced from the public data (a finding; the
-notebook gives the reason).</p>
-<p>Executed notebooks (Riezler &amp; Hagmann, <i>Validity, Reliability, and Significance</i>):</p><ul>{items}</ul>
-<h2>Coverage of the book</h2><p>Every numbered table and figure of sections 2.4, 3.3 and 4.1-4.3
-(<code>data/book/coverage.csv</code>).</p>{_coverage_html()}
-<h2>Reproduction scorecard</h2>
-<table><tr>{head}</tr>{rows}</table></body></html>"""
-
-
-def _coverage_html() -> str:
-    from .data import coverage
-
-    cov = coverage()
-    counts = ", ".join(f"{v} {k}" for k, v in cov["status"].value_counts().items())
-    return f"<p>{counts}.</p>" + cov.to_html(index=False, escape=True)
 
 
 def reproduce_runs(notebook: str | os.PathLike) -> list[dict]:
@@ -241,8 +206,11 @@ def reproduce_runs(notebook: str | os.PathLike) -> list[dict]:
 
 
 def reproduce(notebooks: list[Path] | None = None, build_dir: str | os.PathLike = "build",
-              progress: bool = True, defaults_only: bool = False) -> tuple[list[RunResult], pd.DataFrame]:
-    """Execute all workbooks in order, then write ``build/scorecard.csv`` and ``build/html/index.html``.
+              progress: bool = True, defaults_only: bool = False,
+              api: bool = True) -> tuple[list[RunResult], pd.DataFrame]:
+    """Execute all workbooks in order, then write ``build/scorecard.csv`` and the report site ``build/html/``
+    (:func:`vrs_helpers.report.build_site`: ``index.html``, the notebook pages with MathJax served locally and,
+    with ``api``, the API reference in ``api/``).
 
     A workbook that covers several of the book's analyses lists them in its metadata (:func:`reproduce_runs`) and
     is run once per analysis, unless ``defaults_only``.
@@ -260,13 +228,14 @@ def reproduce(notebooks: list[Path] | None = None, build_dir: str | os.PathLike 
         bar.set_postfix_str(Path(nb).name)
         for params in ([{}] if defaults_only else reproduce_runs(nb)):
             name = f"{Path(nb).stem}__{_slug(params)}.ipynb" if params else None
-            results.append(run_notebook(nb, params, out_dir=build / "notebooks", html_dir=build / "html",
+            results.append(run_notebook(nb, params, out_dir=build / "notebooks", html_dir=None,  # pages: below
                                         output_name=name, raise_on_error=False))
     card = pd.DataFrame([{c: row.get(c) for c in COLUMNS} for r in results for row in r.scorecard], columns=COLUMNS)
     build.mkdir(parents=True, exist_ok=True)
     card.to_csv(build / "scorecard.csv", index=False)
-    (build / "html").mkdir(parents=True, exist_ok=True)
-    (build / "html" / "index.html").write_text(_index_html(results, card), encoding="utf-8")
+    from .report import build_site
+
+    build_site(results, card, build / "html", api=api)
     return results, card
 
 
