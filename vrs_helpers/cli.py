@@ -163,6 +163,14 @@ def _cmd_reproduce(args) -> int:
     return 1 if failed or n_bad else 0
 
 
+def _cmd_docs(args) -> int:
+    from .report import build_api_docs
+
+    out = build_api_docs(args.out)
+    print(f"API reference: {out / 'index.html'}")
+    return 0
+
+
 def _cmd_batch(args) -> int:
     from .runner import ParameterError, batch
 
@@ -235,6 +243,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="run each notebook once with its default parameters, not every analysis it lists in its "
                         "metadata (e.g. the 7 dataset x target runs of the circularity workbook, ~15 min)")
     p.set_defaults(func=_cmd_reproduce)
+
+    p = sub.add_parser("docs", help="the API reference from the docstrings (pdoc), as in the report site")
+    p.add_argument("--out", default="build/html/api", help="output folder (default build/html/api)")
+    p.set_defaults(func=_cmd_docs)
 
     p = sub.add_parser("analyze", help="analyse your own evaluation results (workbook 07): significance across "
                        "runs, conditional on data properties, reliability; writes report.html and summary.json",
