@@ -183,6 +183,12 @@ def test_notebook_heading():
     assert report.notebook_heading(nb) == ("Agreement paradoxes", "3.3.1")
     nb.cells[0].source = "# Significance (book ch. 4)"
     assert report.notebook_heading(nb) == ("Significance", "ch. 4")
+    nb.cells[0].source = "# Validity: the bias test (book 2.4.1) and invariance (2.4.2)\n\ntext"
+    assert report.notebook_heading(nb) == ("Validity: the bias test and invariance", "2.4.1, 2.4.2")
+    nb.cells[0].source = "# Significance with model-based metrics (Goyal, Hu & Gupta 2023)"
+    assert report.notebook_heading(nb) == ("Significance with model-based metrics", "Goyal, Hu & Gupta 2023")
+    nb.cells[0].source = "# Your results (book 3.3, 4.3; ICLR 2023)"
+    assert report.notebook_heading(nb) == ("Your results", "3.3, 4.3; ICLR 2023")
     nb.metadata["vrs"] = {"sections": "4.1-4.3"}
     assert report.notebook_heading(nb)[1] == "4.1-4.3"
 

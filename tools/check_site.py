@@ -47,18 +47,22 @@ def find_browser(name: str | None = None) -> str | None:
 
 
 def run_browser(browser: str, page: Path, *, screenshot: Path | None = None, budget_ms: int = 20000,
-                size: str = "1280,1000") -> tuple[str, list[str]]:
+                shot_wait_ms: int = 8000, size: str = "1280,1000") -> tuple[str, list[str]]:
     """(DOM after scripts ran, http(s) URLs the page requested) for ``page`` loaded offline."""
     with tempfile.TemporaryDirectory(prefix="vrs-chromium-") as tmp:
         netlog = Path(tmp) / "net.json"
-        args = [browser, *QUIET, *OFFLINE, f"--user-data-dir={tmp}/profile", f"--log-net-log={netlog}",
-                f"--virtual-time-budget={budget_ms}", f"--window-size={size}"]
+        args = [browser, *QUIET, *OFFLINE, f"--user-data-dir={tmp}/profile", f"--window-size={size}"]
         url = page.resolve().as_uri()
-        dom = subprocess.run(args + ["--dump-dom", url], capture_output=True, text=True, timeout=180).stdout
+        # the DOM after every script and timer ran (virtual time: fast), with the network log of the page
+        dom = subprocess.run(args + [f"--log-net-log={netlog}", f"--virtual-time-budget={budget_ms}", "--dump-dom",
+                                     url], capture_output=True, text=True, timeout=180).stdout
         requested = page_requests(netlog)
         if screenshot is not None:
+            # in real time: under virtual time MathJax's web-font check times out before the fonts load, and the
+            # picture would show its fallback fonts instead of what a reader sees
             screenshot.parent.mkdir(parents=True, exist_ok=True)
-            subprocess.run(args + [f"--screenshot={screenshot.resolve()}", url], capture_output=True, timeout=180)
+            subprocess.run(args + [f"--timeout={shot_wait_ms}", f"--screenshot={screenshot.resolve()}", url],
+                           capture_output=True, timeout=180)
         return dom, requested
 
 

@@ -279,22 +279,26 @@ def external_resources(page: str) -> list[str]:
 # ------------------------------------------------------------------------------------------------- the workbooks
 
 def notebook_heading(nb) -> tuple[str, str]:
-    """(title, book sections) of a workbook from its first Markdown heading, e.g. ``# Reliability: ... (book
-    3.3.2-3.3.3)`` -> ("Reliability: ...", "3.3.2-3.3.3"); the notebook's ``metadata.vrs.sections`` overrides the
-    sections. The sections are the last parenthesis of the heading without the word "book"/"section"."""
-    title, sections = "", ""
+    """(title, book sections) of a workbook from its first Markdown heading: the parentheses that name sections
+    ("(book 2.4.1)", "(2.4.2)", "(book section 3.3.1)", "(book ch. 4)") are taken out of the title and joined, e.g.
+    ``# Validity: the bias test (book 2.4.1) and invariance (2.4.2)`` -> ("Validity: the bias test and
+    invariance", "2.4.1, 2.4.2"); without one, a final parenthesis is the source ("Goyal, Hu & Gupta 2023").
+    The notebook's ``metadata.vrs.sections`` overrides the sections."""
+    title = ""
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             m = re.search(r"^#\s+(.+)$", cell.source, re.M)
             if m:
                 title = m.group(1).strip()
                 break
-    p = re.search(r"\s*\(([^()]*)\)\s*$", title)
-    if p:
-        sections = re.sub(r"^(book\s+)?(sections?\s+|ch\.\s*|chapters?\s+)?", "", p.group(1).strip(), flags=re.I)
-        sections = ("ch. " + sections) if re.match(r"^book\s+ch", p.group(1).strip(), re.I) else sections
-        title = title[:p.start()].strip()
-    title = re.sub(r"[*_`]", "", title)
+    groups = list(re.finditer(r"\s*\(([^()]*)\)", title))
+    refs = [g for g in groups if re.match(r"(?i)book\b|\d+(\.\d+)+", g.group(1).strip())]
+    if not refs and groups and groups[-1].end() == len(title):
+        refs = [groups[-1]]
+    sections = ", ".join(re.sub(r"(?i)^book\s+(sections?\s+)?", "", g.group(1).strip()) for g in refs)
+    for g in reversed(refs):
+        title = title[:g.start()] + title[g.end():]
+    title = re.sub(r"\s+", " ", re.sub(r"[*_`]", "", title)).strip()
     meta = nb.metadata.get("vrs", {}) if hasattr(nb, "metadata") else {}
     return title, str(meta.get("sections", sections))
 
@@ -396,6 +400,10 @@ def _counts_html(counts: dict) -> str:
     return " · ".join(f"<span class='n {s}'>{counts.get(s, 0)} {s}</span>" for s in STATUSES)
 
 
+def _sections_label(sections: str) -> str:
+    return f"book {sections}" if re.match(r"\d|ch\.", sections) else sections
+
+
 def cards_html(books: list[Workbook], api_href: str | None = f"{API_DIR}/index.html") -> str:
     """The landing page's cards, one per workbook."""
     e = html.escape
@@ -410,7 +418,7 @@ def cards_html(books: list[Workbook], api_href: str | None = f"{API_DIR}/index.h
         api = f" · <a href='{e(api_href)}'>API reference</a>" if api_href else ""
         cards.append(
             f"<div class='card' id='wb-{e(b.stem)}'>{img}<h3><a href='{e(first)}'>{e(b.title)}</a></h3>"
-            f"<p class='meta'><code>{e(b.stem)}</code>{' · book ' + e(b.sections) if b.sections else ''}</p>"
+            f"<p class='meta'><code>{e(b.stem)}</code>{' · ' + e(_sections_label(b.sections)) if b.sections else ''}</p>"
             f"<p>{_counts_html(b.counts)}</p><p class='meta'>run time {_duration(b.seconds)} · "
             f"<a href='#sc-{e(b.stem)}'>its scorecard</a>{api}</p>"
             f"{'<ul class=runs>' + runs + '</ul>' if len(b.pages) > 1 or any(err for *_, err in b.pages) else ''}"
