@@ -416,9 +416,10 @@ def cards_html(books: list[Workbook], api_href: str | None = f"{API_DIR}/index.h
             f"<li>{f'<a href={chr(39)}{e(href)}{chr(39)}>{e(label)}</a>' if href else e(label)}"
             f"{' — <b class=failed>FAILED</b>: ' + e(err) if err else ''}</li>" for label, href, err in b.pages)
         api = f" · <a href='{e(api_href)}'>API reference</a>" if api_href else ""
+        sections = f" · {e(_sections_label(b.sections))}" if b.sections else ""
         cards.append(
             f"<div class='card' id='wb-{e(b.stem)}'>{img}<h3><a href='{e(first)}'>{e(b.title)}</a></h3>"
-            f"<p class='meta'><code>{e(b.stem)}</code>{' · ' + e(_sections_label(b.sections)) if b.sections else ''}</p>"
+            f"<p class='meta'><code>{e(b.stem)}</code>{sections}</p>"
             f"<p>{_counts_html(b.counts)}</p><p class='meta'>run time {_duration(b.seconds)} · "
             f"<a href='#sc-{e(b.stem)}'>its scorecard</a>{api}</p>"
             f"{'<ul class=runs>' + runs + '</ul>' if len(b.pages) > 1 or any(err for *_, err in b.pages) else ''}"
