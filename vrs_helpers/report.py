@@ -501,7 +501,8 @@ body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0
 .card h3{font-size:1.05em;margin:.5em 0 .2em}.card .meta{color:#57606a;font-size:90%;margin:.2em 0}
 .noimg{height:190px;background:#f6f8fa;color:#8c959f;display:flex;align-items:center;justify-content:center}
 .n.true{color:#1a7f37}.n.explained{color:#9a6700}.n.false{color:#cf222e}.failed{color:#cf222e}
-table{border-collapse:collapse;margin:.4em 0 1em}td,th{border:1px solid #d0d7de;padding:3px 8px;font-size:90%;
+table{border-collapse:collapse;margin:.4em 0 1em}table.sc{width:100%}
+td,th{border:1px solid #d0d7de;padding:3px 8px;font-size:90%;
 vertical-align:top}caption{text-align:left;font-weight:bold;padding:4px 0}td.num{text-align:right;
 font-variant-numeric:tabular-nums;white-space:nowrap}td.expl{max-width:420px;color:#424a53}
 tr.true{background:#dafbe1}tr.explained{background:#fff8c5}tr.false{background:#ffebe9}
