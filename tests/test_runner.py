@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from conftest import ROOT, requires_data
 
-from vrs_helpers import runner, scorecard
+from vrs_helpers import agreement, runner, scorecard
 from vrs_helpers.cli import main
 
 
@@ -78,10 +78,23 @@ def test_batch_with_the_shipped_example_grid(tmp_path):
     outputs = sorted(tmp_path.glob("*.ipynb"))
     assert len(outputs) == 4
     table = pd.read_csv(tmp_path / "results.csv")
-    assert len(table) == 4 and {"n_units", "split"} <= set(table.columns)
-    assert table["error"].isna().all()
-    alpha_col = [c for c in table.columns if "Krippendorff's alpha (krippendorff_10_items)" in c]
-    assert alpha_col and table[alpha_col[0]].round(3).eq(0.095).all()  # book example independent of the grid
+    assert len(table) == 4 and table["error"].isna().all()
+    # results.csv: the parameters and the headline numbers of the simulated condition, which the grid changes
+    assert list(table.columns) == ["n_units", "split", "percent_agreement", "alpha", "pi", "kappa",
+                                   "alpha_lowest_prevalence", "notebook_output", "error"]
+    k = 30 // 3   # max_disagreements // 3 disagreements (the workbook's defaults)
+    assert (table["percent_agreement"] - (1 - k / table["n_units"])).abs().max() < 1e-12
+    for _, row in table.iterrows():   # alpha, pi and kappa recomputed from the table of the condition
+        t = agreement.two_rater_table(int(row["n_units"]), 0.95, k, row["split"])
+        assert abs(row["alpha"] - agreement.krippendorff_alpha(t).alpha) < 1e-9
+        assert abs(row["pi"] - agreement.scotts_pi(*t)) < 1e-9 and abs(row["kappa"] - agreement.cohens_kappa(*t)) < 1e-9
+    even, one_way = table[table["split"] == 0.5], table[table["split"] == 1.0]
+    assert (even["kappa"] - even["pi"]).abs().max() < 1e-12 and (one_way["kappa"] > one_way["pi"]).all()
+    # checks.csv: the book's examples, the same in every combination
+    checks = pd.read_csv(tmp_path / "checks.csv", dtype={"match": str})
+    assert len(checks) == 4 * checks["quantity"].nunique() and checks["constant"].all()
+    alpha_book = checks[checks["quantity"] == "Krippendorff's alpha (krippendorff_10_items)"]
+    assert len(alpha_book) == 4 and alpha_book["ours"].round(3).eq(0.095).all()
 
 
 @requires_data
@@ -208,3 +221,54 @@ def test_inplace_failure_leaves_the_notebook_unchanged(tmp_path):
     assert main(["run", str(ok), "--inplace", "--html", str(tmp_path / "h")]) == 0
     executed = nbformat.read(str(ok), as_version=4)
     assert executed.cells[1].outputs[0]["text"] == "2\n"
+
+
+def test_batch_keeps_book_checks_apart_from_results(tmp_path, capsys):
+    """results.csv: parameters and recorded headline scalars; checks.csv: the scorecard rows per combination, with
+    whether each is the same in every combination."""
+    nb = _write_nb(tmp_path / "t.ipynb", [
+        "from vrs_helpers.scorecard import Scorecard, record\n"
+        "card = Scorecard('t')\n"
+        "card.check('Table 1.1', 'a book constant', 0.5, 1 / 2, tolerance=0.0)\n"
+        "card.check('Table 1.2', 'depends on x', 2.0, 2.0 * x, tolerance=0.0)\n"
+        "record('x squared', x * x)"])
+    grid = tmp_path / "g.yaml"
+    grid.write_text(f"notebook: {nb}\nparameters:\n  x: [1, 3]\n")
+    assert main(["batch", str(grid), "--out", str(tmp_path / "b"), "--workers", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "1 recorded results per combination (x squared)" in out
+    assert "2 scorecard checks per combination, 1 of them the same in every combination" in out
+    results = pd.read_csv(tmp_path / "b" / "results.csv")
+    assert list(results.columns) == ["x", "x squared", "notebook_output", "error"]
+    assert results["x squared"].tolist() == [1.0, 9.0]
+    checks = pd.read_csv(tmp_path / "b" / "checks.csv", dtype={"match": str})
+    assert list(checks.columns) == ["x"] + scorecard.COLUMNS + ["constant"]
+    assert len(checks) == 4
+    by = checks.set_index(["x", "ref"])
+    assert by.loc[(1, "Table 1.2"), "match"] == "true" and by.loc[(3, "Table 1.2"), "match"] == "false"
+    assert checks.groupby("ref")["constant"].first().to_dict() == {"Table 1.1": True, "Table 1.2": False}
+
+
+def test_batch_checks_of_runs_without_scorecard():
+    res = runner.RunResult("t.ipynb", Path("t.ipynb"), None, {"x": 1}, [], {"y": 1.0})
+    table = runner.batch_checks([res])
+    assert len(table) == 0 and "constant" in table.columns
+
+
+def test_per_cell_progress(tmp_path, capfd):
+    """A per-cell bar named after the notebook when asked for and on a terminal; none in logs and tests."""
+    import io
+
+    assert runner.cell_progress_options("nb.ipynb", False) is False
+    opts = runner.cell_progress_options("nb.ipynb", {"position": 1})
+    assert opts["desc"] == "nb.ipynb" and opts["unit"] == "cell" and opts["position"] == 1
+    assert opts["disable"] is None   # tqdm: disabled when stderr is not a terminal
+    nb = _write_nb(tmp_path / "p.ipynb", ["y = x", "z = y"])
+    buf = io.StringIO()
+    bar = {"file": buf, "disable": False, "mininterval": 0, "leave": True}
+    runner.run_notebook(nb, out_dir=tmp_path / "o", html_dir=None, progress=bar)
+    assert "p.ipynb" in buf.getvalue() and "3/3" in buf.getvalue()
+    # `vrs run` asks for the bar; here stderr is not a terminal, so nothing is printed
+    assert main(["run", str(nb), "--out", str(tmp_path / "o2"), "--html", str(tmp_path / "o2")]) == 0
+    captured = capfd.readouterr()
+    assert "cell" not in captured.err and "%|" not in captured.err

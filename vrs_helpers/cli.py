@@ -75,7 +75,7 @@ def _run_inplace(args) -> int:
     src = Path(args.notebook)
     with tempfile.TemporaryDirectory(prefix="vrs-inplace-") as tmp:
         try:
-            res = run_notebook(src, {}, out_dir=tmp, html_dir=args.html, output_name=src.name)
+            res = run_notebook(src, {}, out_dir=tmp, html_dir=args.html, output_name=src.name, progress=True)
         except NotebookError as exc:
             print(f"error: {exc}; {src} is unchanged.", file=sys.stderr)
             return 1
@@ -106,7 +106,8 @@ def _cmd_run(args) -> int:
         stem = Path(args.notebook).stem
         out_dir, name = args.out, (f"{stem}__{_slug(params)}.ipynb" if params else None)
     try:
-        res = run_notebook(args.notebook, params, out_dir=out_dir, html_dir=args.html, output_name=name)
+        res = run_notebook(args.notebook, params, out_dir=out_dir, html_dir=args.html, output_name=name,
+                           progress=True)
     except ParameterError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -179,12 +180,33 @@ def _cmd_batch(args) -> int:
     except ParameterError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    from .runner import batch_checks
+
     failed = [r for r in results if r.error]
     out = results[0].output.parent if results else args.out
-    print(f"{len(results)} combinations, {len(failed)} failed; notebooks and results.csv in {out}")
+    scalars = list(dict.fromkeys(k for r in results for k in r.scalars))
+    checks = batch_checks(results).drop_duplicates(["notebook", "analysis", "ref", "quantity"])
+    print(f"{len(results)} combinations, {len(failed)} failed; in {out}:\n"
+          f"  results.csv: the parameters and {len(scalars)} recorded results per combination"
+          f"{' (' + ', '.join(scalars[:6]) + (', ...' if len(scalars) > 6 else '') + ')' if scalars else ''}\n"
+          f"  checks.csv: {len(checks)} scorecard checks per combination, {int(checks['constant'].sum())} of them "
+          f"the same in every combination")
     for r in failed:
         print(f"error: {r.error} (parameters {r.parameters})", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _cmd_student(args) -> int:
+    from .student import StudentError, write_student_copies
+
+    try:
+        written = write_student_copies(args.notebooks, args.out, placeholder=not args.no_placeholder)
+    except StudentError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(f"student copy: {path}")
+    return 0
 
 
 def _cmd_analyze(args) -> int:
@@ -274,6 +296,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=None, help="output folder (default build/batch/<grid name>)")
     p.add_argument("--workers", type=int, default=None, help="worker processes (default: number of cores)")
     p.set_defaults(func=_cmd_batch)
+
+    p = sub.add_parser("student", help="student copies of workbooks: solution cells removed, outputs cleared",
+                       description="Write a copy of each NOTEBOOK to --out without its cells tagged 'solution', with "
+                       "all outputs cleared and an empty 'answer' cell after each cell tagged 'exercise'.")
+    p.add_argument("notebooks", nargs="+", metavar="NOTEBOOK")
+    p.add_argument("--out", default="build/student", help="output folder (default: build/student); never a "
+                   "source notebook's folder")
+    p.add_argument("--no-placeholder", action="store_true", help="no empty answer cell after each exercise")
+    p.set_defaults(func=_cmd_student)
 
     args = parser.parse_args(argv)
     try:

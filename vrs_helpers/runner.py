@@ -148,15 +148,31 @@ def _ipc_kernel_manager():
     return IPCKernelManager
 
 
+def cell_progress_options(name: str, progress: bool | dict = True) -> dict | bool:
+    """papermill's ``progress_bar`` argument for a per-cell bar named after the notebook: ``False`` for none; the
+    bar disables itself when stderr is not a terminal (``disable=None``) and disappears when done (``leave=False``),
+    so logs and CI output hold no bar. A dict overrides these tqdm options (e.g. ``position``, ``file``)."""
+    if progress is False or progress is None:
+        return False
+    options = {"desc": name, "unit": "cell", "disable": None, "leave": False, "dynamic_ncols": True}
+    if isinstance(progress, dict):
+        options.update(progress)
+    return options
+
+
 def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, *,
                  out_dir: str | os.PathLike = "build/notebooks", html_dir: str | os.PathLike | None = "build/html",
                  output_name: str | None = None,
-                 kernel_name: str = KERNEL_NAME, raise_on_error: bool = True) -> RunResult:
+                 kernel_name: str = KERNEL_NAME, raise_on_error: bool = True,
+                 progress: bool | dict = False) -> RunResult:
     """Execute ``notebook`` with papermill (parameters injected after the ``parameters`` cell).
 
     The executed copy goes to ``out_dir``, an HTML export to ``html_dir``. The notebook runs with its own folder
     as working directory. A failure raises :class:`NotebookError` naming the notebook and the cell (the executed
     copy with the traceback is still written).
+
+    ``progress=True`` shows a per-cell progress bar on stderr when stderr is a terminal (never in logs, CI or
+    tests: tqdm disables itself elsewhere); a dict gives the bar's tqdm options (:func:`cell_progress_options`).
     """
     import papermill as pm
 
@@ -173,7 +189,8 @@ def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, *,
     try:
         extra = {"kernel_manager_class": _ipc_kernel_manager()} if os.name == "posix" else {}
         pm.execute_notebook(str(src), str(out), parameters=parameters, kernel_name=kernel_name,
-                            cwd=str(src.parent.resolve()), progress_bar=False, log_output=False, **extra)
+                            cwd=str(src.parent.resolve()), log_output=False,
+                            progress_bar=cell_progress_options(src.name, progress), **extra)
     except Exception as exc:  # papermill wraps kernel errors in PapermillExecutionError
         error = _failure_message(src.name, exc)
         if raise_on_error:
@@ -229,7 +246,8 @@ def reproduce(notebooks: list[Path] | None = None, build_dir: str | os.PathLike 
         for params in ([{}] if defaults_only else reproduce_runs(nb)):
             name = f"{Path(nb).stem}__{_slug(params)}.ipynb" if params else None
             results.append(run_notebook(nb, params, out_dir=build / "notebooks", html_dir=None,  # pages: below
-                                        output_name=name, raise_on_error=False))
+                                        output_name=name, raise_on_error=False,
+                                        progress={"position": 1} if progress else False))  # cells, below the notebooks
     card = pd.DataFrame([{c: row.get(c) for c in COLUMNS} for r in results for row in r.scorecard], columns=COLUMNS)
     build.mkdir(parents=True, exist_ok=True)
     card.to_csv(build / "scorecard.csv", index=False)
@@ -282,13 +300,31 @@ def load_grid(path: str | os.PathLike) -> dict:
     return {"notebook": nb, "parameters": params, "output": spec.get("output"), "exclude": exclude}
 
 
+def batch_checks(results: list[RunResult]) -> pd.DataFrame:
+    """The scorecard rows of a batch, kept apart from its results: one row per combination and check, the
+    combination's parameters first, then the scorecard columns, then ``constant``: whether the check's ``ours``
+    and ``match`` are the same in every combination that has it (a book check that the grid does not touch)."""
+    params = list(dict.fromkeys(k for r in results for k in r.parameters))
+    rows = [{**{k: r.parameters.get(k) for k in params}, **{c: row.get(c) for c in COLUMNS}}
+            for r in results for row in r.scorecard]
+    table = pd.DataFrame(rows, columns=params + COLUMNS)
+    if not len(table):
+        return table.assign(constant=pd.Series(dtype=bool))
+    key = ["notebook", "analysis", "ref", "quantity"]
+    ours = table["ours"].map(lambda v: "nan" if v is None or (isinstance(v, float) and v != v) else repr(v))
+    same = table.assign(_ours=ours).groupby(key, dropna=False)[["_ours", "match"]].transform("nunique")
+    table["constant"] = (same["_ours"] <= 1) & (same["match"] <= 1)
+    return table
+
+
 def batch(grid_file: str | os.PathLike, out_dir: str | os.PathLike | None = None, workers: int | None = None,
           progress: bool = True) -> tuple[list[RunResult], pd.DataFrame]:
     """Run one notebook over the cartesian product of a parameter grid, in parallel worker processes; the
     combinations listed under ``exclude`` in the grid file are left out.
 
-    Writes one executed notebook per combination and ``results.csv`` (parameters + every recorded scalar,
-    one row per combination) into ``out_dir`` (default ``build/batch/<grid name>``).
+    Writes one executed notebook per combination, ``results.csv`` (parameters + the headline scalars the notebook
+    :func:`~vrs_helpers.scorecard.record` s, one row per combination) and ``checks.csv`` (the scorecard rows, see
+    :func:`batch_checks`) into ``out_dir`` (default ``build/batch/<grid name>``).
     """
     from tqdm.auto import tqdm
 
@@ -312,6 +348,7 @@ def batch(grid_file: str | os.PathLike, out_dir: str | os.PathLike | None = None
     table = pd.DataFrame([{**r.parameters, **r.scalars, "notebook_output": r.output.name, "error": r.error}
                           for r in results])
     table.to_csv(out / "results.csv", index=False)
+    batch_checks(results).to_csv(out / "checks.csv", index=False)
     return results, table
 
 

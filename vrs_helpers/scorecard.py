@@ -264,7 +264,10 @@ def record(name: str, value: float, show: bool = True) -> float:
 
 
 def extract(nb) -> tuple[list[dict], dict]:
-    """Scorecard rows and recorded scalars from an executed notebook (an ``nbformat`` node or a path)."""
+    """Scorecard rows and recorded scalars from an executed notebook (an ``nbformat`` node or a path).
+
+    The scalars are only what the notebook :func:`record` s (its headline results, which its parameters change);
+    scorecard rows are checks of the book's numbers and stay in the rows."""
     if not hasattr(nb, "cells"):
         import nbformat
 
@@ -279,7 +282,6 @@ def extract(nb) -> tuple[list[dict], dict]:
                 for row in (payload if isinstance(payload, list) else [payload]):
                     rows.append({k: (float("nan") if v is None and k in ("book", "ours", "alternative_value") else v)
                                  for k, v in dict(row).items()})
-                    scalars[f"{row['ref']}: {row['quantity']}"] = rows[-1]["ours"]
             if SCALAR_MIME in data:
                 s = data[SCALAR_MIME]
                 s = json.loads(s) if isinstance(s, str) else s
