@@ -163,6 +163,7 @@ def test_index_has_cards_figures_rounded_values_and_row_links(site):
     page = (html_dir / "01_toy.html").read_text()
     links = re.findall(r"href='01_toy\.html#([^']+)'", text)
     assert len(links) == 4 and all(f'id="{a}"' in page for a in links)
+    assert 'href="index.html#sc-01_toy"' in page and "id='sc-01_toy'" in text     # and back to its scorecard
     assert "Coverage of the book" in text and "Table 2.1" in text
 
 

@@ -537,11 +537,16 @@ notebook gives the reason). Values are shown at the book's printed precision (ho
 </body></html>"""
 
 
-def nav_html(api_href: str | None = f"{API_DIR}/index.html", index_href: str = "index.html") -> str:
-    """The header of a notebook page in the report: back to the report, to the API reference."""
-    api = f"<a href='{html.escape(api_href)}'>API reference (vrs_helpers)</a>" if api_href else ""
-    return (f"<nav class='vrs-nav'><a href='{html.escape(index_href)}'>← Reproduction report</a>"
-            f"<a href='{html.escape(index_href)}#scorecard'>Scorecard</a>{api}</nav>")
+def nav_html(api_href: str | None = f"{API_DIR}/index.html", index_href: str = "index.html",
+             workbook: str | None = None) -> str:
+    """The header of a notebook page in the report: back to the report, to the workbook's scorecard, to the API
+    reference."""
+    e = html.escape
+    api = f"<a href='{e(api_href)}'>API reference (vrs_helpers)</a>" if api_href else ""
+    card = f"#sc-{workbook}" if workbook else "#scorecard"
+    return (f"<nav class='vrs-nav'><a href='{e(index_href)}'>← Reproduction report</a>"
+            f"<a href='{e(index_href)}{e(card)}'>{'Scorecard of this workbook' if workbook else 'Scorecard'}</a>"
+            f"{api}</nav>")
 
 
 # ------------------------------------------------------------------------------------------------ API reference
@@ -577,10 +582,9 @@ def build_site(results: list, card: pd.DataFrame, html_dir: str | Path = "build/
     api_href = f"{API_DIR}/index.html" if api else None
     if api:
         build_api_docs(html_dir / API_DIR)
-    nav = nav_html(api_href)
     for r in results:
         if r.output is not None and Path(r.output).is_file():
-            r.html = export_page(r.output, html_dir, nav_html=nav)
+            r.html = export_page(r.output, html_dir, nav_html=nav_html(api_href, workbook=_stem(r)))
     books = workbooks(results, html_dir)
     index = html_dir / "index.html"
     index.write_text(index_html(results, card, books, api_href), encoding="utf-8")
