@@ -84,6 +84,8 @@ def test_values_at_the_printed_precision():
     assert report.format_printed(float("nan"), 0.5) == "—" and report.format_printed(None, 0.5) == "—"
     assert report.format_printed(1 / 3, 0.0) == "0.333333"                         # no printed precision: 6 digits
     assert report.format_printed(0.7500000000001, 1e-12) == "0.75" and report.format_printed(10.0, 1e-12) == "10"
+    assert report.format_printed(23 / 30, 1e-12) == "0.766667"
+    assert report.format_printed(0.1234567, tolerance_of("0.1234567")) == "0.1234567"
     assert report.printed_digits(0.01) == 2                                        # resolves a non-standard tolerance
     assert report.book_text({"quantity": "GLRT p-value (printed '< 0.001')", "book": 0.0005,
                              "tolerance": 0.0005}) == "< 0.001"

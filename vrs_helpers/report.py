@@ -58,9 +58,9 @@ def printed_digits(tolerance: float) -> int | None:
 def format_printed(value, tolerance, max_digits: int = 12) -> str:
     """``value`` at the printed precision its ``tolerance`` implies: ``format_printed(0.0050000000050000005,
     5e-4)`` -> ``'0.005'``. Values below 1e-4 are written in scientific notation with the same absolute precision
-    (2.06247e-6 at tolerance 5e-12 -> ``'2.06247e-06'``). A tolerance below 5e-7 is a numerical one (an exact
-    count or closed form checked to 1e-12), not a printed precision: trailing zeros are dropped (0.75, not
-    0.750000000000). Without a usable tolerance: 6 significant digits; NaN/None: an em dash."""
+    (2.06247e-6 at tolerance 5e-12 -> ``'2.06247e-06'``). A tolerance below 5e-10 is a numerical one (an exact
+    count or closed form checked to 1e-12), not a printed precision: 6 significant digits (0.75, not
+    0.750000000000; 23/30 as 0.766667). Without a usable tolerance: 6 significant digits; NaN/None: an em dash."""
     if value is None:
         return "—"
     try:
@@ -78,9 +78,9 @@ def format_printed(value, tolerance, max_digits: int = 12) -> str:
         significant = d + math.floor(math.log10(abs(v))) + 1
         if significant >= 1:
             return f"{v:.{significant - 1}e}"
+    if d >= 10:   # a numerical tolerance (an exact count, a closed form checked to 1e-12), not a printed precision
+        return f"{v:.6g}"
     text = f"{v:.{d}f}"
-    if d > 6:   # a numerical tolerance (an exact count, a closed form), not a printed precision: no trailing zeros
-        text = text.rstrip("0").rstrip(".")
     return text[1:] if text.startswith("-") and float(text) == 0 else text   # no "-0.000"
 
 
