@@ -283,7 +283,14 @@ def _pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def accumulate(formula: str | Formula, data, dropna: bool = False) -> SufficientStats:
-    """One pass over ``data`` (DataFrame, iterable of DataFrame chunks, pyarrow Dataset): the model's cross-products."""
+    """One pass over ``data`` (DataFrame, iterable of DataFrame chunks, pyarrow Dataset): the model's cross-products.
+
+    A ``dask.dataframe.DataFrame`` is accumulated on its cluster, one partition per task
+    (:func:`vrs_helpers.distributed.accumulate_dask`; needs ``pip install 'vrs-workbooks[dask]'``)."""
+    from ..distributed import accumulate_dask, is_dask_dataframe
+
+    if is_dask_dataframe(data):
+        return accumulate_dask(formula, data, dropna=dropna)
     f = parse(formula) if isinstance(formula, str) else formula
     fixed_vars = f.fixed_variables
     slope_vars = f.random_covariates

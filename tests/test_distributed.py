@@ -1,0 +1,138 @@
+"""Dask path (vrs_helpers.distributed): fits on a LocalCluster equal the local fit of the same rows; bad partitions,
+an unreachable scheduler and a killed worker; `vrs batch --dask`; resampling batches on workers."""
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+dd = pytest.importorskip("dask.dataframe", reason="the optional Dask extra is not installed")
+distributed = pytest.importorskip("distributed")
+
+from vrs_helpers import mixed  # noqa: E402
+from vrs_helpers import distributed as vd  # noqa: E402
+from vrs_helpers.mixed.errors import MixedModelError  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                       memory_limit="1GB")
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def _logs(seed=0, n_items=60, n_configs=8, seeds=3):
+    """Per-item scores of systems x configurations x seeds; sorted so that later partitions hold new items and
+    configurations (levels first appearing in late partitions)."""
+    rng = np.random.default_rng(seed)
+    rows = [(s, f"cfg{c}", sd, f"it{i:03d}") for c in range(n_configs) for sd in range(seeds)
+            for s in ("base", "new") for i in range(n_items)]
+    df = pd.DataFrame(rows, columns=["system", "config", "seed", "item"])
+    item_eff = rng.normal(0, 1.0, n_items)
+    cfg_eff = rng.normal(0, 0.5, n_configs)
+    df["length"] = df["item"].str[-1].astype(int) % 3 + 1.0
+    df["score"] = (item_eff[df["item"].str[2:].astype(int)] + cfg_eff[df["config"].str[3:].astype(int)]
+                   + 0.3 * (df["system"] == "new") + 0.1 * df["length"] + rng.normal(0, 1, len(df)))
+    df = df.sort_values(["item", "config"], kind="stable").reset_index(drop=True)
+    df["seed"] = df["seed"].astype(str)
+    return df
+
+
+FORMULAS = ["score ~ system + (1|item) + (1|config)",
+            "score ~ system * length + (1|item) + (1|system:config)",
+            "score ~ system + (1 + length|config) + (1|item)"]
+
+
+@pytest.mark.parametrize("formula", FORMULAS)
+def test_fit_equals_local_with_late_levels(client, formula):
+    df = _logs()
+    ddf = dd.from_pandas(df, npartitions=7, sort=False)
+    first = ddf.get_partition(0).compute()
+    assert df["item"].nunique() > first["item"].nunique()  # levels first appear in later partitions
+    for method in ("ML", "REML"):
+        local = mixed.fit(formula, df, method=method)
+        dist = mixed.fit(formula, ddf, method=method)
+        assert dist.loglik == pytest.approx(local.loglik, rel=1e-9)
+        assert dist.stats.n == len(df)
+        np.testing.assert_allclose(dist.fixed_effects["estimate"], local.fixed_effects["estimate"], rtol=1e-6,
+                                   atol=1e-9)
+    # the statistics themselves: same levels (first appearance over the partitions in order) and sums
+    s_local = mixed.accumulate(formula, df)
+    s_dist = mixed.accumulate(formula, ddf)
+    assert s_dist.levels == s_local.levels
+    np.testing.assert_allclose(s_dist.XtX, s_local.XtX, rtol=1e-12)
+    for a, b in zip(s_dist.ZtX, s_local.ZtX, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-9)
+
+
+def test_level_order_does_not_change_the_fit(client):
+    """Partitions in another order give other level orders; the likelihood is the same."""
+    df = _logs(seed=3)
+    shuffled = df.sample(frac=1.0, random_state=1).reset_index(drop=True)
+    formula = FORMULAS[0]
+    a = mixed.fit(formula, dd.from_pandas(df, npartitions=5, sort=False), method="ML")
+    b = mixed.fit(formula, dd.from_pandas(shuffled, npartitions=3, sort=False), method="ML")
+    assert a.stats.levels != b.stats.levels
+    assert a.loglik == pytest.approx(b.loglik, rel=1e-9)
+
+
+def test_parquet_dataset_and_analysis_glrt(client, tmp_path):
+    df = _logs(seed=5)
+    for i, part in enumerate(_split(df, 4)):
+        part.to_parquet(tmp_path / f"part{i}.parquet")
+    ddf = dd.read_parquet(str(tmp_path))
+    m1 = mixed.fit(FORMULAS[0], ddf, method="ML")
+    assert m1.loglik == pytest.approx(mixed.fit(FORMULAS[0], df, method="ML").loglik, rel=1e-9)
+
+
+def test_inconsistent_partitions_name_the_partition(client, tmp_path):
+    df = _logs(seed=1)
+    parts = _split(df, 3)
+    bad = parts[2].assign(score=parts[2]["score"].astype(str))
+    for i, part in enumerate([parts[0], parts[1], bad]):
+        part.to_parquet(tmp_path / f"part{i}.parquet")
+    with pytest.raises(MixedModelError, match=r"partition [12] of [23]: column 'score' has dtype"):
+        mixed.fit(FORMULAS[0], dd.read_parquet(str(tmp_path), blocksize=None))
+    other = tmp_path / "missing"
+    other.mkdir()
+    for i, part in enumerate([parts[0], parts[1].drop(columns="config"), parts[2]]):
+        part.to_parquet(other / f"part{i}.parquet")
+    with pytest.raises(MixedModelError, match=r"partition 1 of [23].*config"):
+        mixed.fit(FORMULAS[0], dd.read_parquet(str(other), blocksize=None))
+
+
+def test_unreachable_scheduler_fails_within_10s():
+    start = time.monotonic()
+    with pytest.raises(vd.DaskConnectionError, match="No Dask scheduler answers"):
+        vd.connect("tcp://127.0.0.1:9", timeout=5)
+    assert time.monotonic() - start < 10
+
+
+def _split(df, k):
+    bounds = np.linspace(0, len(df), k + 1).astype(int)
+    return [df.iloc[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def _killer_partition(i, df, marker):
+    """Partition i; the first time partition 3 is built, the worker process dies."""
+    if i == 3 and not os.path.exists(marker):
+        Path(marker).write_text("killed")
+        os._exit(1)
+    return df
+
+
+def test_killed_worker_is_recomputed(client, tmp_path):
+    df = _logs(seed=2)
+    chunks = _split(df, 6)
+    marker = str(tmp_path / "killed")
+    ddf = dd.from_map(_killer_partition, list(range(6)), chunks, [marker] * 6, meta=df.iloc[:0],
+                      enforce_metadata=False)
+    dist = mixed.fit(FORMULAS[0], ddf, method="ML")
+    assert Path(marker).exists()  # a worker did die mid-fit
+    assert dist.loglik == pytest.approx(mixed.fit(FORMULAS[0], df, method="ML").loglik, rel=1e-9)
