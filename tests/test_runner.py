@@ -76,9 +76,9 @@ def test_batch_with_the_shipped_example_grid(tmp_path):
     grid = ROOT / "examples" / "paradox_grid.yaml"
     assert main(["batch", str(grid), "--out", str(tmp_path), "--workers", "2"]) == 0
     outputs = sorted(tmp_path.glob("*.ipynb"))
-    assert len(outputs) == 4
+    assert len(outputs) == 6
     table = pd.read_csv(tmp_path / "results.csv")
-    assert len(table) == 4 and table["error"].isna().all()
+    assert len(table) == 6 and table["error"].isna().all()
     # results.csv: the parameters and the headline numbers of the simulated condition, which the grid changes
     assert list(table.columns) == ["n_units", "split", "percent_agreement", "alpha", "pi", "kappa",
                                    "alpha_lowest_prevalence", "notebook_output", "error"]
@@ -92,9 +92,9 @@ def test_batch_with_the_shipped_example_grid(tmp_path):
     assert (even["kappa"] - even["pi"]).abs().max() < 1e-12 and (one_way["kappa"] > one_way["pi"]).all()
     # checks.csv: the book's examples, the same in every combination
     checks = pd.read_csv(tmp_path / "checks.csv", dtype={"match": str})
-    assert len(checks) == 4 * checks["quantity"].nunique() and checks["constant"].all()
+    assert len(checks) == 6 * checks["quantity"].nunique() and checks["constant"].all()
     alpha_book = checks[checks["quantity"] == "Krippendorff's alpha (krippendorff_10_items)"]
-    assert len(alpha_book) == 4 and alpha_book["ours"].round(3).eq(0.095).all()
+    assert len(alpha_book) == 6 and alpha_book["ours"].round(3).eq(0.095).all()
 
 
 @requires_data
