@@ -12,8 +12,8 @@ import pytest
 dd = pytest.importorskip("dask.dataframe", reason="the optional Dask extra is not installed")
 distributed = pytest.importorskip("distributed")
 
-from vrs_helpers import mixed  # noqa: E402
 from vrs_helpers import distributed as vd  # noqa: E402
+from vrs_helpers import mixed  # noqa: E402
 from vrs_helpers.mixed.errors import MixedModelError  # noqa: E402
 
 
@@ -136,3 +136,94 @@ def test_killed_worker_is_recomputed(client, tmp_path):
     dist = mixed.fit(FORMULAS[0], ddf, method="ML")
     assert Path(marker).exists()  # a worker did die mid-fit
     assert dist.loglik == pytest.approx(mixed.fit(FORMULAS[0], df, method="ML").loglik, rel=1e-9)
+
+
+def _write_nb(path: Path, code_cells, params):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    p = nbformat.v4.new_code_cell(params)
+    p.metadata["tags"] = ["parameters"]
+    nb.cells = [p] + [nbformat.v4.new_code_cell(c) for c in code_cells]
+    nbformat.write(nb, str(path))
+    return path
+
+
+def test_vrs_batch_on_the_cluster(client, tmp_path, capsys):
+    """`vrs batch --dask`: results gathered on the client; a worker killed during a run: the run is executed
+    again elsewhere; a failed notebook is an error row; a re-run executes only what did not finish."""
+    from vrs_helpers.cli import main
+
+    marker = tmp_path / "killed"
+    nb = _write_nb(tmp_path / "t.ipynb", [
+        "import os\n"
+        "if x == 2 and not os.path.exists(marker):\n"
+        "    open(marker, 'w').write('x')\n"
+        "    os.kill(os.getppid(), 9)  # the kernel's parent: the Dask worker running this task\n",
+        "from vrs_helpers.scorecard import record\nrecord('x squared', x * x)",
+        "assert x != 4, 'x = 4 fails'"], params=f"x = 1\nmarker = {str(marker)!r}")
+    grid = tmp_path / "g.yaml"
+    grid.write_text(f"notebook: {nb}\nparameters:\n  x: [1, 2, 3, 4]\n")
+    out = tmp_path / "b"
+    address = client.scheduler.address
+    assert main(["batch", str(grid), "--out", str(out), "--dask", address]) == 1  # x = 4 fails
+    assert marker.exists()  # a worker died during the run of x = 2
+    table = pd.read_csv(out / "results.csv")
+    assert table["x squared"].tolist() == [1.0, 4.0, 9.0, 16.0]
+    assert table["error"].isna().tolist() == [True, True, True, False]
+    assert "x = 4 fails" in table["error"].iloc[3]
+    outputs = sorted(out.glob("*.ipynb"))
+    assert len(outputs) == 4 and not list(out.glob(".*.partial"))
+    # an interrupted batch keeps what finished; a re-run executes only the rest
+    stamp = {p.name: p.stat().st_mtime_ns for p in outputs}
+    (out / "t__x-3.ipynb").unlink()
+    assert main(["batch", str(grid), "--out", str(out), "--dask", address]) == 1
+    after = {p.name: p.stat().st_mtime_ns for p in out.glob("*.ipynb")}
+    assert after["t__x-1.ipynb"] == stamp["t__x-1.ipynb"] and after["t__x-2.ipynb"] == stamp["t__x-2.ipynb"]
+    assert after["t__x-4.ipynb"] != stamp["t__x-4.ipynb"]  # the failed run is executed again
+    assert pd.read_csv(out / "results.csv")["x squared"].tolist() == [1.0, 4.0, 9.0, 16.0]
+
+
+def test_batch_dask_unreachable_address(tmp_path, capsys):
+    from vrs_helpers.cli import main
+
+    nb = _write_nb(tmp_path / "t.ipynb", ["y = x"], params="x = 1")
+    grid = tmp_path / "g.yaml"
+    grid.write_text(f"notebook: {nb}\nparameters:\n  x: [1]\n")
+    start = time.monotonic()
+    assert main(["batch", str(grid), "--out", str(tmp_path / "b"), "--dask", "tcp://127.0.0.1:9"]) == 2
+    assert time.monotonic() - start < 10
+    assert "No Dask scheduler answers" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", ["permutation", "bootstrap"])
+@pytest.mark.parametrize("counts", [False, True])
+def test_resampling_batches_on_workers_equal_local(client, kind, counts):
+    """The same seed gives the same p-value whether the batches run here or on the workers (continuous scores:
+    item-wise draws; counts: the pattern path), with several batches per task."""
+    from vrs_helpers import significance as sg
+
+    rng = np.random.default_rng(11)
+    n = 3000
+    if counts:
+        a, b = rng.integers(0, 3, n).astype(float), rng.integers(0, 3, n).astype(float)
+    else:
+        a = rng.normal(0.05, 1, n)
+        b = a + rng.normal(0.04, 0.5, n)
+    local = (sg.permutation_test if kind == "permutation" else sg.bootstrap_test)(a, b, n_resamples=5000, seed=7)
+    plan = (sg.permutation_plan if kind == "permutation" else sg.bootstrap_plan)(a, b, n_resamples=5000, seed=7)
+    assert len(plan.batches) >= 2
+    remote = vd.resampling_test(kind, a, b, n_resamples=5000, seed=7, client=client, tasks=3)
+    assert remote.p_value == local.p_value and remote.exceedances == local.exceedances
+    np.testing.assert_array_equal(remote.distribution, local.distribution)
+    other = vd.resampling_test(kind, a, b, n_resamples=5000, seed=8, client=client)
+    assert not np.array_equal(other.distribution, local.distribution)
+
+
+def test_without_dask_the_option_says_how_to_install(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    with pytest.raises(vd.DaskUnavailableError, match=r"pip install 'vrs-workbooks\[dask\]'"):
+        vd.connect("local")

@@ -173,11 +173,12 @@ def _cmd_docs(args) -> int:
 
 
 def _cmd_batch(args) -> int:
+    from .distributed import DaskConnectionError, DaskUnavailableError
     from .runner import ParameterError, batch
 
     try:
-        results, table = batch(args.grid, out_dir=args.out, workers=args.workers)
-    except ParameterError as exc:
+        results, table = batch(args.grid, out_dir=args.out, workers=args.workers, dask=args.dask)
+    except (ParameterError, DaskUnavailableError, DaskConnectionError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     from .runner import batch_checks
@@ -295,6 +296,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("grid")
     p.add_argument("--out", default=None, help="output folder (default build/batch/<grid name>)")
     p.add_argument("--workers", type=int, default=None, help="worker processes (default: number of cores)")
+    p.add_argument("--dask", default=None, metavar="ADDRESS",
+                   help="run the executions as tasks on a Dask cluster: a scheduler address (tcp://host:8786) or "
+                        "'local'; finished runs are kept and skipped on a re-run (pip install 'vrs-workbooks[dask]')")
     p.set_defaults(func=_cmd_batch)
 
     p = sub.add_parser("student", help="student copies of workbooks: solution cells removed, outputs cleared",

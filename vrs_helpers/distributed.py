@@ -19,6 +19,7 @@ Dask at module level, so the rest of the package works without it.
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
 
 INSTALL_HINT = "pip install 'vrs-workbooks[dask]'"
@@ -49,7 +50,7 @@ def is_dask_dataframe(obj) -> bool:
         and hasattr(obj, "columns")
 
 
-def connect(address="local", timeout: float = 10, n_workers: int | None = None, memory_limit="auto"):
+def connect(address="local", timeout: float = 8, n_workers: int | None = None, memory_limit="auto"):
     """A ``distributed.Client``: ``"local"`` starts a LocalCluster (processes), a string is a scheduler address
     (``tcp://host:8786``), a Client is returned as it is. An address that does not answer raises
     :class:`DaskConnectionError` after ``timeout`` seconds."""
@@ -69,6 +70,10 @@ def connect(address="local", timeout: float = 10, n_workers: int | None = None, 
             f"No Dask scheduler answers at {address!r} within {timeout:g} s ({exc}). Start one (`dask scheduler`, "
             f"dask_jobqueue.SLURMCluster, dask_kubernetes.KubeCluster) and pass its address, or use 'local'.") \
             from None
+
+
+def _identity(x):
+    return x
 
 
 def _default_client():
@@ -210,16 +215,16 @@ def _run_remote(notebook: str, source: bytes, params: dict, output_name: str) ->
 
 
 def finished(path: Path) -> bool:
-    """An executed notebook that ran through (papermill recorded no exception)."""
+    """An executed notebook that ran through: it exists, reads, and no cell has an error output."""
     if not path.is_file():
         return False
     try:
         import nbformat
 
         nb = nbformat.read(str(path), as_version=4)
-    except Exception:  # noqa: BLE001 - an unreadable file is not a finished run
+    except Exception:  # noqa: BLE001 - an unreadable (partial) file is not a finished run
         return False
-    return not nb.metadata.get("papermill", {}).get("exception")
+    return not any(o.get("output_type") == "error" for c in nb.cells for o in c.get("outputs", []))
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -260,21 +265,39 @@ def run_grid(notebook: str | os.PathLike, combos: list[dict], out_dir: str | os.
     client = connect(address)
     own = not hasattr(address, "submit")
     try:
+        from concurrent.futures import CancelledError
+
         from distributed import as_completed
 
         source = nb.read_bytes()
-        src = client.scatter(source, broadcast=True)
-        futures = {client.submit(_run_remote, str(nb.resolve()), src, combos[i], output_names[i], retries=retries,
-                                 pure=False, key=f"vrs-batch-{output_names[i]}-{os.getpid()}-{id(combos[i])}"): i
-                   for i in todo}
-        for fut in tqdm(as_completed(futures), total=len(futures), desc="combinations", disable=not progress):
-            i = futures[fut]
-            r = fut.result()
-            path = out / output_names[i]
-            if r["ipynb"]:
-                _write_atomic(path, r["ipynb"])
-            results[i] = RunResult(r["notebook"], path, None, r["parameters"], r["scorecard"], r["scalars"],
-                                   r["error"])
+        src = client.submit(_identity, source, pure=False)  # not scattered: recomputable when its worker dies
+        tries = {i: 0 for i in todo}
+
+        def submit(i):
+            return client.submit(_run_remote, str(nb.resolve()), src, combos[i], output_names[i], retries=retries,
+                                 pure=False, key=f"vrs-batch-{output_names[i]}-{uuid.uuid4().hex}")
+
+        futures = {submit(i): i for i in todo}
+        pending = as_completed(list(futures))
+        with tqdm(total=len(todo), desc="combinations", disable=not progress) as bar:
+            for fut in pending:
+                i = futures.pop(fut)
+                try:
+                    r = fut.result()
+                except CancelledError:  # lost by the scheduler (e.g. with its worker): submitted again
+                    tries[i] += 1
+                    if tries[i] > retries:
+                        raise
+                    new = submit(i)
+                    futures[new] = i
+                    pending.add(new)
+                    continue
+                path = out / output_names[i]
+                if r["ipynb"]:
+                    _write_atomic(path, r["ipynb"])
+                results[i] = RunResult(r["notebook"], path, None, r["parameters"], r["scorecard"], r["scalars"],
+                                       r["error"])
+                bar.update()
     finally:
         if own:
             cluster = getattr(client, "cluster", None)
@@ -282,3 +305,49 @@ def run_grid(notebook: str | os.PathLike, combos: list[dict], out_dir: str | os.
             if cluster is not None and address in (None, "", "local"):
                 cluster.close()
     return results
+
+
+# ------------------------------------------------------------------------------------------- resampling
+
+def _draw_batches(plan, indices: list[int]):
+    import numpy as np
+
+    return np.concatenate([plan.draw(i) for i in indices])
+
+
+def resampling_test(kind: str, a, b, metric="mean", n_resamples: int = 10_000, seed: int = 0,
+                    alternative: str = "two-sided", client=None, tasks: int | None = None):
+    """A ``"permutation"`` or ``"bootstrap"`` test whose seeded batches run as tasks on a Dask cluster.
+
+    The plan (:func:`~vrs_helpers.significance.permutation_plan` / ``bootstrap_plan``) is sent to the workers
+    once; ``tasks`` groups of consecutive batches (default: two per worker) are drawn there and concatenated on the
+    client in batch order, so the p-value equals :func:`~vrs_helpers.significance.permutation_test` /
+    ``bootstrap_test`` for the same seed. ``client``: a Client, an address or "local" (default: the current
+    client).
+    """
+    from .significance import SignificanceError, bootstrap_plan, permutation_plan
+
+    if kind not in ("permutation", "bootstrap"):
+        raise SignificanceError(f"kind must be 'permutation' or 'bootstrap', got {kind!r}.")
+    plan = (permutation_plan if kind == "permutation" else bootstrap_plan)(a, b, metric, n_resamples, seed,
+                                                                          alternative)
+    require_dask()
+    own = client is None and _default_client() is None
+    c = connect("local") if own else connect(client or _default_client())
+    try:
+        nb = len(plan.batches)
+        tasks = max(1, min(nb, tasks or 2 * max(1, len(c.scheduler_info().get("workers", {})))))
+        bounds = [round(j * nb / tasks) for j in range(tasks + 1)]
+        groups = [list(range(bounds[j], bounds[j + 1])) for j in range(tasks) if bounds[j + 1] > bounds[j]]
+        remote = c.submit(_identity, plan, pure=False)  # not scattered: recomputable when its worker dies
+        futures = c.map(_draw_batches, [remote] * len(groups), groups, pure=False, retries=2)
+        import numpy as np
+
+        dist = np.concatenate(c.gather(futures))
+    finally:
+        if own:
+            cluster = getattr(c, "cluster", None)
+            c.close()
+            if cluster is not None:
+                cluster.close()
+    return plan.finish(dist)

@@ -318,13 +318,15 @@ def batch_checks(results: list[RunResult]) -> pd.DataFrame:
 
 
 def batch(grid_file: str | os.PathLike, out_dir: str | os.PathLike | None = None, workers: int | None = None,
-          progress: bool = True) -> tuple[list[RunResult], pd.DataFrame]:
+          progress: bool = True, dask=None) -> tuple[list[RunResult], pd.DataFrame]:
     """Run one notebook over the cartesian product of a parameter grid, in parallel worker processes; the
     combinations listed under ``exclude`` in the grid file are left out.
 
     Writes one executed notebook per combination, ``results.csv`` (parameters + the headline scalars the notebook
     :func:`~vrs_helpers.scorecard.record` s, one row per combination) and ``checks.csv`` (the scorecard rows, see
-    :func:`batch_checks`) into ``out_dir`` (default ``build/batch/<grid name>``).
+    :func:`batch_checks`) into ``out_dir`` (default ``build/batch/<grid name>``). ``dask`` (a scheduler address,
+    ``"local"`` or a ``distributed.Client``) runs the executions as tasks on a Dask cluster instead
+    (:func:`vrs_helpers.distributed.run_grid`: failed tasks retried, finished runs kept and skipped on a re-run).
     """
     from tqdm.auto import tqdm
 
@@ -341,10 +343,17 @@ def batch(grid_file: str | os.PathLike, out_dir: str | os.PathLike | None = None
     out.mkdir(parents=True, exist_ok=True)
     workers = workers or os.cpu_count() or 1
     results: list[RunResult | None] = [None] * len(combos)
-    with ProcessPoolExecutor(max_workers=min(workers, len(combos))) as pool:
-        futures = {pool.submit(_batch_one, str(spec["notebook"]), c, str(out)): i for i, c in enumerate(combos)}
-        for fut in tqdm(as_completed(futures), total=len(futures), desc="combinations", disable=not progress):
-            results[futures[fut]] = fut.result()
+    if dask is not None:  # tasks on a Dask cluster (address, "local" or a Client); finished runs are skipped
+        from .distributed import run_grid
+
+        names = [f"{Path(spec['notebook']).stem}__{_slug(c)}.ipynb" for c in combos]
+        results = run_grid(spec["notebook"], combos, out, names, address=dask, progress=progress)
+    else:
+        with ProcessPoolExecutor(max_workers=min(workers, len(combos))) as pool:
+            futures = {pool.submit(_batch_one, str(spec["notebook"]), c, str(out)): i
+                       for i, c in enumerate(combos)}
+            for fut in tqdm(as_completed(futures), total=len(futures), desc="combinations", disable=not progress):
+                results[futures[fut]] = fut.result()
     table = pd.DataFrame([{**r.parameters, **r.scalars, "notebook_output": r.output.name, "error": r.error}
                           for r in results])
     table.to_csv(out / "results.csv", index=False)

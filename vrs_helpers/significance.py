@@ -256,6 +256,116 @@ def _patterns(rows: np.ndarray, limit: int = 4096):
     return (uniq, counts) if len(uniq) <= limit else None
 
 
+def _batch_rng(seed: int, i: int) -> np.random.Generator:
+    """The generator of resampling batch i: SeedSequence(seed).spawn(...)[i], independent of where it runs."""
+    return np.random.Generator(np.random.SFC64(np.random.SeedSequence(seed, spawn_key=(i,))))
+
+
+def _spans(n_resamples: int, batch: int) -> list[tuple[int, int]]:
+    return [(s, min(batch, n_resamples - s)) for s in range(0, n_resamples, batch)]
+
+
+@dataclass
+class ResamplingPlan:
+    """A Monte Carlo resampling test split into seeded batches (``batches``: (start, size) of each).
+
+    Batch i draws from its own generator (``SeedSequence(seed)`` child i) and depends on nothing else, so the
+    batches can run anywhere - threads, processes, the workers of a cluster (``vrs_helpers.distributed``) - and
+    ``finish`` of the concatenated batches gives the same p-value as :func:`permutation_test` /
+    :func:`bootstrap_test` for the same seed. ``draw(i)`` returns the resampled differences of batch i (for the
+    bootstrap before centring: the shift uses the mean over all batches, applied in ``finish``).
+    """
+
+    kind: str  # "permutation" or "bootstrap"
+    observed: float
+    n_resamples: int
+    seed: int
+    alternative: str
+    batches: list = field(repr=False)
+    data: dict = field(repr=False)
+
+    def draw(self, i: int) -> np.ndarray:
+        fn = _permutation_batch if self.kind == "permutation" else _bootstrap_batch
+        return fn(self, i)
+
+    def finish(self, dist: np.ndarray) -> ResamplingResult:
+        dist = np.asarray(dist, dtype=float)
+        if len(dist) != self.n_resamples:
+            raise SignificanceError(f"{len(dist)} resampled differences for a plan of {self.n_resamples}.")
+        if self.kind == "permutation":
+            return _monte_carlo("permutation test", self.observed, dist, self.alternative, self.n_resamples,
+                                self.seed)
+        return _monte_carlo("bootstrap test (shift method)", self.observed, dist - dist.mean(), self.alternative,
+                            self.n_resamples, self.seed)
+
+    def run(self, threads: int | None = None) -> ResamplingResult:
+        """All batches here (in threads: numpy releases the GIL in the drawing and the sums)."""
+        import os
+        from concurrent.futures import ThreadPoolExecutor
+
+        workers = min(len(self.batches), threads or os.cpu_count() or 1)
+        if workers > 1 and self.data.get("threads", False):
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                parts = list(pool.map(self.draw, range(len(self.batches))))
+        else:
+            parts = [self.draw(i) for i in range(len(self.batches))]
+        return self.finish(np.concatenate(parts))
+
+
+def permutation_plan(a, b, metric="mean", n_resamples: int = 10_000, seed: int = 0,
+                     alternative: str = "two-sided") -> ResamplingPlan:
+    """The batches of :func:`permutation_test` (see :class:`ResamplingPlan`)."""
+    _check_alternative(alternative)
+    _check_resamples(n_resamples)
+    a, b, fn = _prepare(a, b, metric)
+    n = a.shape[0]
+    total_a, total_b = a.sum(axis=0), b.sum(axis=0)
+    observed = float(fn(total_a, n) - fn(total_b, n))
+    diff = b - a
+    diff = diff[np.any(diff != 0, axis=1)]
+    pats = _patterns(diff) if len(diff) else (np.zeros((1, a.shape[1])), np.zeros(1, dtype=int))
+    data = {"fn": fn, "n": n, "total_a": total_a, "total_b": total_b}
+    if pats is not None:
+        values, counts = pats
+        data.update(mode="patterns", values=values, counts=counts)
+        batch = 4096
+    else:
+        m, k = diff.shape
+        groups = (m + 7) // 8
+        padded = np.zeros((groups * 8, k))
+        padded[:m] = diff
+        data.update(mode="bits", k=k, groups=groups, padded=padded)
+        if k < 4:
+            bits = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(float)  # 256 x 8
+            table = np.einsum("bj,gjk->gbk", bits, padded.reshape(groups, 8, k))  # groups x 256 x k
+            data["table"] = np.ascontiguousarray(table.transpose(1, 0, 2).reshape(256, groups * k))
+        # one batch size for every k: the draws do not depend on how many statistics an item has
+        batch = max(1, min(256, 2**24 // max(groups, 1)))
+    return ResamplingPlan("permutation", observed, n_resamples, seed, alternative, _spans(n_resamples, batch), data)
+
+
+def _permutation_batch(plan: ResamplingPlan, i: int) -> np.ndarray:
+    d = plan.data
+    fn, n, total_a, total_b = d["fn"], d["n"], d["total_a"], d["total_b"]
+    _, r = plan.batches[i]
+    rng = _batch_rng(plan.seed, i)
+    if d["mode"] == "patterns":
+        moved = rng.binomial(d["counts"], 0.5, size=(r, len(d["counts"]))).astype(float) @ d["values"]
+    else:
+        k, groups = d["k"], d["groups"]
+        byte = rng.integers(0, 256, size=(r, groups), dtype=np.uint8)
+        cols = np.arange(groups)
+        if k == 1:
+            moved = d["table"][byte, cols].sum(axis=1)[:, None]
+        elif k >= 4:   # many statistics: unpack the same bits into a 0/1 matrix and let BLAS sum (S @ D)
+            step = max(1, 2**18 // (8 * groups))  # rows of the 0/1 matrix at a time (memory)
+            moved = np.vstack([np.unpackbits(byte[j:j + step], axis=1, bitorder="little").astype(float)
+                               @ d["padded"] for j in range(0, r, step)])
+        else:
+            moved = d["table"].reshape(256, groups, k)[byte, cols].sum(axis=1)
+    return fn(total_a + moved, n) - fn(total_b - moved, n)
+
+
 def permutation_test(a, b, metric="mean", n_resamples: int = 10_000, seed: int = 0,
                      alternative: str = "two-sided") -> ResamplingResult:
     """Approximate randomization test (Algorithm 4.2): swap the outputs of A and B on each item with
@@ -268,51 +378,10 @@ def permutation_test(a, b, metric="mean", n_resamples: int = 10_000, seed: int =
     skipped. When the remaining differences take few distinct values (counts such as true/false positives), the
     number of swapped items of each value is drawn as Binomial(m, 1/2) — the same distribution as swapping item by
     item. Otherwise swaps are random bits applied eight items at a time through a table of the 256 partial sums.
+    Resamples are drawn in batches, each from its own seeded generator (:func:`permutation_plan`: the batches
+    can run on a cluster with the same result).
     """
-    _check_alternative(alternative)
-    _check_resamples(n_resamples)
-    a, b, fn = _prepare(a, b, metric)
-    n = a.shape[0]
-    total_a, total_b = a.sum(axis=0), b.sum(axis=0)
-    observed = float(fn(total_a, n) - fn(total_b, n))
-    diff = b - a
-    diff = diff[np.any(diff != 0, axis=1)]
-    rng = np.random.default_rng(seed)
-    out = np.empty(n_resamples)
-    pats = _patterns(diff) if len(diff) else (np.zeros((1, a.shape[1])), np.zeros(1, dtype=int))
-    batch = 4096
-    if pats is not None:
-        values, counts = pats
-        for done in range(0, n_resamples, batch):
-            r = min(batch, n_resamples - done)
-            moved = rng.binomial(counts, 0.5, size=(r, len(counts))).astype(float) @ values
-            out[done:done + r] = fn(total_a + moved, n) - fn(total_b - moved, n)
-    else:
-        m, k = diff.shape
-        groups = (m + 7) // 8
-        padded = np.zeros((groups * 8, k))
-        padded[:m] = diff
-        if k < 4:
-            bits = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(float)  # 256 x 8
-            table = np.einsum("bj,gjk->gbk", bits, padded.reshape(groups, 8, k))  # groups x 256 x k
-            table = np.ascontiguousarray(table.transpose(1, 0, 2).reshape(256, groups * k))
-        batch = max(1, min(256, 2**24 // max(groups, 1)))
-        if k >= 4:
-            batch = max(1, min(n_resamples, 2**18 // (8 * groups)))
-            swap_buf = np.empty((batch, 8 * groups))   # reused: allocating it per batch costs more than the GEMM
-        cols = np.arange(groups)
-        for done in range(0, n_resamples, batch):
-            r = min(batch, n_resamples - done)
-            byte = rng.integers(0, 256, size=(r, groups), dtype=np.uint8)
-            if k == 1:
-                moved = table[byte, cols].sum(axis=1)[:, None]
-            elif k >= 4:   # many statistics: unpack the same bits into a 0/1 matrix and let BLAS sum (S @ D)
-                np.copyto(swap_buf[:r], np.unpackbits(byte, axis=1, bitorder="little"))
-                moved = swap_buf[:r] @ padded
-            else:
-                moved = table.reshape(256, groups, k)[byte, cols].sum(axis=1)
-            out[done:done + r] = fn(total_a + moved, n) - fn(total_b - moved, n)
-    return _monte_carlo("permutation test", observed, out, alternative, n_resamples, seed)
+    return permutation_plan(a, b, metric, n_resamples, seed, alternative).run(threads=1)
 
 
 def permutation_test_exact(a, b, metric="mean", alternative: str = "two-sided") -> ResamplingResult:
@@ -331,43 +400,50 @@ def permutation_test_exact(a, b, metric="mean", alternative: str = "two-sided") 
                             alternative, -1, dist)
 
 
-def _bootstrap_sums(X: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
-    """Column sums of ``n_resamples`` bootstrap samples of the rows of X (n x m), drawn with replacement.
-
-    Resamples are drawn in batches, each from its own generator (SFC64, seeded from ``SeedSequence(seed).spawn``),
-    so the result depends only on ``seed`` and the batches run in parallel threads (numpy releases the GIL in the
-    drawing and the sums). With few columns the drawn rows are gathered and summed; with many (corpus metrics with
-    several statistics) the draws are turned into a count matrix C (resamples x items) and the sums are C @ X."""
-    import os
-    from concurrent.futures import ThreadPoolExecutor
-
-    n, m = X.shape
-    batch = max(1, min(n_resamples, 2**20 // n))
-    starts = list(range(0, n_resamples, batch))
-    seqs = np.random.SeedSequence(seed).spawn(len(starts))
-    out = np.empty((n_resamples, m))
-    idx_type = np.int32 if batch * n < 2**31 else np.int64
-
-    def work(i):
-        s = starts[i]
-        r = min(batch, n_resamples - s)
-        idx = np.random.Generator(np.random.SFC64(seqs[i])).integers(0, n, size=(r, n), dtype=idx_type)
-        if m >= 4:
-            idx += (np.arange(r, dtype=idx_type) * n)[:, None]
-            counts = np.bincount(idx.ravel(), minlength=r * n).reshape(r, n).astype(float)
-            out[s:s + r] = counts @ X
-        else:
-            for j in range(m):
-                out[s:s + r, j] = X[:, j][idx].sum(axis=1)
-
-    workers = min(len(starts), os.cpu_count() or 1)
-    if workers > 1:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            list(pool.map(work, range(len(starts))))
+def bootstrap_plan(a, b, metric="mean", n_resamples: int = 10_000, seed: int = 0,
+                   alternative: str = "two-sided") -> ResamplingPlan:
+    """The batches of :func:`bootstrap_test` (see :class:`ResamplingPlan`)."""
+    _check_alternative(alternative)
+    _check_resamples(n_resamples)
+    a, b, fn = _prepare(a, b, metric)
+    n, k = a.shape
+    observed = float(fn(a.sum(axis=0), n) - fn(b.sum(axis=0), n))
+    ab = np.hstack([a, b])
+    pats = _patterns(ab)
+    data = {"fn": fn, "n": n, "k": k}
+    if pats is not None:
+        values, counts = pats
+        data.update(mode="patterns", values=values, p=counts / counts.sum())
+        batch = 4096
     else:
-        for i in range(len(starts)):
-            work(i)
-    return out
+        linear = fn is mean_metric  # the difference of means only needs the per-item differences
+        X = np.ascontiguousarray((a - b) if linear else ab, dtype=float)
+        data.update(mode="items", linear=linear, X=X, threads=True)
+        batch = max(1, min(n_resamples, 2**20 // n))
+    return ResamplingPlan("bootstrap", observed, n_resamples, seed, alternative, _spans(n_resamples, batch), data)
+
+
+def _bootstrap_batch(plan: ResamplingPlan, i: int) -> np.ndarray:
+    """Resampled differences of batch i (not yet centred). Items: with few columns the drawn rows are gathered
+    and summed; with many (corpus metrics with several statistics) the draws become a count matrix C (resamples x
+    items) and the sums are C @ X."""
+    d = plan.data
+    fn, n, k = d["fn"], d["n"], d["k"]
+    _, r = plan.batches[i]
+    rng = _batch_rng(plan.seed, i)
+    if d["mode"] == "patterns":
+        sums = rng.multinomial(n, d["p"], size=r).astype(float) @ d["values"]
+        return fn(sums[:, :k], n) - fn(sums[:, k:], n)
+    X = d["X"]
+    m = X.shape[1]
+    idx_type = np.int32 if r * n < 2**31 else np.int64
+    idx = rng.integers(0, n, size=(r, n), dtype=idx_type)
+    if m >= 4:
+        idx += (np.arange(r, dtype=idx_type) * n)[:, None]
+        sums = np.bincount(idx.ravel(), minlength=r * n).reshape(r, n).astype(float) @ X
+    else:
+        sums = np.column_stack([X[:, j][idx].sum(axis=1) for j in range(m)])
+    return sums[:, 0] / n if d["linear"] else fn(sums[:, :k], n) - fn(sums[:, k:], n)
 
 
 def bootstrap_test(a, b, metric="mean", n_resamples: int = 10_000, seed: int = 0,
@@ -377,29 +453,11 @@ def bootstrap_test(a, b, metric="mean", n_resamples: int = 10_000, seed: int = 0
 
     When the per-item pairs (a_i, b_i) take few distinct values (counts), the number of draws of each value is
     Multinomial(N, m_j / N) — the distribution of drawing items with replacement — so the cost does not grow
-    with N. Otherwise items are drawn one by one.
+    with N. Otherwise items are drawn one by one. Resamples are drawn in batches, each from its own seeded
+    generator (:func:`bootstrap_plan`), in parallel threads here or on the workers of a cluster, with the same
+    result.
     """
-    _check_alternative(alternative)
-    _check_resamples(n_resamples)
-    a, b, fn = _prepare(a, b, metric)
-    n, k = a.shape
-    observed = float(fn(a.sum(axis=0), n) - fn(b.sum(axis=0), n))
-    ab = np.hstack([a, b])
-    rng = np.random.default_rng(seed)
-    out = np.empty(n_resamples)
-    pats = _patterns(ab)
-    if pats is not None:
-        values, counts = pats
-        draws = rng.multinomial(n, counts / counts.sum(), size=n_resamples).astype(float)
-        sums = draws @ values
-        out[:] = fn(sums[:, :k], n) - fn(sums[:, k:], n)
-    else:
-        linear = fn is mean_metric  # the difference of means only needs the per-item differences
-        X = (a - b) if linear else ab
-        sums = _bootstrap_sums(np.ascontiguousarray(X, dtype=float), n_resamples, seed)
-        out[:] = sums[:, 0] / n if linear else fn(sums[:, :k], n) - fn(sums[:, k:], n)
-    shifted = out - out.mean()
-    return _monte_carlo("bootstrap test (shift method)", observed, shifted, alternative, n_resamples, seed)
+    return bootstrap_plan(a, b, metric, n_resamples, seed, alternative).run()
 
 
 # ----------------------------------------------------------------------------------- multiple comparisons
