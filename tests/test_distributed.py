@@ -227,3 +227,42 @@ def test_without_dask_the_option_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)
     with pytest.raises(vd.DaskUnavailableError, match=r"pip install 'vrs-workbooks\[dask\]'"):
         vd.connect("local")
+
+
+def test_vrs_analyze_dask_equals_the_local_analysis(client, tmp_path, capsys):
+    """`vrs analyze PARQUET --dask`: the GLRTs (both readings, conditional), variance components, phi and the
+    paired resampling tests equal vrs_helpers.own_analysis.analyze on the same rows."""
+    import json
+
+    from vrs_helpers.cli import main
+    from vrs_helpers.own_analysis import analyze
+
+    df = _logs(seed=4, n_items=40, n_configs=4, seeds=3)
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    for i, part in enumerate(_split(df, 3)):
+        part.to_parquet(folder / f"part{i}.parquet")
+    local = analyze(df, "score", "system", "item", replications=["seed"], properties=["length"], baseline="base",
+                    n_resamples=2000, seed=3).to_summary()
+    out = tmp_path / "report"
+    assert main(["analyze", str(folder), "--response", "score", "--system", "system", "--item", "item",
+                 "--replication", "seed", "--property", "length", "--baseline", "base", "--n-resamples", "2000",
+                 "--seed", "3", "--out", str(out), "--dask", client.scheduler.address]) == 0
+    dist = json.loads((out / "summary.json").read_text())
+    assert "no notebook report" in capsys.readouterr().out and not (out / "report.html").exists()
+    for key in ("glrt", "glrt_replications_random"):
+        assert dist[key]["chi2"] == pytest.approx(local[key]["chi2"], rel=1e-6)
+        assert dist[key]["df"] == local[key]["df"]
+    assert dist["conditional"]["length"]["chi2"] == pytest.approx(local["conditional"]["length"]["chi2"], rel=1e-6)
+    for s in ("base", "new"):
+        for comp, v in local["variance_components"][s].items():
+            assert dist["variance_components"][s][comp] == pytest.approx(v, rel=1e-5, abs=1e-10)
+        assert dist["reliability"][s]["phi"] == pytest.approx(local["reliability"][s]["phi"], rel=1e-6)
+    assert [r["p_value"] for r in dist["paired_resampling"]] == [r["p_value"] for r in local["paired_resampling"]]
+    assert dist["verdict"][0] == local["verdict"][0]
+    # not a Parquet dataset: a clear error (exit 2)
+    csv = tmp_path / "scores.csv"
+    df.to_csv(csv, index=False)
+    assert main(["analyze", str(csv), "--response", "score", "--system", "system", "--item", "item",
+                 "--dask", client.scheduler.address]) == 2
+    assert "--dask reads a Parquet dataset" in capsys.readouterr().err

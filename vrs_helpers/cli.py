@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from pathlib import Path
 
 
@@ -211,17 +212,19 @@ def _cmd_student(args) -> int:
 
 
 def _cmd_analyze(args) -> int:
+    from .distributed import DaskConnectionError, DaskUnavailableError, analyze_dask
     from .own_analysis import AnalysisError
     from .own_data import InputError
     from .runner import NotebookError, analyze_report
     from .significance import SignificanceError
 
+    run = analyze_report if args.dask is None else partial(analyze_dask, address=args.dask)
     try:
-        summary = analyze_report(args.data, response=args.response, system=args.system, item=args.item,
-                                 replications=args.replication or [], properties=args.property or [],
-                                 baseline=args.baseline, out_dir=args.out, dropna=args.dropna, alpha=args.alpha,
-                                 n_resamples=args.n_resamples, seed=args.seed)
-    except (InputError, AnalysisError, SignificanceError) as exc:
+        summary = run(args.data, response=args.response, system=args.system, item=args.item,
+                      replications=args.replication or [], properties=args.property or [],
+                      baseline=args.baseline, out_dir=args.out, dropna=args.dropna, alpha=args.alpha,
+                      n_resamples=args.n_resamples, seed=args.seed)
+    except (InputError, AnalysisError, SignificanceError, DaskUnavailableError, DaskConnectionError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except NotebookError as exc:
@@ -229,6 +232,10 @@ def _cmd_analyze(args) -> int:
         return 1
     out = Path(args.out)
     print("\n".join(summary.get("verdict", [])))
+    if args.dask is not None:
+        print(f"summary: {out / 'summary.json'}, {out / 'summary.txt'} (fits on the Dask cluster; no notebook "
+              "report: its figures need the rows in memory)")
+        return 0
     print(f"report: {out / 'report.html'}; notebook: {out / 'report.ipynb'}; summary: {out / 'summary.json'}")
     return 0
 
@@ -290,6 +297,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--n-resamples", type=int, default=10_000)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--dask", default=None, metavar="ADDRESS",
+                   help="for a Parquet dataset larger than memory: the fits, per-run and per-item tables and "
+                        "resampling batches on a Dask cluster (scheduler address or 'local'); writes summary.json "
+                        "and summary.txt, no notebook report (pip install 'vrs-workbooks[dask]')")
     p.set_defaults(func=_cmd_analyze)
 
     p = sub.add_parser("batch", help="run one notebook over a parameter grid (YAML) in parallel")

@@ -351,3 +351,176 @@ def resampling_test(kind: str, a, b, metric="mean", n_resamples: int = 10_000, s
             if cluster is not None:
                 cluster.close()
     return plan.finish(dist)
+
+
+# ------------------------------------------------------------------------------------------- vrs analyze
+
+def analyze_dask(source, *, response: str, system: str | None, item: str, replications=(), properties=(),
+                 baseline: str | None = None, out_dir="vrs-report", dropna: bool = False, alpha: float = 0.05,
+                 n_resamples: int = 10_000, seed: int = 0, address="local", target_phi: float = 0.8,
+                 max_runs: int = 1000) -> dict:
+    """``vrs analyze DATA --dask ADDRESS``: workbook 07's tests on a Parquet dataset larger than memory.
+
+    On the cluster: every mixed-model fit (both GLRT readings, the conditional GLRTs, the per-system variance
+    components), the per-run table and the per-item means of each system (one pass each). On the client: the
+    optimizer (on the merged statistics), contrasts, phi and the decision study, and the paired resampling tests
+    (on the per-item means: one row per item; their batches run on the workers). Not produced: the notebook report
+    (report.html / report.ipynb, whose figures need the rows in memory). Writes ``out_dir/summary.json`` (the keys
+    of workbook 07's summary, plus ``"dask"``) and ``out_dir/summary.txt`` (the tables and the verdict).
+    """
+    import json
+
+    import pandas as pd
+
+    from . import mixed
+    from .own_analysis import OwnAnalysis, _safe_names, _verdict
+    from .own_data import InputError, _suggest
+    from .reliability import phi
+    from .significance import compare_systems
+
+    require_dask()
+    import dask.dataframe as dd
+
+    path = Path(str(source))
+    is_parquet = path.is_dir() or path.suffix.lower() in (".parquet", ".pq")
+    if not path.exists() or not is_parquet:
+        raise InputError(f"--dask reads a Parquet dataset (a .parquet file or a folder of them); got {source!r}. "
+                         "Convert the table once (pandas.DataFrame.to_parquet) or run without --dask.")
+    if not 0 < float(alpha) < 1:
+        raise InputError(f"alpha must be between 0 and 1, got {alpha!r}.")
+    replications = [replications] if isinstance(replications, str) else list(replications or [])
+    properties = [properties] if isinstance(properties, str) else list(properties or [])
+    client = connect(address)
+    own = not hasattr(address, "submit")
+    try:
+        ddf = dd.read_parquet(str(path))
+        roles = [("response", response), ("system", system), ("item", item)]
+        roles += [("replication", r) for r in replications] + [("property", p) for p in properties]
+        cols = list(ddf.columns)
+        for role, c in roles:
+            if c is not None and c not in cols:
+                raise InputError(f"The {role} column {c!r} is not in the data.{_suggest(c, cols)} Columns: "
+                                 f"{', '.join(map(str, cols))}.")
+        used = list(dict.fromkeys(c for _, c in roles if c is not None))
+        if not pd.api.types.is_numeric_dtype(ddf[response].dtype):
+            raise InputError(f"The response {response!r} must be numeric (it has dtype {ddf[response].dtype}).")
+        d = ddf[used]
+        if dropna:
+            d = d.dropna()
+        names = _safe_names(used)
+        back = {v: k for k, v in names.items()}
+        d = d.rename(columns=names)
+        if system is None:
+            d = d.assign(_system="all")
+            sy = "_system"
+        else:
+            sy = names[system]
+        y, it = names[response], names[item]
+        reps = [names[r] for r in replications]
+        for c in [sy, it, *reps]:
+            d[c] = d[c].astype(str)
+        systems = sorted(d[sy].unique().compute())
+        if baseline is not None:
+            if str(baseline) not in systems:
+                raise InputError(f"baseline {baseline!r} is not a level of {system!r}; levels: "
+                                 f"{', '.join(systems)}.")
+            systems = [str(baseline)] + [s for s in systems if s != str(baseline)]
+        d[sy] = d[sy].astype(pd.CategoricalDtype(systems))
+        d = d.persist()  # the validated columns stay on the workers for the fits below
+        runs = d.groupby([sy, *reps], observed=True)[y].agg(["count", "mean", "std"]).compute().reset_index()
+        runs = runs.rename(columns={**back, sy: system or "system", "count": "n", "std": "sd"})
+        result = OwnAnalysis(response, system, item, replications, properties, systems, alpha, runs=runs)
+        rename_back = lambda frame: frame.rename(columns=back)  # noqa: E731
+        if len(systems) >= 2:
+            result.comparison = compare_systems(d, y, sy, it)
+            result.comparison.contrasts = rename_back(result.comparison.contrasts)
+            estimable = [r for r in reps if (d.groupby(sy, observed=True)[r].nunique().compute() >= 2).any()]
+            skipped = [back[r] for r in reps if r not in estimable]
+            if skipped:
+                result.notes.append(f"replication column(s) {skipped} have one level within every system: no "
+                                    "run-level variance to estimate, left out of the random-effect reading")
+            if estimable:
+                result.comparison_random = compare_systems(d, y, sy, it, replications=estimable)
+            for p in properties:
+                pn = names[p]
+                if pd.api.types.is_numeric_dtype(d[pn].dtype):
+                    result.conditional[p] = compare_systems(d, y, sy, it, covariate=pn)
+                else:
+                    result.conditional[p] = compare_systems(d.assign(**{pn: d[pn].astype(str)}), y, sy, it,
+                                                            by=pn)
+                c = result.conditional[p]
+                c.contrasts = rename_back(c.contrasts)
+                if c.slopes is not None:
+                    c.slopes = rename_back(c.slopes)
+            means = d.groupby([sy, it], observed=True)[y].mean().compute().unstack(sy)
+            rows = []
+            for other in systems[1:]:
+                pair = means[[systems[0], other]].dropna()
+                a, b = pair[other].to_numpy(), pair[systems[0]].to_numpy()
+                for name, kind in [("paired bootstrap", "bootstrap"), ("paired permutation", "permutation")]:
+                    r = resampling_test(kind, a, b, n_resamples=n_resamples, seed=seed, client=client)
+                    rows.append({"test": name, "system": other, "baseline": systems[0], "items": len(pair),
+                                 "difference": r.observed, "p_value": r.p_value,
+                                 "p_value_c_over_K": r.p_value_c_over_K, "n_resamples": r.n_resamples})
+            result.paired = pd.DataFrame(rows)
+        for s in systems:
+            part = d[d[sy] == s]
+            counts = part.groupby(it, observed=True)[y].count().max().compute()
+            if counts < 2:
+                result.notes.append(f"system {s} has one score per item (a single run): no variance components")
+                continue
+            levels = {r: int(part[r].nunique().compute()) for r in reps}
+            reps_s = [r for r in reps if levels[r] >= 2]
+            formula = f"{y} ~ 1 + (1|{it})" + "".join(f" + (1|{r})" for r in reps_s)
+            try:
+                fit = mixed.fit(formula, part, method="REML")
+            except Exception as e:  # noqa: BLE001 - reported, the other systems still get their analysis
+                result.notes.append(f"variance components of system {s}: {e}")
+                continue
+            vc = fit.variance_components.copy()
+            vc.index = [":".join(back.get(n, n) for n in str(c).split(":")) for c in vc.index]
+            result.variance_components[s] = vc
+            n = {back[r]: float(levels[r]) for r in reps_s}
+            result.reliability[s] = phi(vc, item, n=n)
+            needed = {}
+            for f in n:
+                needed[f] = next((k for k in range(1, max_runs + 1)
+                                  if phi(vc, item, n={**n, f: float(k)}).phi >= target_phi), None)
+            result.runs_needed[s] = needed
+    finally:
+        if own:
+            cluster = getattr(client, "cluster", None)
+            client.close()
+            if cluster is not None:
+                cluster.close()
+    if result.comparison is not None:
+        g = result.glrt
+        result.verdict.append(f"Runs as replications clustered by item: the systems {_verdict(g.p_value, alpha)} "
+                              f"(GLRT chi2 = {g.chi2:.2f}, df = {g.df}).")
+        if result.comparison_random is not None:
+            g2 = result.glrt_replications_random
+            result.verdict.append(f"With a random effect per run, the systems {_verdict(g2.p_value, alpha)} "
+                                  f"(chi2 = {g2.chi2:.2f}, df = {g2.df}).")
+            if result.disagree:
+                result.verdict.append("WARNING: the two readings disagree. The conclusion hinges on whether the "
+                                      "runs are treated as fixed replications or as a sample of possible runs; "
+                                      "with few runs and run-to-run variance, report both and add runs.")
+        for p, c in result.conditional.items():
+            result.verdict.append(f"Conditional on {p}: the system difference "
+                                  f"{'depends' if c.glrt.p_value < alpha else 'shows no significant dependence'} "
+                                  f"on it (p = {c.glrt.p_value:.3g}, df = {c.glrt.df}).")
+    for s, r in result.reliability.items():
+        more = "".join(f"; {k} level(s) of {f} would reach phi >= {target_phi}" if k else
+                       f"; no number of levels of {f} up to {max_runs} reaches phi >= {target_phi}"
+                       for f, k in (result.runs_needed.get(s) or {}).items())
+        result.verdict.append(f"Reliability of {s}: phi = {r.phi:.3f} ({r.interpretation}){more}.")
+    summary = result.to_summary()
+    summary["dask"] = {"address": str(address), "local": "optimizer, contrasts, phi, decision study; no notebook "
+                       "report (report.html needs the rows in memory)"}
+    summary = json.loads(json.dumps(summary, default=lambda v: v.item() if hasattr(v, "item") else str(v)))
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    text = "\n".join([result.to_frame().to_string(index=False), "", *result.verdict, *result.notes]) + "\n"
+    for name, content in [("summary.json", json.dumps(summary, indent=2)), ("summary.txt", text)]:
+        _write_atomic(out / name, content.encode())
+    return summary

@@ -500,6 +500,11 @@ class SystemComparison:
         return f"SystemComparison({self.formula!r} vs {self.null_formula!r}: {self.glrt!r})"
 
 
+def _computed(x):
+    """The value of a lazy (Dask) result, computed; anything else as it is."""
+    return x.compute() if hasattr(x, "compute") and hasattr(x, "dask") else x
+
+
 def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, by: str | None = None,
                     covariate: str | None = None, adjust: str = "tukey", replications=()) -> SystemComparison:
     """Do systems differ — overall, within the levels of a binned data property (``by``), or in their slope over
@@ -512,6 +517,8 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
     per run of each system, ``(1|system:R)``, in both models: the runs are then a sample of the runs a system could
     have had, and the test asks whether the systems differ beyond run-to-run variation. The two readings can
     disagree (few runs, large run variance); report both.
+
+    ``data`` may be a ``dask.dataframe.DataFrame``: the fits then run on its cluster (``vrs_helpers.distributed``).
     """
     from . import mixed
     from .marginal import emmeans
@@ -523,15 +530,15 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
     missing = [c for c in needed if c not in data.columns]
     if missing:
         raise SignificanceError(f"Column(s) {missing} not in the data; available: {', '.join(map(str, data.columns))}.")
-    n_sys = data[system].nunique()
+    n_sys = _computed(data[system].nunique())
     if n_sys < 2:
         raise SignificanceError(f"Comparing systems needs at least two; column {system!r} has {n_sys}.")
-    if by is not None and data[by].nunique() < 2:
+    if by is not None and _computed(data[by].nunique()) < 2:
         raise SignificanceError(f"The data property {by!r} has a single level: there is nothing to condition on.")
     if covariate is not None and not pd.api.types.is_numeric_dtype(data[covariate]):
         raise SignificanceError(f"The covariate {covariate!r} must be numeric; use by= for a binned property.")
     for r in replications:
-        runs = data.groupby(system, observed=True)[r].nunique()
+        runs = _computed(data.groupby(system, observed=True)[r].nunique())
         if (runs < 2).all():
             raise SignificanceError(f"The replication column {r!r} has a single level within every system: the "
                                     f"run-level variance (1|{system}:{r}) is not estimable. Drop it from "
