@@ -332,8 +332,9 @@ def resampling_test(kind: str, a, b, metric="mean", n_resamples: int = 10_000, s
     plan = (permutation_plan if kind == "permutation" else bootstrap_plan)(a, b, metric, n_resamples, seed,
                                                                           alternative)
     require_dask()
-    own = client is None and _default_client() is None
-    c = connect("local") if own else connect(client or _default_client())
+    client = client if client is not None else _default_client()
+    own = client is None or isinstance(client, str)  # a client made here is closed here
+    c = connect(client if client is not None else "local")
     try:
         nb = len(plan.batches)
         tasks = max(1, min(nb, tasks or 2 * max(1, len(c.scheduler_info().get("workers", {})))))
