@@ -35,7 +35,11 @@ def test_book_data_through_vrs_analyze(tmp_path, capsys):
                      "--replication", "replication", "--property", "length_class", "--out", str(out),
                      "--n-resamples", "999"])
     assert code == 0, capsys.readouterr().err
-    assert {p.name for p in out.iterdir()} == {"report.html", "report.ipynb", "summary.json"}
+    assert {p.name for p in out.iterdir()} == {"report.html", "report.ipynb", "summary.json", "mathjax"}
+    from vrs_helpers.report import external_resources
+
+    assert external_resources((out / "report.html").read_text(encoding="utf-8")) == []  # offline: no CDN
+    assert (out / "mathjax" / "MathJax.js").is_file()
     s = json.loads((out / "summary.json").read_text())
     assert s["glrt"]["df"] == 2 and s["glrt"]["p_value"] <= 0.0001          # Table 4.1: "< 0.0001"
     rows = s["conditional_contrasts"]["length_class"]

@@ -45,9 +45,10 @@ def test_merged_partials_equal_one_pass(formula):
             assert abs(s.ZtZ_cross[k] - one_pass.ZtZ_cross[k]).max() < 1e-9
     assert parts[0].n == 400 and sum(p.n for p in parts) == len(df)  # merging changed no partial
     ml = mixed.fit_stats(merge_all(parts).finalize(), "ML")
-    # the local streaming fit of the same chunks: the same sums to the last bit (on a flat, singular likelihood the
-    # optimizer can stop elsewhere when the sums differ in the last bits, e.g. y ~ x + (x||run) + (1|item))
+    # the local streaming fit of the same chunks and the fit of the whole DataFrame (for y ~ x + (x||run) + (1|item)
+    # the latter once stopped at all variances 0: tests/test_mixed_slopes.py::test_not_trapped_at_zero_variances)
     assert ml.loglik == pytest.approx(mixed.fit(formula, chunks, method="ML").loglik, rel=1e-9)
+    assert ml.loglik == pytest.approx(mixed.fit(formula, df, method="ML").loglik, rel=1e-9)
 
 
 def test_empty_partials_and_type_conflicts():

@@ -291,3 +291,20 @@ def test_factor_slope_raises(term):
     assert not pd.api.types.is_numeric_dtype(df["grp"])  # strings (object or pandas' str dtype)
     with pytest.raises(ValueError, match=r"\bgrp\b"):  # mixed.MixedModelError or vrs_helpers.formula.FormulaError
         mixed.fit(f"y ~ x + grp + {term}", df, method="REML")
+
+
+@pytest.mark.parametrize("method", ["ML", "REML"])
+def test_not_trapped_at_zero_variances(method):
+    """All variances 0 is a stationary point in theta whatever the data say; this design once stopped there from a
+    DataFrame (and at lme4's optimum from chunks). lme4 1.1-31's fit recorded by tests/reference/boundary_trap.R."""
+    ref = json.loads((REF / "boundary_trap_lme4.json").read_text())[method]
+    df = pd.read_csv(REF / "boundary_trap.csv.gz", dtype={"run": str, "item": str})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        whole = mixed.fit("y ~ x + (x||run) + (1|item)", df, method=method)
+        chunked = mixed.fit("y ~ x + (x||run) + (1|item)", [df.iloc[i:i + 400] for i in range(0, len(df), 400)],
+                            method=method)
+    for m in (whole, chunked):
+        assert m.loglik == pytest.approx(ref["logLik"], abs=1e-6)   # lme4's optimum (ours at least as high)
+        for name, value in ref["theta"].items():
+            assert m.theta[name] == pytest.approx(value, abs=1e-4), name

@@ -62,16 +62,11 @@ def strip_volatile(nb) -> None:
 
 
 def export_html(nb_path: Path, html_dir: Path) -> Path:
-    """Export an executed notebook to standalone HTML."""
-    import nbformat
-    from nbconvert import HTMLExporter
+    """Export an executed notebook to HTML that loads nothing from the internet (MathJax copied beside it,
+    :func:`vrs_helpers.report.export_page`)."""
+    from .report import export_page
 
-    nb = nbformat.read(str(nb_path), as_version=4)
-    body, _ = HTMLExporter().from_notebook_node(nb)
-    html_dir.mkdir(parents=True, exist_ok=True)
-    out = html_dir / (nb_path.stem + ".html")
-    out.write_text(body, encoding="utf-8")
-    return out
+    return export_page(nb_path, html_dir)
 
 
 class ParameterError(ValueError):
@@ -417,5 +412,8 @@ def analyze_report(data, *, response: str, system: str | None, item: str, replic
         tmp = out / f".{name}.partial"
         shutil.copyfile(src, tmp)
         os.replace(tmp, out / name)
+    from .report import copy_mathjax
+
+    copy_mathjax(out)  # report.html loads MathJax from ./mathjax (no CDN)
     shutil.rmtree(work, ignore_errors=True)
     return json.loads((out / "summary.json").read_text())

@@ -351,19 +351,31 @@ def _optimize_general(dev: _BlockDeviance, theta0):
         return r.x.copy(), float(r.fun), r, int(r.nfev)
 
     theta, best_f, res, n_eval = run(x0)
-    for _ in range(len(theta)):  # a variance stuck at 0: start it away from the boundary; keep if better
+    # A diagonal element of T_k at 0 is a stationary point in theta whatever the data say (the variance is theta^2),
+    # so an optimizer that steps onto the boundary can stay there (all variances 0 is such a trap). For every
+    # diagonal element at 0, search along it alone; move those along which the deviance falls, and optimize again.
+    for _ in range(len(theta)):
         stuck = np.flatnonzero(diag & (theta <= 1e-6))
-        improved = False
-        for k in stuck:
-            x = theta.copy()
-            x[k] = max(0.5, float(theta[diag].max()))
-            t2, f2, r2, ne = run(x)
-            n_eval += ne
-            if f2 < best_f - 1e-9:
-                theta, best_f, res, improved = t2, f2, r2, True
-                break
-        if not improved:
+        if not len(stuck):
             break
+        start, moved = theta.copy(), False
+        upper = max(2.0, 2.0 * float(np.abs(theta).max()))
+        for k in stuck:
+            def along(v, k=k, base=start.copy()):
+                x = base.copy()
+                x[k] = v
+                return dev(x)
+            line = optimize.minimize_scalar(along, bounds=(0.0, upper), method="bounded", options={"xatol": 1e-5})
+            n_eval += int(line.nfev)
+            if line.fun < best_f - 1e-9 * max(1.0, abs(best_f)):
+                start[k], moved = float(line.x), True
+        if not moved:
+            break
+        t2, f2, r2, ne = run(start)
+        n_eval += ne
+        if not f2 < best_f - 1e-9 * max(1.0, abs(best_f)):
+            break
+        theta, best_f, res = t2, f2, r2
     rel_step = 0.0
     for _ in range(3):  # convergence check as lme4's (Newton step), polishing with that step where it is not small
         free = np.flatnonzero(~diag | (theta > 1e-6))
