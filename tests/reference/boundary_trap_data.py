@@ -1,7 +1,8 @@
 """Data of the boundary-trap regression test (tests/test_mixed_slopes.py::test_not_trapped_at_zero_variances).
 
     python tests/reference/boundary_trap_data.py tests/reference/boundary_trap.csv.gz
-    Rscript tests/reference/boundary_trap.R tests/reference/boundary_trap.csv.gz > tests/reference/boundary_trap_lme4.json
+    Rscript tests/reference/boundary_trap.R tests/reference/boundary_trap.csv.gz \
+        > tests/reference/boundary_trap_lme4.json
 
 y ~ x + (x||run) + (1|item) on these rows once stopped at all variances 0 (a stationary point of theta whatever the
 data say) when fitted from one DataFrame, and at lme4's optimum when fitted from chunks.

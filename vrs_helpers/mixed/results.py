@@ -360,8 +360,9 @@ def _optimize_general(dev: _BlockDeviance, theta0):
             break
         start, moved = theta.copy(), False
         upper = max(2.0, 2.0 * float(np.abs(theta).max()))
+        base = theta.copy()  # each element searched from the point the optimizer stopped at
         for k in stuck:
-            def along(v, k=k, base=start.copy()):
+            def along(v, k=k, base=base):
                 x = base.copy()
                 x[k] = v
                 return dev(x)
