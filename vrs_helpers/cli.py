@@ -99,6 +99,9 @@ def _cmd_run(args) -> int:
         print("error: --inplace stores the executed notebook as the committed one; it takes no -p parameters "
               "(the committed notebook shows the defaults, which reproduce the book).", file=sys.stderr)
         return 2
+    from .resources import find_workbook
+
+    args.notebook = str(find_workbook(args.notebook))  # a path, or a workbook's name / number
     if args.inplace:
         return _run_inplace(args)
     if str(args.out).endswith(".ipynb"):
@@ -138,9 +141,11 @@ def _report_regressions(rows, folder: Path) -> int:
 
 
 def _cmd_reproduce(args) -> int:
+    from .resources import find_workbook, workbooks_dir
     from .runner import notebooks_in, reproduce
 
-    nbs = [Path(n) for n in args.notebooks] if args.notebooks else notebooks_in(args.folder)
+    args.folder = args.folder or str(workbooks_dir())
+    nbs = [find_workbook(n) for n in args.notebooks] if args.notebooks else notebooks_in(args.folder)
     if not nbs:
         print(f"error: no notebooks found in {args.folder}", file=sys.stderr)
         return 1
@@ -151,7 +156,7 @@ def _cmd_reproduce(args) -> int:
     print(f"report: {Path(args.build) / 'html' / 'index.html'}; scorecard: {Path(args.build) / 'scorecard.csv'}")
     for r in failed:
         print(f"error: {r.error}", file=sys.stderr)
-    folder = Path(args.folder) if not args.notebooks else Path(args.notebooks[0]).parent
+    folder = Path(args.folder) if not args.notebooks else nbs[0].parent
     if args.accept:
         from .scorecard import accept_baseline
 
@@ -163,6 +168,18 @@ def _cmd_reproduce(args) -> int:
         print(f"{n_bad} scorecard rows are worse than the committed baseline ({folder / 'scorecard_baseline.csv'}); "
               f"if the change is intended and explained, run `vrs reproduce --accept`.", file=sys.stderr)
     return 1 if failed or n_bad else 0
+
+
+def _cmd_workbooks(args) -> int:
+    from .resources import copy_workbooks
+
+    written = copy_workbooks(args.dir, force=args.force)
+    print(f"{len(written)} files in {Path(args.dir).resolve()}:")
+    for p in written:
+        print(f"  {p.name}")
+    print(f"Open them with: jupyter lab {args.dir}   (student copies without solutions: vrs student "
+          f"{Path(args.dir) / '03_krippendorff_paradoxes.ipynb'} --out DIR)")
+    return 0
 
 
 def _cmd_docs(args) -> int:
@@ -251,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=_cmd_data)
 
     p = sub.add_parser("run", help="execute one notebook with papermill and export HTML")
-    p.add_argument("notebook")
+    p.add_argument("notebook", help="a notebook file, or a workbook by name or number (03_krippendorff_paradoxes, 03)")
     p.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
                    help="set a parameter (value parsed as YAML: 0.5, 10, true, [1, 2], text)")
     p.add_argument("--out", default="build/notebooks",
@@ -264,15 +281,26 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("reproduce", help="execute all notebooks and build build/html/index.html with the scorecard")
-    p.add_argument("notebooks", nargs="*", help="notebooks to run (default: all in --folder)")
-    p.add_argument("--folder", default="notebooks")
+    p.add_argument("notebooks", nargs="*", help="notebooks (files, or workbooks by name or number) to run "
+                   "(default: all in --folder)")
+    p.add_argument("--folder", default=None, help="folder of the workbooks (default: notebooks/ of a checkout, "
+                   "else the installed package's workbooks)")
     p.add_argument("--accept", action="store_true",
                    help="record this run's scorecard statuses as the new baseline (notebooks/scorecard_baseline.csv)")
-    p.add_argument("--build", default="build")
+    p.add_argument("--build", "--out", dest="build", default="build",
+                   help="output folder: executed notebooks, scorecard.csv, html/ (default: build)")
     p.add_argument("--defaults-only", action="store_true",
                    help="run each notebook once with its default parameters, not every analysis it lists in its "
                         "metadata (e.g. the 7 dataset x target runs of the circularity workbook, ~15 min)")
     p.set_defaults(func=_cmd_reproduce)
+
+    p = sub.add_parser("workbooks", help="copy the workbooks (with their exercises) into a folder to open in "
+                       "JupyterLab", description="Copy every workbook and the scorecard baseline into DIR: the way "
+                       "a seminar participant starts (jupyter lab DIR). Existing files are never overwritten "
+                       "without --force.")
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--force", action="store_true", help="overwrite workbooks already in DIR")
+    p.set_defaults(func=_cmd_workbooks)
 
     p = sub.add_parser("docs", help="the API reference from the docstrings (pdoc), as in the report site")
     p.add_argument("--out", default="build/html/api", help="output folder (default build/html/api)")
@@ -326,7 +354,11 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except Exception as exc:  # one clear line instead of a traceback for expected failures
         from .data import DataError
+        from .errors import VRSError
 
+        if isinstance(exc, VRSError) and not isinstance(exc, DataError):
+            print(f"error: {exc}", file=sys.stderr)
+            return exc.exit_code
         if isinstance(exc, (DataError, FileNotFoundError, ValueError)):
             print(f"error: {exc}", file=sys.stderr)
             return 1

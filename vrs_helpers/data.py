@@ -377,17 +377,18 @@ def verify(download: bool = False) -> pd.DataFrame:
 
 # ------------------------------------------------------------------------------------ small data we ship
 
-BOOK_DIR = Path(__file__).resolve().parent.parent / "data" / "book"
-
-
 def book_table(name: str) -> dict:
-    """A small table typed in from the book (``data/book/<name>.json``), e.g. ``book_table("agreement_3_3_1")``."""
+    """A small table typed in from the book (``data/book/<name>.json``, shipped in the package), e.g.
+    ``book_table("agreement_3_3_1")``."""
     import json
 
-    p = BOOK_DIR / f"{name}.json"
+    from .resources import book_dir
+
+    folder = book_dir()
+    p = folder / f"{name}.json"
     if not p.is_file():
-        known = sorted(q.stem for q in BOOK_DIR.glob("*.json"))
-        raise DataError(f"No book table {name!r} in {BOOK_DIR}; known: {', '.join(known) or 'none'}.")
+        known = sorted(q.stem for q in folder.glob("*.json"))
+        raise DataError(f"No book table {name!r} in {folder}; known: {', '.join(known) or 'none'}.")
     return json.loads(p.read_text(encoding="utf-8"))
 
 
@@ -397,5 +398,7 @@ def coverage() -> "pd.DataFrame":
     definition or illustration (nothing to reproduce), the workbook and a note."""
     import pandas as pd
 
-    return pd.read_csv(BOOK_DIR / "coverage.csv", keep_default_na=False)
+    from .resources import book_dir
+
+    return pd.read_csv(book_dir() / "coverage.csv", keep_default_na=False)
 

@@ -202,9 +202,12 @@ def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, *,
                      seconds=time.perf_counter() - started)
 
 
-def notebooks_in(folder: str | os.PathLike = "notebooks") -> list[Path]:
-    """The workbooks in ``folder`` in order (names starting with two digits)."""
-    return sorted(p for p in Path(folder).glob("[0-9][0-9]_*.ipynb"))
+def notebooks_in(folder: str | os.PathLike | None = None) -> list[Path]:
+    """The workbooks in ``folder`` in order (names starting with two digits); default: the workbooks of this
+    installation (:func:`vrs_helpers.resources.workbooks_dir`)."""
+    from .resources import workbooks
+
+    return workbooks(folder)
 
 
 def reproduce_runs(notebook: str | os.PathLike) -> list[dict]:
@@ -360,12 +363,10 @@ ANALYZE_NOTEBOOK = "07_your_evaluation.ipynb"
 
 
 def analyze_notebook() -> Path:
-    """Workbook 07 of this checkout (``notebooks/07_your_evaluation.ipynb`` beside the package)."""
-    path = Path(__file__).resolve().parent.parent / "notebooks" / ANALYZE_NOTEBOOK
-    if not path.is_file():
-        raise FileNotFoundError(f"Workbook {ANALYZE_NOTEBOOK} not found at {path}; `vrs analyze` runs from a checkout "
-                                "of vrs-workbooks (pip install -e .).")
-    return path
+    """Workbook 07 (``notebooks/07_your_evaluation.ipynb`` of a checkout, or the installed package's copy)."""
+    from .resources import find_workbook
+
+    return find_workbook(ANALYZE_NOTEBOOK)
 
 
 def analyze_report(data, *, response: str, system: str | None, item: str, replications=(), properties=(),
