@@ -1,4 +1,4 @@
-"""Benchmark the paired resampling tests of vrs_helpers.significance against sacrebleu and deep-significance.
+"""Benchmark the paired resampling tests and ASO of vrs_helpers.significance against sacrebleu and deep-significance.
 
     python benchmarks/significance.py [--items 100000] [--resamples 10000]
 
@@ -101,6 +101,22 @@ def main(argv=None):
                      "peer s": "" if peer_t is None else f"{peer_t:.3f}",
                      "peer/ours": "" if peer_t is None else f"{peer_t / t_ours:.0f}x",
                      "p ours": f"{r_ours.p_value:.4f}", "p peer": "" if peer_p is None else f"{peer_p:.4f}"})
+
+    # deepsig: Almost Stochastic Order on per-run means (5 and 3 runs per system, 1,000 bootstrap iterations)
+    for runs in (5, 3):
+        rng = np.random.default_rng(10 + runs)
+        ra, rb = rng.normal(0.805, 0.01, runs), rng.normal(0.800, 0.01, runs)
+        t_ours, r_ours = timed(lambda a=ra, b=rb: sg.aso(a, b, seed=7))
+        if deepsig is None:
+            peer_t, peer_eps, note = None, None, "deepsig not installed"
+        else:
+            peer_t, peer_eps = timed(lambda a=ra, b=rb: deepsig.aso(a, b, seed=7, show_progress=False), repeat=1)
+            note = "deepsig.aso"
+        rows.append({"task": f"ASO eps_min, {runs} vs {runs} runs", "items": runs, "resamples": 1000,
+                     "ours s": f"{t_ours:.4f}", "peer": note, "peer s": "" if peer_t is None else f"{peer_t:.3f}",
+                     "peer/ours": "" if peer_t is None else f"{peer_t / t_ours:.0f}x",
+                     "p ours": f"eps {r_ours.eps_min:.3f}",
+                     "p peer": "" if peer_eps is None else f"eps {peer_eps:.3f}"})
 
     # sacrebleu: paired approximate randomization / bootstrap of corpus BLEU on the same segment statistics
     try:

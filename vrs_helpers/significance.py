@@ -566,3 +566,7 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
             rows.append({system: level, "slope": est, "SE": se, "z": est / se})
         slopes = pd.DataFrame(rows)
     return SystemComparison(formula, null, test, emm.means, emm.contrasts, slopes, full)
+
+
+# What NLP users already run beside the mixed-model tests (issue 22): ASO and the expected maximum of n runs
+from .stochastic_order import ASOResult, ExpectedMax, aso, expected_max, multi_aso  # noqa: E402, F401
