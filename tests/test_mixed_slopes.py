@@ -286,11 +286,13 @@ def test_slope_varying_within_groups_fits():
 
 
 @pytest.mark.parametrize("term", ["(1 + grp | subject)", "(0 + grp | subject)"])
-def test_factor_slope_raises(term):
+def test_factor_slope_of_streamed_data_raises(term):
+    """Factor slopes are coded from a DataFrame (tests/test_mixed_factor_slopes.py); streamed chunks cannot be
+    coded before their levels are known, so they are refused with a message naming the variable."""
     df = _data("sleep_like")
     assert not pd.api.types.is_numeric_dtype(df["grp"])  # strings (object or pandas' str dtype)
     with pytest.raises(ValueError, match=r"\bgrp\b"):  # mixed.MixedModelError or vrs_helpers.formula.FormulaError
-        mixed.fit(f"y ~ x + grp + {term}", df, method="REML")
+        mixed.fit(f"y ~ x + grp + {term}", [df.iloc[:100], df.iloc[100:]], method="REML")
 
 
 @pytest.mark.parametrize("method", ["ML", "REML"])

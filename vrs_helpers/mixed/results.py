@@ -535,13 +535,18 @@ def fit(formula: str, data, method: str = "REML", dropna: bool = False, blas_thr
     formula : str
         lme4 syntax, e.g. ``"ter ~ system * src_length_class + (1|sentence_id)"``,
         ``"score ~ (1|sentence) + (1|rater) + (1|sentence:rater)"``, ``"y ~ days + (1 + days|subject)"``,
-        ``"y ~ x + (1|school/class)"``. Random slopes are for numeric variables.
+        ``"y ~ x + (1|school/class)"``. Random slopes of numeric variables, and of factors in a DataFrame
+        (``(f|g)``, ``(0 + f|g)``, ``(f||g)`` as lme4 codes them: :mod:`.factor_slopes`).
     data : DataFrame, iterable of DataFrames, or pyarrow Dataset
         Rows, or chunks of rows with the same columns (streamed once; memory independent of the row count).
     method : "REML" (default; variance components) or "ML" (likelihood ratio tests).
     dropna : drop rows with missing values in the model's columns instead of raising.
     blas_threads : "auto" (one BLAS thread for small dense blocks), an int, or None (library default).
     """
+    if isinstance(data, pd.DataFrame):  # random slopes of factors: R's model-matrix columns as numeric slopes
+        from .factor_slopes import expand
+
+        formula, data = expand(formula, data)
     try:
         s = accumulate(formula, data, dropna=dropna)
     except FormulaError:
