@@ -133,8 +133,15 @@ def _sandwich_blocks(G, D: np.ndarray) -> np.ndarray:
     if sparse.issparse(G):
         Dm = sparse.bsr_matrix((D, np.arange(m), np.arange(m + 1)), shape=(m * r, m * r))
         return (G @ Dm @ G.T).toarray()
-    GD = np.einsum("qmi,mij->qmj", G.reshape(G.shape[0], m, r), D).reshape(G.shape[0], m * r)
-    return GD @ G.T
+    # G blockdiag(D): r^2 elementwise products of q x m slices (numpy's einsum loops over this ~10x slower)
+    G3 = G.reshape(G.shape[0], m, r)
+    GD = np.empty_like(G3)
+    for j in range(r):
+        acc = G3[:, :, 0] * D[:, 0, j]
+        for i in range(1, r):
+            acc += G3[:, :, i] * D[:, i, j]
+        GD[:, :, j] = acc
+    return GD.reshape(G.shape[0], m * r) @ G.T
 
 
 def _cross(s: SufficientStats, k: int, j: int):
@@ -471,18 +478,18 @@ class _BlockDeviance:
                 out[sl] = T[0, 0] * X[sl]
             else:
                 blk = X[sl].reshape(-1, rk, X.shape[1])
-                out[sl] = np.einsum("ab,mbc->mac", T, blk).reshape(-1, X.shape[1])
+                out[sl] = (T @ blk).reshape(-1, X.shape[1])
         return out
 
     def evaluate(self, theta: np.ndarray):
         lams = self.lambdas(theta)
         Tb = lams[self.big]
         rb = Tb.shape[0]
-        A = np.einsum("ba,mbc,cd->mad", Tb, self.Gb, Tb) + np.eye(rb)  # T_b' G_i T_b + I per level
+        A = Tb.T @ self.Gb @ Tb + np.eye(rb)  # T_b' G_i T_b + I per level (broadcast over the levels)
         LA = np.linalg.cholesky(A)
         LAinv = np.linalg.inv(LA)
         logdet = 2.0 * float(np.log(np.diagonal(LA, axis1=1, axis2=2)).sum())
-        TRb = np.einsum("ba,mbc->mac", Tb, self.Rb)  # T_b' R_b per level
+        TRb = Tb.T @ self.Rb  # T_b' R_b per level
         cb = LAinv @ TRb  # m_b x r_b x (p+1)
         if self.q_o:
             Ainv = np.swapaxes(LAinv, 1, 2) @ LAinv
@@ -491,13 +498,14 @@ class _BlockDeviance:
             W = self.Go - H
             S = self._apply(self._apply(W, lams, True).T, lams, True).T + self.eye_o
             LS = _chol(S, lower=True)
-            ub = np.einsum("ab,mbc->mac", Tb, Ainv @ TRb).reshape(-1, TRb.shape[2])  # (I (x) T_b) A^-1 T_b' R_b
+            ub = (Tb @ (Ainv @ TRb)).reshape(-1, TRb.shape[2])  # (I (x) T_b) A^-1 T_b' R_b
             co = _tri(LS, self._apply(self.Ro - self.Gob @ ub, lams, True), lower=True)
             logdet += 2.0 * float(np.log(np.diag(LS)).sum())
         else:
             LS = np.zeros((0, 0))
             co = np.zeros((0, self.Rb.shape[2]))
-        P = self.MtM - np.einsum("mai,maj->ij", cb, cb) - co.T @ co
+        cb2 = cb.reshape(-1, cb.shape[2])
+        P = self.MtM - cb2.T @ cb2 - co.T @ co
         dev, RX, cbeta, r2 = _profiled(self.s, P, logdet, self.reml)
         if not np.isfinite(dev):
             return np.inf, None
