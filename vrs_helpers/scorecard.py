@@ -45,6 +45,25 @@ def _fmt(x) -> str:
     return str(x)
 
 
+def shown(value, tolerance) -> str:
+    """A value as the scorecard shows it: two digits beyond the precision of the check (the decimals of its
+    tolerance), at most 6 significant digits; exact checks (tolerance 0) at 6 significant digits.
+
+    Shown values never carry the last digits of a float, which differ between CPUs and BLAS libraries: notebook
+    outputs checked by nbval stay the same on every machine. The full value is in the check's data (``ours``)."""
+    try:
+        v, tol = float(value), float(tolerance)
+    except (TypeError, ValueError):
+        return str(value)
+    if math.isnan(v):
+        return "NaN"
+    if v == 0 or not tol > 0 or math.isnan(tol):
+        return _fmt(v)
+    decimals = round(-math.log10(2 * tol)) + 2
+    sig = decimals + math.floor(math.log10(abs(v))) + 1
+    return f"{v:.{min(6, max(1, sig))}g}"
+
+
 @dataclass
 class Check:
     """One published number and our reproduction of it."""
@@ -65,17 +84,18 @@ class Check:
         return pd.DataFrame([asdict(self)])[COLUMNS]
 
     def __repr__(self) -> str:
-        alt = (f"; {self.alternative} {_fmt(self.alternative_value)}" if self.alternative else "")
-        return (f"[{self.match}] {self.ref} — {self.quantity}: book {_fmt(self.book)}, ours {_fmt(self.ours)} "
-                f"(tolerance {_fmt(self.tolerance)}{alt})")
+        alt = (f"; {self.alternative} {shown(self.alternative_value, self.tolerance)}" if self.alternative else "")
+        return (f"[{self.match}] {self.ref} — {self.quantity}: book {_fmt(self.book)}, ours "
+                f"{shown(self.ours, self.tolerance)} (tolerance {_fmt(self.tolerance)}{alt})")
 
     def _repr_html_(self) -> str:
         colour = {"true": "#1a7f37", "explained": "#9a6700", "false": "#cf222e"}[self.match]
-        alt = (f"; {html.escape(self.alternative)} <b>{_fmt(self.alternative_value)}</b>" if self.alternative
-               else "")
+        alt = (f"; {html.escape(self.alternative)} <b>{shown(self.alternative_value, self.tolerance)}</b>"
+               if self.alternative else "")
         expl = f"<br><i>{html.escape(self.explanation)}</i>" if self.explanation else ""
         return (f"<div style='border-left:4px solid {colour};padding-left:6px'><b>{html.escape(self.ref)}</b> — "
-                f"{html.escape(self.quantity)}: book <b>{_fmt(self.book)}</b>, ours <b>{_fmt(self.ours)}</b> "
+                f"{html.escape(self.quantity)}: book <b>{_fmt(self.book)}</b>, ours "
+                f"<b>{shown(self.ours, self.tolerance)}</b> "
                 f"(tolerance {_fmt(self.tolerance)}{alt}) → <span style='color:{colour}'>{self.match}</span>{expl}"
                 f"</div>")
 
@@ -188,13 +208,19 @@ class Scorecard:
         counts = pd.Series([c.match for c in self._pending]).value_counts().to_dict()
         bundle = {"text/plain": f"{len(rows)} scorecard checks recorded: {counts}", SCORECARD_MIME: rows}
         if visible:
-            frame = pd.DataFrame([asdict(c) for c in self._pending])[COLUMNS[2:]]
-            bundle["text/html"] = frame.to_html(index=False, float_format=_fmt)
+            bundle["text/html"] = _shown_frame(self._pending, findings=True).to_html(index=False)
         _display(bundle)
         self._pending = []
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([asdict(c) for c in self.checks], columns=COLUMNS)
+
+    def table(self, findings: bool = False) -> pd.DataFrame:
+        """The checks as shown to a reader (strings: values at the check's precision, :func:`shown`): ref,
+        quantity, book, ours, tolerance, match; ``findings=True``: only the rows that are not plain matches, with
+        the alternative reference and the explanation. Its display is the same on every machine (nbval-safe)."""
+        rows = [c for c in self.checks if c.match != "true"] if findings else self.checks
+        return _shown_frame(rows, findings)
 
     def regressions(self, baseline: str | Path | pd.DataFrame = BASELINE) -> pd.DataFrame:
         """This card's rows whose status is worse than in the committed baseline (see :func:`regressions`)."""
@@ -205,7 +231,18 @@ class Scorecard:
         return f"Scorecard({self.notebook!r}, {len(self.checks)} checks, {counts})"
 
     def _repr_html_(self) -> str:
-        return self.to_frame().to_html(index=False, float_format=_fmt)
+        return self.table().to_html(index=False)
+
+
+def _shown_frame(checks, findings: bool) -> pd.DataFrame:
+    cols = ["ref", "quantity", "book", "ours", "tolerance", "match"]
+    if findings:
+        cols += ["alternative", "alternative_value", "explanation"]
+    rows = [{"ref": c.ref, "quantity": c.quantity, "book": _fmt(c.book), "ours": shown(c.ours, c.tolerance),
+             "tolerance": _fmt(c.tolerance), "match": c.match, "alternative": c.alternative,
+             "alternative_value": shown(c.alternative_value, c.tolerance) if c.alternative else "",
+             "explanation": c.explanation} for c in checks]
+    return pd.DataFrame(rows, columns=cols)
 
 
 def load_baseline(path: str | Path | pd.DataFrame = BASELINE) -> pd.DataFrame:
