@@ -7,8 +7,8 @@ import nbformat
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import requires_data
 
+from conftest import requires_data
 from vrs_helpers import cli, runner
 from vrs_helpers.data import book_table, load
 

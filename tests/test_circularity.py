@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import requires_data
 
+from conftest import requires_data
 from vrs_helpers import circularity, data, gam
 
 MGCV = json.loads((Path(__file__).parent / "reference" / "mgcv_book_models.json").read_text())

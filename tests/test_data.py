@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import requires_data
 
+from conftest import requires_data
 from vrs_helpers import data
 from vrs_helpers.cli import main
 

@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import requires_data
 
+from conftest import requires_data
 from vrs_helpers import data, gam
 
 sys.path.insert(0, str(Path(__file__).parent / "reference"))

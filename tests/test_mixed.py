@@ -58,7 +58,7 @@ def test_formula_parsing():
 def test_analytic_gradient_matches_finite_differences(reml):
     df = _crossed(1)
     s = mixed.accumulate("y ~ sys + x + (1|s) + (1|r) + (1|o) + (1|s:r)", df)
-    dev = mixed._Deviance(s, reml)
+    dev = mixed.Deviance(s, reml)
     for theta in (np.array([1.0, 0.5, 0.2, 0.7]), np.array([2.0, 0.05, 1.5, 0.3])):
         _, g = dev.value_and_grad(theta)
         num = optimize.approx_fprime(theta, dev, 1e-6)
@@ -248,7 +248,7 @@ def test_block_deviance_equals_intercept_deviance(reml):
     """The general (random-slope) deviance reduces to the random-intercept one: two implementations, same values."""
     df = _crossed(4)
     s = mixed.accumulate("y ~ sys * x + (1|s) + (1|r) + (1|o) + (1|s:r)", df)
-    fast, general = mixed._Deviance(s, reml), mixed._BlockDeviance(s, reml)
+    fast, general = mixed.Deviance(s, reml), mixed.BlockDeviance(s, reml)
     rng = np.random.default_rng(0)
     for theta in [np.ones(4), np.array([0.0, 0.3, 1.2, 0.0])] + [rng.uniform(0, 3, 4) for _ in range(5)]:
         assert general(theta) == pytest.approx(fast(theta), rel=1e-12, abs=1e-9)

@@ -32,9 +32,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import requires_data
 from scipy import linalg, sparse
 
+from conftest import requires_data
 from vrs_helpers import data, mixed
 from vrs_helpers.marginal import emmeans
 
@@ -145,7 +145,7 @@ def _deviance_from_rows(stats, df: pd.DataFrame, theta: np.ndarray, reml: bool) 
     computed from the rows: sparse Z, V* = I + Z Lambda Lambda' Z' inverted by Woodbury, residuals y - X beta formed
     directly (an evaluation independent of the cross-products y'y, X'y, Z'y our engine works from)."""
     y = df[stats.formula.response].to_numpy(dtype=float)
-    X = mixed._design_rows(stats, df)
+    X = mixed.design_rows(stats, df)
     n, p = X.shape
     blocks = []
     for t, th in zip(stats.terms, theta, strict=True):
@@ -197,7 +197,7 @@ def _verify_optimum(ref, df, m) -> str:
     """Where our log-likelihood beats lme4's: assert that ours is a true optimum (module docstring); the note."""
     reml = ref["method"] == "REML"
     stats = mixed.accumulate(ref["formula"], df)
-    dev = mixed._Deviance(stats, reml=reml)
+    dev = mixed.Deviance(stats, reml=reml)
     names = [f"{t.group_name}.{t.covariate_names[0]}" for t in stats.terms]  # the formula's (internal) order
     theta = m.theta[names].to_numpy(dtype=float)
     theta_lme4 = np.array([ref["theta"][nm] for nm in names], dtype=float)

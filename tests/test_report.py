@@ -10,8 +10,8 @@ import shutil
 import nbformat
 import pandas as pd
 import pytest
-from conftest import ROOT
 
+from conftest import ROOT
 from vrs_helpers import report, runner
 from vrs_helpers.scorecard import COLUMNS, SCORECARD_MIME, Scorecard, _payload, extract, tolerance_of
 

@@ -5,8 +5,8 @@ from pathlib import Path
 import nbformat
 import pandas as pd
 import pytest
-from conftest import ROOT, requires_data
 
+from conftest import ROOT, requires_data
 from vrs_helpers import agreement, runner, scorecard
 from vrs_helpers.cli import main
 

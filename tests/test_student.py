@@ -4,8 +4,8 @@ import ast
 
 import nbformat
 import pytest
-from conftest import ROOT
 
+from conftest import ROOT
 from vrs_helpers import student
 from vrs_helpers.cli import main
 

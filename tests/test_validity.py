@@ -3,9 +3,9 @@
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import requires_data
 from scipy import stats
 
+from conftest import requires_data
 from vrs_helpers import validity as v
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+
 from conftest import requires_data
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -20,6 +20,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .errors import VRSError
+
+
+class AgreementError(VRSError, ValueError, TypeError):
+    """Bad ratings or arguments for an agreement coefficient (the message says what to fix)."""
+
+
 LEVELS = ("nominal", "ordinal", "interval", "ratio")
 
 
@@ -63,25 +70,25 @@ class AlphaResult:
 def _as_matrix(ratings, level: str) -> tuple[np.ndarray, np.ndarray]:
     """Raters x units array -> (codes: index into values, NaN for missing; sorted distinct values)."""
     if level not in LEVELS:
-        raise ValueError(f"Unknown level of measurement {level!r}; use one of {', '.join(LEVELS)}.")
+        raise AgreementError(f"Unknown level of measurement {level!r}; use one of {', '.join(LEVELS)}.")
     if isinstance(ratings, pd.DataFrame):
         ratings = ratings.to_numpy()
     arr = np.asarray(ratings, dtype=object)
     if arr.ndim == 1:
-        raise ValueError("ratings must be a 2-D raters x units array (one row per rater); got a 1-D array.")
+        raise AgreementError("ratings must be a 2-D raters x units array (one row per rater); got a 1-D array.")
     if arr.ndim != 2 or arr.size == 0:
-        raise ValueError(f"ratings must be a non-empty raters x units array; got shape {arr.shape}.")
+        raise AgreementError(f"ratings must be a non-empty raters x units array; got shape {arr.shape}.")
     missing = np.vectorize(lambda v: v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA,
                            otypes=[bool])(arr)
     present = arr[~missing]
     if present.size == 0:
-        raise ValueError("ratings contain no values (every entry is missing).")
+        raise AgreementError("ratings contain no values (every entry is missing).")
     is_number = np.vectorize(lambda v: isinstance(v, (int, float, np.number)) and not isinstance(v, bool),
                              otypes=[bool])(present)
     if not is_number.all():
         if level != "nominal":
             bad = present[~is_number][:3]
-            raise TypeError(f"{level} data must be numeric; found non-numeric ratings such as {list(bad)!r}. "
+            raise AgreementError(f"{level} data must be numeric; found non-numeric ratings such as {list(bad)!r}. "
                             f"Use level='nominal' for categories, or map them to numbers first.")
         # nominal categories of any type: code them as integers in sorted order of their string form
         labels = sorted(set(present.tolist()), key=str)
@@ -91,7 +98,7 @@ def _as_matrix(ratings, level: str) -> tuple[np.ndarray, np.ndarray]:
         return out, np.asarray(labels, dtype=object)
     numbers = present.astype(float)
     if not np.isfinite(numbers).all():
-        raise ValueError("ratings contain infinite values.")
+        raise AgreementError("ratings contain infinite values.")
     values = np.unique(numbers)
     out = np.full(arr.shape, np.nan)
     out[~missing] = np.searchsorted(values, numbers)
@@ -149,10 +156,10 @@ def krippendorff_alpha(ratings, level: str = "nominal", *, _warn: bool = True) -
     m_u = counts.sum(axis=1)
     pairable = m_u >= 2
     if pairable.sum() == 0:
-        raise ValueError("No unit has two or more ratings: alpha needs pairable values (at least two ratings "
+        raise AgreementError("No unit has two or more ratings: alpha needs pairable values (at least two ratings "
                          "of the same unit).")
     if pairable.sum() < 2:
-        raise ValueError("Only one unit has two or more ratings: agreement across units cannot be assessed; "
+        raise AgreementError("Only one unit has two or more ratings: agreement across units cannot be assessed; "
                          "alpha needs at least two rated units.")
     c = counts[pairable]
     w = 1.0 / (m_u[pairable] - 1.0)
@@ -189,7 +196,7 @@ def krippendorff_alpha_long(data: pd.DataFrame, unit: str, rater: str, value: st
             raise KeyError(f"Column {col!r} not found; available columns: {', '.join(map(str, data.columns))}.")
     dup = data.duplicated([unit, rater])
     if dup.any():
-        raise ValueError(f"{int(dup.sum())} rows repeat a (unit, rater) pair; alpha needs at most one rating per "
+        raise AgreementError(f"{int(dup.sum())} rows repeat a (unit, rater) pair; alpha needs at most one rating per "
                          f"rater and unit. Aggregate or add the replication to the unit first.")
     wide = data.pivot(index=rater, columns=unit, values=value)
     return krippendorff_alpha(wide.to_numpy(dtype=object), level=level)
@@ -199,10 +206,10 @@ def _two_raters(a, b) -> tuple[np.ndarray, np.ndarray]:
     a = pd.Series(np.asarray(a, dtype=object))
     b = pd.Series(np.asarray(b, dtype=object))
     if len(a) != len(b):
-        raise ValueError(f"The two raters rated different numbers of units ({len(a)} vs {len(b)}).")
+        raise AgreementError(f"The two raters rated different numbers of units ({len(a)} vs {len(b)}).")
     keep = a.notna() & b.notna()
     if keep.sum() == 0:
-        raise ValueError("No unit was rated by both raters.")
+        raise AgreementError("No unit was rated by both raters.")
     return a[keep].to_numpy(), b[keep].to_numpy()
 
 
@@ -244,9 +251,9 @@ def two_rater_table(n_units: int, prevalence: float, disagreements: int, split: 
     Used to explore the paradoxes of chance-corrected agreement (book 3.3.1).
     """
     if not 0 <= disagreements <= n_units:
-        raise ValueError(f"disagreements must be between 0 and n_units={n_units}; got {disagreements}.")
+        raise AgreementError(f"disagreements must be between 0 and n_units={n_units}; got {disagreements}.")
     if not 0.0 <= prevalence <= 1.0 or not 0.0 <= split <= 1.0:
-        raise ValueError("prevalence and split must lie in [0, 1].")
+        raise AgreementError("prevalence and split must lie in [0, 1].")
     agree = n_units - disagreements
     ones = int(round(prevalence * agree))
     a_only = int(round(split * disagreements))

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from functools import partial
 from pathlib import Path
+
+from .errors import VRSError
 
 
 def _parse_value(text: str):
@@ -92,7 +93,7 @@ def _run_inplace(args) -> int:
 
 
 def _cmd_run(args) -> int:
-    from .runner import NotebookError, ParameterError, _slug, run_notebook
+    from .runner import NotebookError, ParameterError, run_notebook, slug
 
     params = {name: _parse_value(value) for name, value in (args.param or [])}
     if args.inplace and params:
@@ -108,7 +109,7 @@ def _cmd_run(args) -> int:
         out_dir, name = Path(args.out).parent, Path(args.out).name
     else:   # runs with different parameters do not overwrite each other
         stem = Path(args.notebook).stem
-        out_dir, name = args.out, (f"{stem}__{_slug(params)}.ipynb" if params else None)
+        out_dir, name = args.out, (f"{stem}__{slug(params)}.ipynb" if params else None)
     try:
         res = run_notebook(args.notebook, params, out_dir=out_dir, html_dir=args.html, output_name=name,
                            progress=True)
@@ -191,14 +192,9 @@ def _cmd_docs(args) -> int:
 
 
 def _cmd_batch(args) -> int:
-    from .distributed import DaskConnectionError, DaskUnavailableError
-    from .runner import ParameterError, batch
+    from .runner import batch
 
-    try:
-        results, table = batch(args.grid, out_dir=args.out, workers=args.workers, dask=args.dask)
-    except (ParameterError, DaskUnavailableError, DaskConnectionError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    results, table = batch(args.grid, out_dir=args.out, workers=args.workers, dask=args.dask)
     from .runner import batch_checks
 
     failed = [r for r in results if r.error]
@@ -229,24 +225,12 @@ def _cmd_student(args) -> int:
 
 
 def _cmd_analyze(args) -> int:
-    from .distributed import DaskConnectionError, DaskUnavailableError, analyze_dask
-    from .own_analysis import AnalysisError
-    from .own_data import InputError
-    from .runner import NotebookError, analyze_report
-    from .significance import SignificanceError
+    from .runner import analyze_report
 
-    run = analyze_report if args.dask is None else partial(analyze_dask, address=args.dask)
-    try:
-        summary = run(args.data, response=args.response, system=args.system, item=args.item,
-                      replications=args.replication or [], properties=args.property or [],
-                      baseline=args.baseline, out_dir=args.out, dropna=args.dropna, alpha=args.alpha,
-                      n_resamples=args.n_resamples, seed=args.seed)
-    except (InputError, AnalysisError, SignificanceError, DaskUnavailableError, DaskConnectionError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except NotebookError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    summary = analyze_report(args.data, response=args.response, system=args.system, item=args.item,
+                             replications=args.replication or [], properties=args.property or [],
+                             baseline=args.baseline, out_dir=args.out, dropna=args.dropna, alpha=args.alpha,
+                             n_resamples=args.n_resamples, seed=args.seed, backend=args.dask)
     out = Path(args.out)
     print("\n".join(summary.get("verdict", [])))
     if args.dask is not None:
@@ -352,17 +336,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except Exception as exc:  # one clear line instead of a traceback for expected failures
-        from .data import DataError
-        from .errors import VRSError
-
-        if isinstance(exc, VRSError) and not isinstance(exc, DataError):
-            print(f"error: {exc}", file=sys.stderr)
-            return exc.exit_code
-        if isinstance(exc, (DataError, FileNotFoundError, ValueError)):
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-        raise
+    except VRSError as exc:  # a user error: one clear line and its exit code; anything else is a bug (traceback)
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
 
 
 if __name__ == "__main__":  # pragma: no cover

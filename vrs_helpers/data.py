@@ -23,6 +23,8 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from .errors import VRSError
+
 EMPIRICAL_METHODS_COMMIT = "ddcaccd35850f9097cbe4327c8e99a3dd507acb9"
 HANS_COMMIT = "7299f6f657089ce06a0f98e7e81f8d0f5b7741ce"
 
@@ -33,7 +35,7 @@ ENV_DATA_DIR = "VRS_DATA_DIR"
 ENV_CACHE_DIR = "VRS_CACHE_DIR"
 
 
-class DataError(RuntimeError):
+class DataError(VRSError, RuntimeError):
     """A registered data file is unknown, missing, corrupted or unreadable."""
 
 

@@ -12,8 +12,10 @@ import itertools
 import re
 from dataclasses import dataclass
 
+from .errors import VRSError
 
-class FormulaError(ValueError):
+
+class FormulaError(VRSError, ValueError):
     """The formula cannot be parsed or asks for something the engine does not fit."""
 
 

@@ -32,13 +32,14 @@ from scipy import linalg, optimize
 from scipy.linalg import lapack
 from scipy.sparse import linalg as sparse_linalg
 
+from .errors import VRSError
 from .threads import blas_limit
 
 FAMILIES = ("gaussian", "binomial")
 EXACT_FIT = 1e-10   # RSS / TSS below which a Gaussian fit counts as an exact reconstruction of the target
 
 
-class GAMError(ValueError):
+class GAMError(VRSError, ValueError):
     """Bad input for a GAM fit."""
 
 

@@ -21,10 +21,12 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from .errors import VRSError
+
 SCALES = ("nominal", "ordinal", "interval", "ratio")
 
 
-class InvarianceError(ValueError):
+class InvarianceError(VRSError, ValueError):
     """Bad input for the transformation invariance test."""
 
 

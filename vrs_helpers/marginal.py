@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .mixed import MixedModelError, MixedModelResult, _design_rows
+from .mixed import MixedModelError, MixedModelResult, design_rows
 
 ADJUSTMENTS = ("tukey", "holm", "bonferroni", "none")
 
@@ -66,7 +66,7 @@ def emmeans(model: MixedModelResult, factor: str, by: str | None = None, adjust:
     residual standard deviation (emmeans' ``eff_size(..., sigma = sigma(model))``).
     """
     if adjust not in ADJUSTMENTS:
-        raise ValueError(f"adjust must be one of {', '.join(ADJUSTMENTS)}; got {adjust!r}.")
+        raise MixedModelError(f"adjust must be one of {', '.join(ADJUSTMENTS)}; got {adjust!r}.")
     s = model.stats
     levels = s.factor_levels
     for v in [factor] + ([by] if by else []):
@@ -88,7 +88,7 @@ def emmeans(model: MixedModelResult, factor: str, by: str | None = None, adjust:
             for v, mean in s.numeric_means.items():
                 grid[v] = mean
             try:
-                X = _design_rows(s, grid)
+                X = design_rows(s, grid)
             except MixedModelError:
                 raise MixedModelError(f"The marginal mean of {factor}={a}" + (f" at {by}={b}" if by else "") +
                                       " is not estimable: some combination of levels is never observed.") from None

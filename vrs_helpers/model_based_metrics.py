@@ -19,8 +19,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .errors import VRSError
 
-class MetricModelError(ValueError):
+
+class MetricModelError(VRSError, ValueError):
     """Bad input for a model-based-metric computation."""
 
 

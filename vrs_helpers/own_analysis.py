@@ -20,6 +20,7 @@ Research* (ICLR 2023):
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 
@@ -27,17 +28,19 @@ import numpy as np
 import pandas as pd
 
 from . import mixed
+from .errors import VRSError
+from .own_data import computed
 from .reliability import phi
-from .significance import bootstrap_test, compare_systems, permutation_test
+from .significance import bootstrap_test, compare_systems, permutation_test, resampling_test_dask
 
 _SAFE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-class AnalysisError(ValueError):
+class AnalysisError(VRSError, ValueError):
     """Bad input for :func:`analyze` (the message names the column or value and what to do)."""
 
 
-def _safe_names(columns) -> dict:
+def safe_names(columns) -> dict:
     """Original column name -> a name the formula parser accepts (identifiers kept as they are)."""
     out, used = {}, set()
     for c in columns:
@@ -138,66 +141,153 @@ class OwnAnalysis:
                 f"replications {self.replications}{g}{r})")
 
 
-def run_table(df: pd.DataFrame, response: str, system: str, replications, level: float = 0.95) -> pd.DataFrame:
+SUMMARY_DIGITS = 10  # significant digits of the floats in summary.json
+
+
+def _rounded(obj):
+    """Floats at SUMMARY_DIGITS significant digits (NaN/inf as null), numpy scalars as Python numbers: the summary
+    of the same data is the same file whatever the order in which a backend added its sums."""
+    if isinstance(obj, dict):
+        return {str(k): _rounded(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_rounded(v) for v in obj]
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        v = float(obj)
+        return None if not np.isfinite(v) else float(f"{v:.{SUMMARY_DIGITS}g}")
+    if obj is None or isinstance(obj, str):
+        return obj
+    return str(obj)
+
+
+def summary_json(result: OwnAnalysis) -> str:
+    """``summary.json`` of an analysis: :meth:`OwnAnalysis.to_summary` with floats at 10 significant digits."""
+    return json.dumps(_rounded(result.to_summary()), indent=2)
+
+
+def summary_text(result: OwnAnalysis) -> str:
+    """``summary.txt``: the tests as a table, the verdict and the notes."""
+    return "\n".join([result.to_frame().to_string(index=False), "", *result.verdict, *result.notes]) + "\n"
+
+
+def write_summary(result: OwnAnalysis, path, text_path=None) -> None:
+    """Write :func:`summary_json` to ``path`` (and :func:`summary_text` to ``text_path``), each atomically: a
+    temporary file beside it, then renamed."""
+    import os
+    from pathlib import Path
+
+    for target, content in [(path, summary_json(result)), (text_path, summary_text(result) if text_path else None)]:
+        if target is None:
+            continue
+        target = Path(target)
+        tmp = target.with_name(f".{target.name}.partial")
+        tmp.write_text(content, encoding="utf-8")
+        os.replace(tmp, target)
+
+
+def run_table(df, response: str, system: str, replications, level: float = 0.95) -> pd.DataFrame:
     """Per system and run (combination of the replication columns): n, mean, SD and a normal-theory CI of the
-    mean — the spread that "best of n seeds" reporting hides."""
+    mean — the spread that "best of n seeds" reporting hides. ``df`` may be a pandas or a dask DataFrame."""
     from scipy import stats
 
     keys = [system, *replications]
-    g = df.groupby(keys, observed=True)[response]
-    out = g.agg(n="count", mean="mean", sd="std").reset_index()
+    out = computed(df.groupby(keys, observed=True)[response].agg(["count", "mean", "std"])).reset_index()
+    out = out.rename(columns={"count": "n", "std": "sd"}).sort_values(keys, kind="stable").reset_index(drop=True)
     half = stats.norm.ppf(0.5 + level / 2) * out["sd"] / np.sqrt(out["n"])
     out["ci_low"], out["ci_high"] = out["mean"] - half, out["mean"] + half
     return out
 
 
-def _verdict(p: float, alpha: float) -> str:
+def verdict_text(p: float, alpha: float) -> str:
     return f"differ (p = {p:.3g} < {alpha:g})" if p < alpha else f"show no significant difference (p = {p:.3g})"
 
 
-def analyze(data: pd.DataFrame, response: str, system: str | None, item: str, replications=(), properties=(),
+def analyze(data, response: str, system: str | None, item: str, replications=(), properties=(),
             baseline: str | None = None, alpha: float = 0.05, n_resamples: int = 10_000, seed: int = 0,
-            target_phi: float = 0.8, max_runs: int = 1000) -> OwnAnalysis:
+            target_phi: float = 0.8, max_runs: int = 1000, backend=None) -> OwnAnalysis:
     """Run the analyses of workbook 07 on a validated score table (one row per system, run and item).
 
     ``system`` may be None (or a column with one level): reliability only. ``replications`` are the columns that
     identify a run within a system (seed, meta-parameters); ``properties`` data properties of the items (numeric:
     slope; otherwise categorical). ``baseline`` is the reference system of the paired tests (default: the first
     level). Resampling p-values are (k + 1) / (n + 1) and never 0.
+
+    ``backend``: ``None`` (in memory) or a Dask client, scheduler address or ``"local"`` (a LocalCluster): the
+    same analysis with every pass over the rows on the cluster (``data`` a dask DataFrame, a pandas one or a
+    Parquet path), for tables larger than memory. Both backends run this one function: the same checks, the same
+    summary and verdict; only the sums are added in another order.
     """
     replications = [replications] if isinstance(replications, str) else list(replications)
     properties = [properties] if isinstance(properties, str) else list(properties)
     if not 0 < alpha < 1:
         raise AnalysisError(f"alpha must be between 0 and 1, got {alpha!r}.")
-    df = data.copy()
+    if backend is not None:
+        from .dask_support import connect
+
+        client = connect(backend)
+        try:
+            return _analyze(_as_dask(data, client), response, system, item, replications, properties, baseline,
+                            alpha, n_resamples, seed, target_phi, max_runs, client)
+        finally:
+            if not hasattr(backend, "submit"):  # a client made here is closed here
+                cluster = getattr(client, "cluster", None)
+                client.close()
+                if cluster is not None:
+                    cluster.close()
+    return _analyze(data, response, system, item, replications, properties, baseline, alpha, n_resamples, seed,
+                    target_phi, max_runs, None)
+
+
+def _as_dask(data, client):
+    """A dask DataFrame of ``data`` (a dask DataFrame, a pandas DataFrame, or a Parquet file or folder)."""
+    import dask.dataframe as dd
+
+    if hasattr(data, "dask"):
+        return data
+    if isinstance(data, pd.DataFrame):
+        return dd.from_pandas(data, npartitions=max(1, len(client.scheduler_info().get("workers", {})) * 2))
+    return dd.read_parquet(str(data))
+
+
+def _analyze(data, response, system, item, replications, properties, baseline, alpha, n_resamples, seed,
+             target_phi, max_runs, client) -> OwnAnalysis:
+    lazy = hasattr(data, "dask")
+    df = data if lazy else data.copy()
     if system is None:
         system = "_system"
-        df[system] = "all"
+        df = df.assign(**{system: "all"})
     roles = [response, system, item, *replications, *properties]
     missing = [c for c in roles if c not in df.columns]
     if missing:
         raise AnalysisError(f"Column(s) {missing} are not in the data; it has {', '.join(map(str, df.columns))}.")
-    if not pd.api.types.is_numeric_dtype(df[response]):
+    if not pd.api.types.is_numeric_dtype(df[response].dtype):
         raise AnalysisError(f"The response {response!r} must be numeric (got {df[response].dtype}).")
-    if df[response].isna().any():
-        raise AnalysisError(f"The response {response!r} has {int(df[response].isna().sum())} missing values; drop "
+    n_missing = int(computed(df[response].isna().sum()))
+    if n_missing:
+        raise AnalysisError(f"The response {response!r} has {n_missing} missing values; drop "
                             "them first (vrs analyze --dropna).")
-    names = _safe_names(roles)
+    names = safe_names(roles)
     back = {v: k for k, v in names.items()}
     d = df[roles].rename(columns=names)
     for c in [system, item, *replications]:
         d[names[c]] = d[names[c]].astype(str)
     y, sy, it = names[response], names[system], names[item]
     reps = [names[r] for r in replications]
-    systems = sorted(d[sy].unique())
+    systems = sorted(computed(d[sy].unique()))
     if baseline is not None:
         if str(baseline) not in systems:
             raise AnalysisError(f"baseline {baseline!r} is not a level of {system!r}; levels: {', '.join(systems)}.")
         systems = [str(baseline)] + [s for s in systems if s != str(baseline)]
-    d[sy] = pd.Categorical(d[sy], categories=systems)
+    d[sy] = d[sy].astype(pd.CategoricalDtype(systems))
+    if lazy:
+        d = d.persist()  # the validated columns stay on the workers for the passes below
+    runs = run_table(d, y, sy, reps).rename(columns={**back, sy: system})
+    runs[system] = runs[system].astype(str)
     result = OwnAnalysis(response, system if system != "_system" else None, item, replications, properties,
-                         systems, alpha, runs=run_table(df.assign(**{system: df[system].astype(str)}), response,
-                                                         system, replications))
+                         systems, alpha, runs=runs)
     rename_back = lambda frame: frame.rename(columns=back)  # noqa: E731
 
     # --- significance
@@ -206,7 +296,7 @@ def analyze(data: pd.DataFrame, response: str, system: str | None, item: str, re
         result.comparison.contrasts = rename_back(result.comparison.contrasts)
         result.comparison.means = rename_back(result.comparison.means)
         estimable = [r for r, o in zip(reps, replications, strict=True)
-                     if (d.groupby(sy, observed=True)[r].nunique() >= 2).any()]
+                     if (computed(d.groupby(sy, observed=True)[r].nunique()) >= 2).any()]
         skipped = [o for r, o in zip(reps, replications, strict=True) if r not in estimable]
         if skipped:
             result.notes.append(f"replication column(s) {skipped} have one level within every system: no run-level "
@@ -215,24 +305,26 @@ def analyze(data: pd.DataFrame, response: str, system: str | None, item: str, re
             result.comparison_random = compare_systems(d, y, sy, it, replications=estimable)
         for p in properties:
             pn = names[p]
-            if pd.api.types.is_numeric_dtype(d[pn]):
+            if pd.api.types.is_numeric_dtype(d[pn].dtype):
                 result.conditional[p] = compare_systems(d, y, sy, it, covariate=pn)
             else:
-                d[pn] = d[pn].astype(str)
-                result.conditional[p] = compare_systems(d, y, sy, it, by=pn)
+                result.conditional[p] = compare_systems(d.assign(**{pn: d[pn].astype(str)}), y, sy, it, by=pn)
             c = result.conditional[p]
             c.contrasts = rename_back(c.contrasts)
             c.means = rename_back(c.means)
             if c.slopes is not None:
                 c.slopes = rename_back(c.slopes)
         # classic paired tests on per-item means over runs
-        means = d.groupby([sy, it], observed=True)[y].mean().unstack(sy)
+        means = computed(d.groupby([sy, it], observed=True)[y].mean()).unstack(sy)
         rows = []
         for other in systems[1:]:
             pair = means[[systems[0], other]].dropna()
             a, b = pair[other].to_numpy(), pair[systems[0]].to_numpy()
-            for name, fn in [("paired bootstrap", bootstrap_test), ("paired permutation", permutation_test)]:
-                r = fn(a, b, n_resamples=n_resamples, seed=seed)
+            for name, kind, fn in [("paired bootstrap", "bootstrap", bootstrap_test),
+                                   ("paired permutation", "permutation", permutation_test)]:
+                # the same seeded batches on both backends: the same p-value
+                r = (resampling_test_dask(kind, a, b, n_resamples=n_resamples, seed=seed, client=client) if lazy
+                     else fn(a, b, n_resamples=n_resamples, seed=seed))
                 # p = (c + 1) / (K + 1), never 0; the book's c / K beside it
                 rows.append({"test": name, "system": other, "baseline": systems[0], "items": len(pair),
                              "difference": r.observed, "p_value": r.p_value,
@@ -242,22 +334,22 @@ def analyze(data: pd.DataFrame, response: str, system: str | None, item: str, re
     # --- reliability per system
     for s in systems:
         part = d[d[sy] == s]
-        if part.groupby(it, observed=True).size().max() < 2:
+        if computed(part.groupby(it, observed=True)[y].count().max()) < 2:
             result.notes.append(f"system {s} has one score per item (a single run): item and residual variance are "
                                 "not separable, so no variance components or phi for it; add runs")
             continue
-        reps_s = [r for r in reps if part[r].nunique() >= 2]
+        levels = {r: int(computed(part[r].nunique())) for r in reps}
+        reps_s = [r for r in reps if levels[r] >= 2]
         formula = f"{y} ~ 1 + (1|{it})" + "".join(f" + (1|{r})" for r in reps_s)
         try:
             fit = mixed.fit(formula, part, method="REML")
-        except Exception as e:  # noqa: BLE001 - reported, the other systems still get their analysis
+        except mixed.MixedModelError as e:  # reported, the other systems still get their analysis
             result.notes.append(f"variance components of system {s}: {e}")
             continue
         vc = fit.variance_components.copy()
         vc.index = [":".join(back.get(n, n) for n in str(c).split(":")) for c in vc.index]
         result.variance_components[s] = vc
-        n = {item_r: float(part[r].nunique()) for r, item_r in
-             ((r, back[r]) for r in reps_s)}
+        n = {back[r]: float(levels[r]) for r in reps_s}
         ph = phi(vc, item, n=n)
         result.reliability[s] = ph
         if n:
@@ -284,11 +376,11 @@ def analyze(data: pd.DataFrame, response: str, system: str | None, item: str, re
     # --- verdict
     if result.comparison is not None:
         g = result.glrt
-        result.verdict.append(f"Runs as replications clustered by item: the systems {_verdict(g.p_value, alpha)} "
+        result.verdict.append(f"Runs as replications clustered by item: the systems {verdict_text(g.p_value, alpha)} "
                               f"(GLRT chi2 = {g.chi2:.2f}, df = {g.df}).")
         if result.comparison_random is not None:
             g2 = result.glrt_replications_random
-            result.verdict.append(f"With a random effect per run, the systems {_verdict(g2.p_value, alpha)} "
+            result.verdict.append(f"With a random effect per run, the systems {verdict_text(g2.p_value, alpha)} "
                                   f"(chi2 = {g2.chi2:.2f}, df = {g2.df}).")
             if result.disagree:
                 result.verdict.append("WARNING: the two readings disagree. The conclusion hinges on whether the "

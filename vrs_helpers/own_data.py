@@ -22,13 +22,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .errors import VRSError
+
 TABLE_SUFFIXES = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".jsonl": "jsonl", ".ndjson": "jsonl",
                   ".parquet": "parquet", ".pq": "parquet"}
 PLAIN_SUFFIXES = {".txt", ".score", ".scores", ""}
 _FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-class InputError(ValueError):
+class InputError(VRSError, ValueError):
     """Bad input to ``vrs analyze`` / workbook 07; the message names the column, value or file and what to do."""
 
 
@@ -86,8 +88,8 @@ def _nearest_dir(glob_pattern: str) -> str:
 
 
 def load_scores(source, *, sep: str | None = None) -> pd.DataFrame:
-    """A score table from a DataFrame, a file (CSV, TSV, Parquet, JSON lines; compressed as pandas reads them) or a
-    run-folder pattern with named fields, e.g. ``runs/{system}/seed={seed}/scores.tsv``.
+    """A score table from a DataFrame, a file (CSV, TSV, Parquet, JSON lines; compressed as pandas reads them), a
+    folder of Parquet files, or a run-folder pattern with named fields, e.g. ``runs/{system}/seed={seed}/scores.tsv``.
 
     Pattern fields become string columns; files are read in sorted order, so the result is deterministic.
     """
@@ -97,9 +99,11 @@ def load_scores(source, *, sep: str | None = None) -> pd.DataFrame:
     fields = _FIELD.findall(text)
     if not fields:
         path = Path(text)
+        if path.is_dir() and any(path.glob("*.parquet")):  # a Parquet dataset (as `vrs analyze --dask` reads it)
+            return pd.read_parquet(path)
         if not path.is_file():
-            raise InputError(f"No file at {path}. Give a CSV/TSV/Parquet/JSON-lines file or a run-folder pattern "
-                             "such as 'runs/{system}/seed={seed}/scores.tsv'.")
+            raise InputError(f"No file at {path}. Give a CSV/TSV/Parquet/JSON-lines file, a folder of Parquet files "
+                             "or a run-folder pattern such as 'runs/{system}/seed={seed}/scores.tsv'.")
         if sep is not None:
             return pd.read_csv(path, sep=sep)
         return _read_table(path)
@@ -168,79 +172,109 @@ class DataSummary:
         return f"<p>{self.design}</p>" + self.to_frame().to_html()
 
 
-def _suggest(name: str, columns) -> str:
+def suggest(name: str, columns) -> str:
     close = difflib.get_close_matches(str(name), [str(c) for c in columns], n=1, cutoff=0.5)
     return f" Did you mean {close[0]!r}?" if close else ""
 
 
-def validate(df: pd.DataFrame, *, response: str, system: str | None = None, item: str, replications=(),
+def computed(x):
+    """A dask collection computed (a list of them in one pass); anything else as it is (validation and analysis
+    run on pandas and dask DataFrames alike)."""
+    if isinstance(x, (list, tuple)):
+        if any(hasattr(v, "dask") for v in x):
+            import dask
+
+            return list(dask.compute(*x))
+        return list(x)
+    return x.compute() if hasattr(x, "compute") and hasattr(x, "dask") else x
+
+
+def validate(df, *, response: str, system: str | None = None, item: str, replications=(),
              properties=(), dropna: bool = False) -> tuple[pd.DataFrame, DataSummary]:
     """Check the roles of the columns of a score table and return (a clean copy, a :class:`DataSummary`).
 
     Raises :class:`InputError` for: a missing column (with a did-you-mean), a column in two roles, a non-numeric
-    response (naming bad values and rows), missing scores (unless ``dropna``), a replication column with a single
-    level within every system (run variance not estimable), items not shared by all systems, and two rows for the
-    same system, run and item.
+    response (naming bad values and, in memory, their rows), missing scores (unless ``dropna``), a missing or single
+    property value, a replication column with a single level within every system (run variance not estimable),
+    items not shared by all systems, and two rows for the same system, run and item.
+
+    ``df`` may be a pandas or a dask DataFrame (``vrs analyze --dask``): every check is an aggregation (counts per
+    system and item, per system, run and item), so the same checks give the same messages on both, and a dask
+    DataFrame is returned lazily (validated, not loaded).
     """
     replications = [replications] if isinstance(replications, str) else list(replications or [])
     properties = [properties] if isinstance(properties, str) else list(properties or [])
+    lazy = hasattr(df, "dask")
     roles = [("response", response), ("system", system), ("item", item)]
     roles += [("replication", r) for r in replications] + [("property", p) for p in properties]
     cols = list(df.columns)
     for role, c in roles:
-        if c is not None and c not in df.columns:
-            raise InputError(f"The {role} column {c!r} is not in the data.{_suggest(c, cols)} Columns: "
+        if c is not None and c not in cols:
+            raise InputError(f"The {role} column {c!r} is not in the data.{suggest(c, cols)} Columns: "
                              f"{', '.join(map(str, cols))}.")
     used = [c for _, c in roles if c is not None]
     dup = sorted({c for c in used if used.count(c) > 1})
     if dup:
         raise InputError(f"Column(s) {dup} are given in two roles; each column has one role (response, system, "
                          "item, replication or property).")
-    out = df[used].copy()
+    out = df[used] if lazy else df[used].copy()
     y = out[response]
-    if not pd.api.types.is_numeric_dtype(y):
-        conv = pd.to_numeric(y, errors="coerce")
+    if not pd.api.types.is_numeric_dtype(y.dtype):
+        conv = pd.to_numeric(y, errors="coerce") if not lazy else y.map_partitions(pd.to_numeric, errors="coerce")
         bad = y.notna() & conv.isna()
-        if bad.any():
-            idx = list(np.flatnonzero(bad.to_numpy())[:5])
-            examples = ", ".join(f"row {i + 1}: {y.iloc[i]!r}" for i in idx)
-            raise InputError(f"The response {response!r} must be numeric; {int(bad.sum())} value(s) are not ("
+        n_bad = int(computed(bad.sum()))
+        if n_bad:
+            if lazy:
+                values = list(computed(y[bad].head(5, npartitions=-1)))
+                examples = ", ".join(repr(v) for v in values)
+            else:
+                idx = list(np.flatnonzero(bad.to_numpy())[:5])
+                examples = ", ".join(f"row {i + 1}: {y.iloc[i]!r}" for i in idx)
+            raise InputError(f"The response {response!r} must be numeric; {n_bad} value(s) are not ("
                              f"{examples}). Fix or drop those rows.")
         out[response] = conv
-    if pd.api.types.is_bool_dtype(out[response]):
-        out[response] = out[response].astype(float)
     out[response] = out[response].astype(float)
-    n_nan = int(out[response].isna().sum())
+    n_rows_in, n_nan = (int(v) for v in computed([out[response].size, out[response].isna().sum()])) if lazy else \
+        (len(out), int(out[response].isna().sum()))
     if n_nan and not dropna:
-        raise InputError(f"The response {response!r} has {n_nan} missing value(s) (of {len(out)} rows). Drop them "
+        raise InputError(f"The response {response!r} has {n_nan} missing value(s) (of {n_rows_in} rows). Drop them "
                          "with dropna=True (vrs analyze --dropna) if they are failed runs, or fill them.")
     if n_nan:
-        out = out[out[response].notna()].reset_index(drop=True)
-    if not np.isfinite(out[response].to_numpy()).all():
+        out = out[out[response].notna()]
+        if not lazy:
+            out = out.reset_index(drop=True)
+    if int(computed((~np.isfinite(out[response])).sum())):
         raise InputError(f"The response {response!r} has infinite values; fix them.")
     if system is None:
         sys_col = "_system"
-        out[sys_col] = "all"
+        out = out.assign(**{sys_col: "all"})
     else:
         sys_col = system
     for c in [sys_col, item, *replications]:
         out[c] = out[c].astype(str)
     for p in properties:
-        if out[p].isna().any():
-            raise InputError(f"The property {p!r} has {int(out[p].isna().sum())} missing value(s); fill or drop "
-                             "them.")
-        if out[p].nunique() < 2:
-            raise InputError(f"The property {p!r} has a single value ({out[p].iloc[0]!r}): there is nothing to "
+        missing, distinct = (int(v) for v in computed([out[p].isna().sum(), out[p].nunique()])) if lazy else \
+            (int(out[p].isna().sum()), int(out[p].nunique()))
+        if missing:
+            raise InputError(f"The property {p!r} has {missing} missing value(s); fill or drop them.")
+        if distinct < 2:
+            first = computed(out[p].head(1, npartitions=-1)).iloc[0] if lazy else out[p].iloc[0]
+            raise InputError(f"The property {p!r} has a single value ({first!r}): there is nothing to "
                              "condition on; drop it from the properties.")
-    systems = sorted(out[sys_col].unique())
+    # the design, from counts per (system, runs..., item): every remaining check reads these
+    keys = [sys_col, *replications, item]
+    cells = computed(out.groupby(keys, observed=True)[response].size())
+    cells = cells[cells > 0]
+    frame = cells.rename("n").reset_index()
+    systems = sorted(frame[sys_col].unique())
     for r in replications:
-        per = out.groupby(sys_col)[r].nunique()
+        per = frame.groupby(sys_col)[r].nunique()
         if (per < 2).all():
             raise InputError(f"The replication column {r!r} has a single level within every system "
                              f"({', '.join(f'{s}: {per[s]}' for s in per.index)}): the run-level variance is not "
                              "estimable. Drop it from the replications, or add runs.")
     if len(systems) > 1:
-        item_sets = {s: set(out.loc[out[sys_col] == s, item]) for s in systems}
+        item_sets = {s: set(frame.loc[frame[sys_col] == s, item]) for s in systems}
         union = set().union(*item_sets.values())
         lacking = {s: union - v for s, v in item_sets.items() if union - v}
         if lacking:
@@ -248,18 +282,17 @@ def validate(df: pd.DataFrame, *, response: str, system: str | None = None, item
             raise InputError(f"The systems were not scored on the same items ({len(union)} items in all): {desc}. "
                              "Paired comparisons need every item for every system: restrict the data to the shared "
                              "items.")
-    keys = [sys_col, *replications, item]
-    dupes = out.duplicated(keys, keep=False)
-    if dupes.any():
-        first = out.loc[dupes, keys].iloc[0].to_dict()
-        raise InputError(f"{int(dupes.sum())} rows repeat a (system, run, item) combination, e.g. {first}: a "
-                         "replication column is probably missing (e.g. --replication seed), or the rows are "
+    repeated = frame[frame["n"] > 1].sort_values(keys)
+    if len(repeated):
+        first = {k: repeated.iloc[0][k] for k in keys}
+        raise InputError(f"{int(repeated['n'].sum())} rows repeat a (system, run, item) combination, e.g. {first}: "
+                         "a replication column is probably missing (e.g. --replication seed), or the rows are "
                          "duplicated.")
-    runs_actual = (out.drop_duplicates([sys_col, *replications]).groupby(sys_col).size() if replications
+    runs_actual = (frame.drop_duplicates([sys_col, *replications]).groupby(sys_col).size() if replications
                    else pd.Series(1, index=systems))
     info = DataSummary(
-        n_rows=len(out), n_items=int(out[item].nunique()), n_systems=len(systems), systems=systems,
-        replications={r: int(out[r].nunique()) for r in replications},
+        n_rows=int(frame["n"].sum()), n_items=int(frame[item].nunique()), n_systems=len(systems), systems=systems,
+        replications={r: int(frame[r].nunique()) for r in replications},
         runs_per_system={s: int(runs_actual[s]) for s in systems}, n_dropped_nan=n_nan)
     info.design = (f"{info.n_rows:,} rows: {info.n_systems} system(s) ({', '.join(systems[:6])}"
                    f"{', ...' if len(systems) > 6 else ''}) x {info.n_items:,} items"

@@ -18,6 +18,13 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
+from .errors import VRSError
+
+
+class ReliabilityError(VRSError, ValueError):
+    """Bad variance components or arguments for phi or a decision study."""
+
+
 RESIDUAL = "Residual"
 
 KOO_LI_BANDS = ((0.5, "poor"), (0.75, "moderate"), (0.9, "good"), (math.inf, "excellent"))
@@ -40,13 +47,14 @@ def _components(source) -> pd.Series:
         source = source.variance_components
     if isinstance(source, pd.DataFrame):
         if "variance" not in source.columns:
-            raise ValueError("A variance-component table needs a 'variance' column.")
+            raise ReliabilityError("A variance-component table needs a 'variance' column.")
         source = source["variance"]
     s = pd.Series(source, dtype=float)
     if RESIDUAL not in s.index:
-        raise ValueError(f"The variance components need a '{RESIDUAL}' entry; got {', '.join(map(str, s.index))}.")
+        raise ReliabilityError(f"The variance components need a '{RESIDUAL}' entry; got "
+                               f"{', '.join(map(str, s.index))}.")
     if s.isna().any() or (s < 0).any():
-        raise ValueError("Variance components must be non-negative numbers.")
+        raise ReliabilityError("Variance components must be non-negative numbers.")
     return s
 
 
@@ -115,19 +123,19 @@ def phi(source, object: str, n: Mapping[str, float] | None = None, kind: str = "
     include : components to count as error variance (default: all). Definition 3.2 lets the user choose.
     """
     if kind not in ("absolute", "relative"):
-        raise ValueError(f"kind must be 'absolute' or 'relative'; got {kind!r}.")
+        raise ReliabilityError(f"kind must be 'absolute' or 'relative'; got {kind!r}.")
     s = _components(source)
     if object not in s.index:
-        raise ValueError(f"The object of measurement {object!r} is not a component of the model "
+        raise ReliabilityError(f"The object of measurement {object!r} is not a component of the model "
                          f"({', '.join(s.index)}); fit a model with (1|{object}).")
     facets = list(dict.fromkeys(f for c in s.index if c not in (object, RESIDUAL) for f in _facets_of(c, object)))
     n = dict(n or {})
     unknown = [f for f in n if f not in facets]
     if unknown:
-        raise ValueError(f"Unknown facet(s) {unknown}; the model's facets are {facets or 'none'}.")
+        raise ReliabilityError(f"Unknown facet(s) {unknown}; the model's facets are {facets or 'none'}.")
     for f, v in n.items():
         if not (isinstance(v, (int, float, np.integer, np.floating)) and v >= 1):
-            raise ValueError(f"Sample size n_{f} must be a number >= 1; got {v!r}.")
+            raise ReliabilityError(f"Sample size n_{f} must be a number >= 1; got {v!r}.")
     sizes = {f: float(n.get(f, 1)) for f in facets}
     rows = []
     for comp, var in s.items():
@@ -271,10 +279,10 @@ def expected_max_ci(scores, budgets=None, n_boot: int = 1000, level: float = 0.9
     """
     u = np.asarray(scores, dtype=float)
     if u.ndim != 1 or len(u) == 0 or not np.isfinite(u).all():
-        raise ValueError("scores must be a non-empty 1-D array of finite numbers.")
+        raise ReliabilityError("scores must be a non-empty 1-D array of finite numbers.")
     budgets = list(range(1, len(u) + 1)) if budgets is None else [int(b) for b in budgets]
     if any(b < 1 for b in budgets):
-        raise ValueError("budgets must be >= 1.")
+        raise ReliabilityError("budgets must be >= 1.")
     from scipy import stats
 
     z = stats.norm.ppf(0.5 + level / 2)
@@ -307,7 +315,7 @@ def meta_parameter_importance(data, response: str, factors: list[str], object: s
     from . import mixed
 
     if not factors:
-        raise ValueError("Name at least one meta-parameter column in factors.")
+        raise ReliabilityError("Name at least one meta-parameter column in factors.")
     terms = ([object] if object else []) + list(factors)
     model = mixed.fit(f"{response} ~ " + " + ".join(f"(1|{t})" for t in terms), data, method=method)
     table = variance_table(model).sort_values("variance", ascending=False, kind="stable").reset_index(drop=True)

@@ -6,19 +6,23 @@ import itertools
 import os
 import re
 import time
+import uuid
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
+from .errors import VRSError
 from .scorecard import COLUMNS, extract
 
 KERNEL_NAME = "python3"  # resolved by jupyter_client to the interpreter that runs `vrs`, so any venv works
 
 
-class NotebookError(RuntimeError):
-    """A notebook failed to execute; the message names the notebook and the cell."""
+class NotebookError(VRSError, RuntimeError):
+    """A notebook failed to execute; the message names the notebook and the cell (``vrs`` exits 1)."""
+
+    exit_code = 1
 
 
 @dataclass
@@ -69,7 +73,7 @@ def export_html(nb_path: Path, html_dir: Path) -> Path:
     return export_page(nb_path, html_dir)
 
 
-class ParameterError(ValueError):
+class ParameterError(VRSError, ValueError):
     """A parameter a notebook does not have, or a value of the wrong type (raised before anything runs)."""
 
 
@@ -173,7 +177,7 @@ def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, *,
 
     src = Path(notebook)
     if not src.is_file():
-        raise FileNotFoundError(f"No notebook at {src}.")
+        raise ParameterError(f"No notebook at {src}.")
     parameters = dict(parameters or {})
     check_parameters(src, parameters)
     out_dir = Path(out_dir)
@@ -242,7 +246,7 @@ def reproduce(notebooks: list[Path] | None = None, build_dir: str | os.PathLike 
     for nb in bar:
         bar.set_postfix_str(Path(nb).name)
         for params in ([{}] if defaults_only else reproduce_runs(nb)):
-            name = f"{Path(nb).stem}__{_slug(params)}.ipynb" if params else None
+            name = f"{Path(nb).stem}__{slug(params)}.ipynb" if params else None
             results.append(run_notebook(nb, params, out_dir=build / "notebooks", html_dir=None,  # pages: below
                                         output_name=name, raise_on_error=False,
                                         progress={"position": 1} if progress else False))  # cells, below the notebooks
@@ -266,14 +270,14 @@ def expand_grid(grid: dict) -> list[dict]:
     return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*lists)]
 
 
-def _slug(params: dict) -> str:
+def slug(params: dict) -> str:
     text = "__".join(f"{k}-{v}" for k, v in params.items())
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)[:150] or "default"
 
 
 def _batch_one(notebook: str, params: dict, out_dir: str) -> RunResult:
     return run_notebook(notebook, params, out_dir=out_dir, html_dir=None,
-                        output_name=f"{Path(notebook).stem}__{_slug(params)}.ipynb", raise_on_error=False)
+                        output_name=f"{Path(notebook).stem}__{slug(params)}.ipynb", raise_on_error=False)
 
 
 def load_grid(path: str | os.PathLike) -> dict:
@@ -283,18 +287,18 @@ def load_grid(path: str | os.PathLike) -> dict:
     p = Path(path)
     spec = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
     if "notebook" not in spec:
-        raise ValueError(f"{p}: the grid file needs a 'notebook' entry (path of the notebook to run).")
+        raise ParameterError(f"{p}: the grid file needs a 'notebook' entry (path of the notebook to run).")
     nb = Path(spec["notebook"])
     if not nb.is_absolute():
         nb = (p.parent / nb).resolve()
     if not nb.is_file():
-        raise FileNotFoundError(f"{p}: notebook {spec['notebook']!r} not found (looked at {nb}).")
+        raise ParameterError(f"{p}: notebook {spec['notebook']!r} not found (looked at {nb}).")
     params = spec.get("parameters") or {}
     if not isinstance(params, dict):
-        raise ValueError(f"{p}: 'parameters' must map each parameter name to a list of values.")
+        raise ParameterError(f"{p}: 'parameters' must map each parameter name to a list of values.")
     exclude = spec.get("exclude") or []
     if not isinstance(exclude, list) or not all(isinstance(e, dict) for e in exclude):
-        raise ValueError(f"{p}: 'exclude' must be a list of {{parameter: value}} combinations to leave out.")
+        raise ParameterError(f"{p}: 'exclude' must be a list of {{parameter: value}} combinations to leave out.")
     return {"notebook": nb, "parameters": params, "output": spec.get("output"), "exclude": exclude}
 
 
@@ -324,7 +328,7 @@ def batch(grid_file: str | os.PathLike, out_dir: str | os.PathLike | None = None
     :func:`~vrs_helpers.scorecard.record` s, one row per combination) and ``checks.csv`` (the scorecard rows, see
     :func:`batch_checks`) into ``out_dir`` (default ``build/batch/<grid name>``). ``dask`` (a scheduler address,
     ``"local"`` or a ``distributed.Client``) runs the executions as tasks on a Dask cluster instead
-    (:func:`vrs_helpers.distributed.run_grid`: failed tasks retried, finished runs kept and skipped on a re-run).
+    (:func:`run_grid_dask`: failed tasks retried, finished runs kept and skipped on a re-run).
     """
     from tqdm.auto import tqdm
 
@@ -342,10 +346,8 @@ def batch(grid_file: str | os.PathLike, out_dir: str | os.PathLike | None = None
     workers = workers or os.cpu_count() or 1
     results: list[RunResult | None] = [None] * len(combos)
     if dask is not None:  # tasks on a Dask cluster (address, "local" or a Client); finished runs are skipped
-        from .distributed import run_grid
-
-        names = [f"{Path(spec['notebook']).stem}__{_slug(c)}.ipynb" for c in combos]
-        results = run_grid(spec["notebook"], combos, out, names, address=dask, progress=progress)
+        names = [f"{Path(spec['notebook']).stem}__{slug(c)}.ipynb" for c in combos]
+        results = run_grid_dask(spec["notebook"], combos, out, names, address=dask, progress=progress)
     else:
         with ProcessPoolExecutor(max_workers=min(workers, len(combos))) as pool:
             futures = {pool.submit(_batch_one, str(spec["notebook"]), c, str(out)): i
@@ -371,13 +373,20 @@ def analyze_notebook() -> Path:
 
 def analyze_report(data, *, response: str, system: str | None, item: str, replications=(), properties=(),
                    baseline: str | None = None, out_dir: str | os.PathLike = "vrs-report", dropna: bool = False,
-                   alpha: float = 0.05, n_resamples: int = 10_000, seed: int = 0) -> dict:
-    """``vrs analyze``: validate the score table, run workbook 07 on it with papermill and write
-    ``out_dir/report.ipynb``, ``out_dir/report.html`` and ``out_dir/summary.json``.
+                   alpha: float = 0.05, n_resamples: int = 10_000, seed: int = 0, backend=None) -> dict:
+    """``vrs analyze``: validate the score table, analyse it, and write ``out_dir/summary.json``.
 
-    Bad input raises :class:`vrs_helpers.own_data.InputError` before anything runs. Everything is produced in a
-    temporary folder first and moved into ``out_dir`` only when the run succeeded, so a failed run leaves a previous
-    report untouched (the failed copy stays in the temporary folder, named in the error). Returns the summary.
+    In memory (``backend=None``): workbook 07 runs on the validated table with papermill and also writes
+    ``out_dir/report.ipynb`` and ``out_dir/report.html``. On a Dask cluster (``backend``: a scheduler address,
+    ``"local"`` or a client; ``data`` a Parquet file or folder): the same validation
+    (:func:`vrs_helpers.own_data.validate`) and the same analysis (:func:`vrs_helpers.own_analysis.analyze`) run
+    with their passes over the rows on the cluster, and ``out_dir/summary.txt`` replaces the notebook report (its
+    figures need the rows in memory). The summary is the same file on both backends.
+
+    Bad input raises :class:`vrs_helpers.own_data.InputError` before anything is written. Everything is produced in
+    a temporary folder first and moved into ``out_dir`` only when the run succeeded, so a failed run leaves a
+    previous report untouched (the failed copy stays in the temporary folder, named in the error). Returns the
+    summary.
     """
     import json
     import shutil
@@ -386,35 +395,178 @@ def analyze_report(data, *, response: str, system: str | None, item: str, replic
     from .own_data import InputError, load_scores, validate
 
     replications, properties = list(replications or []), list(properties or [])
-    raw = load_scores(data)
-    clean, _info = validate(raw, response=response, system=system, item=item, replications=replications,
-                            properties=properties, dropna=dropna)
-    if baseline is not None and system and str(baseline) not in set(clean[system].astype(str)):
-        levels = ", ".join(sorted(set(clean[system].astype(str))))
-        raise InputError(f"baseline {baseline!r} is not a level of {system!r}; levels: {levels}.")
     if not 0 < float(alpha) < 1:
         raise InputError(f"alpha must be between 0 and 1, got {alpha!r}.")
     if int(n_resamples) < 1:
         raise InputError(f"n_resamples must be a positive integer, got {n_resamples!r}.")
-    work = Path(tempfile.mkdtemp(prefix="vrs-analyze-"))
-    table = work / "scores.parquet"
-    clean.to_parquet(table)
-    params = {"data": str(table), "data_label": str(data), "response": response, "system": system or "",
-              "item": item, "replications": replications, "properties": properties, "baseline": baseline or "",
-              "alpha": float(alpha), "n_resamples": int(n_resamples), "seed": int(seed), "dropna": bool(dropna),
-              "summary_path": str(work / "summary.json")}
+    client = None
+    if backend is None:
+        raw = load_scores(data)
+    else:
+        from .dask_support import connect, require_dask
+
+        require_dask()
+        path = Path(str(data))
+        if not path.exists() or not (path.is_dir() or path.suffix.lower() in (".parquet", ".pq")):
+            raise InputError(f"--dask reads a Parquet dataset (a .parquet file or a folder of them); got {data!r}. "
+                             "Convert the table once (pandas.DataFrame.to_parquet) or run without --dask.")
+        import dask.dataframe as dd
+
+        client = connect(backend)
+        raw = dd.read_parquet(str(path))
     try:
-        res = run_notebook(analyze_notebook(), params, out_dir=work, html_dir=work, output_name="report.ipynb")
-    except NotebookError as exc:
-        raise NotebookError(f"{exc}. The previous report in {out_dir} (if any) is untouched.") from exc
+        clean, _info = validate(raw, response=response, system=system, item=item, replications=replications,
+                                properties=properties, dropna=dropna)
+        if baseline is not None and system and str(baseline) not in _info.systems:
+            raise InputError(f"baseline {baseline!r} is not a level of {system!r}; levels: "
+                             f"{', '.join(_info.systems)}.")
+        work = Path(tempfile.mkdtemp(prefix="vrs-analyze-"))
+        if backend is not None:
+            from .own_analysis import analyze, write_summary
+
+            result = analyze(clean, response, system, item, replications=replications, properties=properties,
+                             baseline=baseline, alpha=alpha, n_resamples=n_resamples, seed=seed, backend=client)
+            write_summary(result, work / "summary.json", work / "summary.txt")
+            produced = [(work / "summary.json", "summary.json"), (work / "summary.txt", "summary.txt")]
+        else:
+            table = work / "scores.parquet"
+            clean.to_parquet(table)
+            params = {"data": str(table), "data_label": str(data), "response": response, "system": system or "",
+                      "item": item, "replications": replications, "properties": properties,
+                      "baseline": baseline or "", "alpha": float(alpha), "n_resamples": int(n_resamples),
+                      "seed": int(seed), "dropna": bool(dropna), "summary_path": str(work / "summary.json")}
+            try:
+                res = run_notebook(analyze_notebook(), params, out_dir=work, html_dir=work,
+                                   output_name="report.ipynb")
+            except NotebookError as exc:
+                raise NotebookError(f"{exc}. The previous report in {out_dir} (if any) is untouched.") from exc
+            produced = [(res.output, "report.ipynb"), (res.html, "report.html"), (work / "summary.json",
+                                                                                 "summary.json")]
+    finally:
+        if client is not None and not hasattr(backend, "submit"):
+            cluster = getattr(client, "cluster", None)
+            client.close()
+            if cluster is not None:
+                cluster.close()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    for src, name in [(res.output, "report.ipynb"), (res.html, "report.html"), (work / "summary.json", "summary.json")]:
+    for src, name in produced:
         tmp = out / f".{name}.partial"
         shutil.copyfile(src, tmp)
         os.replace(tmp, out / name)
-    from .report import copy_mathjax
+    if backend is None:
+        from .report import copy_mathjax
 
-    copy_mathjax(out)  # report.html loads MathJax from ./mathjax (no CDN)
+        copy_mathjax(out)  # report.html loads MathJax from ./mathjax (no CDN)
     shutil.rmtree(work, ignore_errors=True)
     return json.loads((out / "summary.json").read_text())
+
+
+# ------------------------------------------------------------------------------------------- grids on Dask
+
+def _run_remote(notebook: str, source: bytes, params: dict, output_name: str) -> dict:
+    """On a worker: execute the notebook with papermill in a scratch folder; return the executed notebook."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="vrs-batch-") as tmp:
+        nb = Path(notebook)
+        if not nb.is_file():  # no shared file system: run the copy sent by the client
+            nb = Path(tmp) / Path(notebook).name
+            nb.write_bytes(source)
+        res = run_notebook(nb, params, out_dir=Path(tmp) / "out", html_dir=None, output_name=output_name,
+                           raise_on_error=False)
+        data = res.output.read_bytes() if res.output.exists() else b""
+    return {"notebook": res.notebook, "parameters": res.parameters, "scorecard": res.scorecard,
+            "scalars": res.scalars, "error": res.error, "ipynb": data}
+
+
+def finished(path: Path) -> bool:
+    """An executed notebook that ran through: it exists, reads, and no cell has an error output."""
+    if not path.is_file():
+        return False
+    try:
+        import nbformat
+
+        nb = nbformat.read(str(path), as_version=4)
+    except Exception:  # noqa: BLE001 - an unreadable (partial) file is not a finished run
+        return False
+    return not any(o.get("output_type") == "error" for c in nb.cells for o in c.get("outputs", []))
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.partial")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def run_grid_dask(notebook: str | os.PathLike, combos: list[dict], out_dir: str | os.PathLike, output_names: list[str],
+             address="local", retries: int = 2, progress: bool = True) -> list:
+    """Execute ``notebook`` once per parameter combination as tasks on a Dask cluster (see the module docstring).
+
+    ``output_names[i]`` is the file of combination i in ``out_dir``. Runs whose output already exists and ran
+    through are not executed again (their results are read from the file). A task that raises (a lost worker, a
+    kernel that died) is retried ``retries`` times; a notebook that fails in a cell is recorded as an error (its
+    executed copy written, as ``vrs batch`` does) and executed again on the next run. Returns the
+    :class:`~vrs_helpers.runner.RunResult` s in the order of ``combos``.
+    """
+    from tqdm.auto import tqdm
+
+    from .dask_support import connect, identity
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    nb = Path(notebook)
+    results: list = [None] * len(combos)
+    todo = []
+    for i, (c, name) in enumerate(zip(combos, output_names, strict=True)):
+        path = out / name
+        if finished(path):
+            rows, scalars = extract(path)
+            results[i] = RunResult(nb.name, path, None, c, rows, scalars, "")
+        else:
+            todo.append(i)
+    if not todo:
+        return results
+    client = connect(address)
+    own = not hasattr(address, "submit")
+    try:
+        from concurrent.futures import CancelledError
+
+        from distributed import as_completed
+
+        source = nb.read_bytes()
+        src = client.submit(identity, source, pure=False)  # not scattered: recomputable when its worker dies
+        tries = {i: 0 for i in todo}
+
+        def submit(i):
+            return client.submit(_run_remote, str(nb.resolve()), src, combos[i], output_names[i], retries=retries,
+                                 pure=False, key=f"vrs-batch-{output_names[i]}-{uuid.uuid4().hex}")
+
+        futures = {submit(i): i for i in todo}
+        pending = as_completed(list(futures))
+        with tqdm(total=len(todo), desc="combinations", disable=not progress) as bar:
+            for fut in pending:
+                i = futures.pop(fut)
+                try:
+                    r = fut.result()
+                except CancelledError:  # lost by the scheduler (e.g. with its worker): submitted again
+                    tries[i] += 1
+                    if tries[i] > retries:
+                        raise
+                    new = submit(i)
+                    futures[new] = i
+                    pending.add(new)
+                    continue
+                path = out / output_names[i]
+                if r["ipynb"]:
+                    _write_atomic(path, r["ipynb"])
+                results[i] = RunResult(r["notebook"], path, None, r["parameters"], r["scorecard"], r["scalars"],
+                                       r["error"])
+                bar.update()
+    finally:
+        if own:
+            cluster = getattr(client, "cluster", None)
+            client.close()
+            if cluster is not None and address in (None, "", "local"):
+                cluster.close()
+    return results

@@ -28,6 +28,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from .errors import VRSError
+
+
+class ScorecardError(VRSError, ValueError):
+    """A check that cannot be made as asked (a tolerance beyond the printed precision, a missing reference)."""
+
+
 SCORECARD_MIME = "application/vnd.vrs.scorecard+json"
 SCALAR_MIME = "application/vnd.vrs.scalar+json"
 COLUMNS = ["notebook", "analysis", "ref", "quantity", "book", "ours", "tolerance", "match", "alternative",
@@ -160,21 +167,24 @@ class Scorecard:
         """
         if tolerance is None:
             if printed is None:
-                raise ValueError(f"{ref} / {quantity}: give the number as printed (printed='0.0123') or a tolerance.")
+                raise ScorecardError(f"{ref} / {quantity}: give the number as printed (printed='0.0123') or a "
+                                     "tolerance.")
             tolerance = tolerance_of(printed)
         if not isinstance(tolerance, (int, float)) or not tolerance >= 0:
-            raise ValueError(f"tolerance must be a non-negative number; got {tolerance!r}.")
+            raise ScorecardError(f"tolerance must be a non-negative number; got {tolerance!r}.")
         book, ours = float(book), float(ours)
         if not math.isnan(book):
             if book != 0 and tolerance > abs(book):
-                raise ValueError(f"{ref} / {quantity}: tolerance {tolerance:g} exceeds the value itself ({book:g}); "
+                raise ScorecardError(f"{ref} / {quantity}: tolerance {tolerance:g} exceeds the value itself "
+                                     f"({book:g}); "
                                  f"use the printed precision.")
             if book == 0 and tolerance > 0 and (not alternative or alternative_value is None):
-                raise ValueError(f"{ref} / {quantity}: the book prints 0; check it against an alternative reference "
+                raise ScorecardError(f"{ref} / {quantity}: the book prints 0; check it against an alternative "
+                                     f"reference "
                                  f"(alternative=..., alternative_value=...) with a tight tolerance.")
         alt_value = float("nan") if alternative_value is None else float(alternative_value)
         if alternative and alternative_value is None:
-            raise ValueError(f"{ref} / {quantity}: an alternative reference needs its value (alternative_value=).")
+            raise ScorecardError(f"{ref} / {quantity}: an alternative reference needs its value (alternative_value=).")
         if compare(book, ours, tolerance):
             match = "true"
         elif alternative and explanation and compare(alt_value, ours, tolerance):

@@ -16,10 +16,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .errors import VRSError
+
 ALTERNATIVES = ("two-sided", "less", "greater")
 
 
-class SignificanceError(ValueError):
+class SignificanceError(VRSError, ValueError):
     """Bad input for a significance test."""
 
 
@@ -566,6 +568,53 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
             rows.append({system: level, "slope": est, "SE": se, "z": est / se})
         slopes = pd.DataFrame(rows)
     return SystemComparison(formula, null, test, emm.means, emm.contrasts, slopes, full)
+
+
+# ------------------------------------------------------------------------------------------- resampling on Dask
+
+def _draw_batches(plan, indices: list[int]):
+    import numpy as np
+
+    return np.concatenate([plan.draw(i) for i in indices])
+
+
+def resampling_test_dask(kind: str, a, b, metric="mean", n_resamples: int = 10_000, seed: int = 0,
+                    alternative: str = "two-sided", client=None, tasks: int | None = None):
+    """A ``"permutation"`` or ``"bootstrap"`` test whose seeded batches run as tasks on a Dask cluster.
+
+    The plan (:func:`~vrs_helpers.significance.permutation_plan` / ``bootstrap_plan``) is sent to the workers
+    once; ``tasks`` groups of consecutive batches (default: two per worker) are drawn there and concatenated on the
+    client in batch order, so the p-value equals :func:`~vrs_helpers.significance.permutation_test` /
+    ``bootstrap_test`` for the same seed. ``client``: a Client, an address or "local" (default: the current
+    client).
+    """
+    from .dask_support import connect, default_client, identity, require_dask
+
+    if kind not in ("permutation", "bootstrap"):
+        raise SignificanceError(f"kind must be 'permutation' or 'bootstrap', got {kind!r}.")
+    plan = (permutation_plan if kind == "permutation" else bootstrap_plan)(a, b, metric, n_resamples, seed,
+                                                                          alternative)
+    require_dask()
+    client = client if client is not None else default_client()
+    own = client is None or isinstance(client, str)  # a client made here is closed here
+    c = connect(client if client is not None else "local")
+    try:
+        nb = len(plan.batches)
+        tasks = max(1, min(nb, tasks or 2 * max(1, len(c.scheduler_info().get("workers", {})))))
+        bounds = [round(j * nb / tasks) for j in range(tasks + 1)]
+        groups = [list(range(bounds[j], bounds[j + 1])) for j in range(tasks) if bounds[j + 1] > bounds[j]]
+        remote = c.submit(identity, plan, pure=False)  # not scattered: recomputable when its worker dies
+        futures = c.map(_draw_batches, [remote] * len(groups), groups, pure=False, retries=2)
+        import numpy as np
+
+        dist = np.concatenate(c.gather(futures))
+    finally:
+        if own:
+            cluster = getattr(c, "cluster", None)
+            c.close()
+            if cluster is not None:
+                cluster.close()
+    return plan.finish(dist)
 
 
 # What NLP users already run beside the mixed-model tests (issue 22): ASO and the expected maximum of n runs

@@ -14,13 +14,15 @@ import copy
 import os
 from pathlib import Path
 
+from .errors import VRSError
+
 EXERCISE_TAG = "exercise"
 SOLUTION_TAG = "solution"
 ANSWER_TAG = "answer"
 ANSWER_PLACEHOLDER = "# Your answer here.\n"
 
 
-class StudentError(ValueError):
+class StudentError(VRSError, ValueError):
     """A notebook that cannot give a student copy (no solution cells, a solution without an exercise), or an
     output that would overwrite a source notebook."""
 
@@ -103,7 +105,7 @@ def write_student_copies(notebooks, out_dir: str | os.PathLike, placeholder: boo
     resolved = {src.resolve() for src in sources}
     for src, dst in zip(sources, targets, strict=True):
         if not src.is_file():
-            raise FileNotFoundError(f"No notebook at {src}.")
+            raise StudentError(f"No notebook at {src}.")
         if dst.resolve() in resolved:
             raise StudentError(f"{dst} is a source notebook; choose another output folder (--out) so that the "
                                f"solutions are not overwritten.")

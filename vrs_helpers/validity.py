@@ -14,8 +14,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .errors import VRSError
+
 # Negation cues (our own list, in the spirit of the NLTK sentiment utility the book cites): whole words and the
 # clitic n't, matched case-insensitively after tokenization.
+
 NEGATION_WORDS = frozenset("""
 no not never none nobody nothing nowhere noone neither nor cannot without
 dont doesnt didnt isnt arent wasnt werent hasnt havent hadnt wont wouldnt cant couldnt shouldnt mustnt aint
@@ -25,7 +28,7 @@ FEATURES = ("hyp-is-subseq", "all-in-pre", "percent-in-pre", "scaled-len-diff", 
             "hyp-has-neg")
 
 
-class ValidityError(ValueError):
+class ValidityError(VRSError, ValueError):
     """Bad input for a validity test."""
 
 

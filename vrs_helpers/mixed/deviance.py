@@ -10,8 +10,8 @@ L = [[L_A, 0], [B L_A^-T, L_S]] with L_S L_S' = S = C - B A^-1 B', so one evalua
 the block size) for B A^-1 B' plus a dense Cholesky of the other terms' levels - never the big factor's.
 
 Two implementations share that structure:
-- :class:`_Deviance` for random intercepts only, with an analytic gradient (the book's models; fast path);
-- :class:`_BlockDeviance` for any random terms (random slopes with lme4's lower-triangular theta); its gradient
+- :class:`Deviance` for random intercepts only, with an analytic gradient (the book's models; fast path);
+- :class:`BlockDeviance` for any random terms (random slopes with lme4's lower-triangular theta); its gradient
   is taken numerically by the optimizer. On random-intercept models both give the same deviance (tested).
 """
 
@@ -22,7 +22,7 @@ import math
 import numpy as np
 from scipy import linalg, sparse
 
-from .accumulate import SufficientStats
+from .design import SufficientStats
 from .errors import MixedModelError
 
 _potrf = linalg.lapack.get_lapack_funcs("potrf", (np.zeros(1),))
@@ -40,7 +40,7 @@ def _chol(a: np.ndarray, lower: bool) -> np.ndarray:
     return c
 
 
-def _tri(t: np.ndarray, b: np.ndarray, lower: bool, trans: bool = False) -> np.ndarray:
+def tri_solve(t: np.ndarray, b: np.ndarray, lower: bool, trans: bool = False) -> np.ndarray:
     """Solve t x = b (or t' x = b) for triangular t via LAPACK trtrs."""
     x, info = _trtrs(t, b, lower=int(lower), trans=int(trans))
     if info != 0:
@@ -171,7 +171,7 @@ def _profiled(s: SufficientStats, P: np.ndarray, logdet: float, reml: bool):
     p, n = s.p, s.n
     if p:
         RX = _chol(P[:p, :p], lower=False)
-        cbeta = _tri(RX, P[:p, p], lower=False, trans=True)
+        cbeta = tri_solve(RX, P[:p, p], lower=False, trans=True)
         r2 = float(P[p, p] - cbeta @ cbeta)
         logdet_x = 2.0 * float(np.log(np.diag(RX)).sum())
     else:
@@ -186,7 +186,7 @@ def _profiled(s: SufficientStats, P: np.ndarray, logdet: float, reml: bool):
     return dev, RX, cbeta, r2
 
 
-class _Deviance:
+class Deviance:
     """Profiled deviance of a random-intercept model, with its analytic gradient.
 
     Lambda = diag(theta_k) per grouping factor. A = theta_b^2 diag(n_b) + I is diagonal; B = Lambda_o Z_o'Z_b
@@ -196,7 +196,7 @@ class _Deviance:
 
     def __init__(self, s: SufficientStats, reml: bool):
         if not s.intercepts_only:
-            raise MixedModelError("_Deviance fits random intercepts only; use _BlockDeviance.")
+            raise MixedModelError("Deviance fits random intercepts only; use BlockDeviance.")
         self.s = s
         self.reml = reml
         sizes = s.sizes
@@ -244,7 +244,7 @@ class _Deviance:
             S = lam[:, None] * (self.C - (tb * tb) * H0) * lam[None, :] + self.eye_o
             LS = _chol(S, lower=True)
             BRA = self.BT @ (self.RbT / A).T  # q_o x (p+1)
-            co = _tri(LS, lam[:, None] * (self.Ro - (tb * tb) * BRA), lower=True)
+            co = tri_solve(LS, lam[:, None] * (self.Ro - (tb * tb) * BRA), lower=True)
             logdet = float(np.log(A).sum()) + 2.0 * float(np.log(np.diag(LS)).sum())
         else:
             H0 = np.zeros((0, 0))
@@ -333,12 +333,12 @@ class _Deviance:
                 dS = (LS * LS).sum(axis=1) if S is None else np.diag(S)
                 colsq = colsq_b + (dS - 2.0 + diag_Sinv) / (lam * lam)
             else:  # near the boundary the division loses precision: solve
-                xo_o = _tri(LS, lam[:, None] * (self.C - (tb * tb) * H0), lower=True)
+                xo_o = tri_solve(LS, lam[:, None] * (self.C - (tb * tb) * H0), lower=True)
                 colsq = colsq_b + (xo_o * xo_o).sum(axis=0)
             for k in self.others:
                 sl = self.slices[k]
                 tr[k] = self.diagC[sl].sum() - colsq[sl].sum()
-            zo = _tri(LS, co, lower=True, trans=True)
+            zo = tri_solve(LS, co, lower=True, trans=True)
             lz_o = lam[:, None] * zo
             zbT = (cbT - (tb * (self.BT.T @ lz_o)).T / sqA) / sqA
             lz_bT = tb * zbT
@@ -351,7 +351,7 @@ class _Deviance:
             Go = np.zeros((0, p + 1))
         WbT = self.RbT - GbT
         Wo = self.Ro - Go
-        beta = _tri(RX, cbeta, lower=False) if p else np.zeros(0)
+        beta = tri_solve(RX, cbeta, lower=False) if p else np.zeros(0)
         ub = WbT[p] - beta @ WbT[:p]
         uo = Wo[:, p] - Wo[:, :p] @ beta
         sigma2 = r2 / (n - p if self.reml else n)
@@ -361,7 +361,7 @@ class _Deviance:
             usq[k] = float(uo[self.slices[k]] @ uo[self.slices[k]])
         t2 = np.zeros(K)
         if self.reml and p:
-            Rinv = _tri(RX, self.eye_p, lower=False)  # (X'V*^-1X)^-1=Rinv Rinv'
+            Rinv = tri_solve(RX, self.eye_p, lower=False)  # (X'V*^-1X)^-1=Rinv Rinv'
             Qb = Rinv.T @ WbT[:p]
             t2[self.big] = float((Qb * Qb).sum())
             if self.q_o:
@@ -378,7 +378,7 @@ class _Deviance:
         tb = theta[self.big]
         d_b = cbT[p] - beta @ cbT[:p]
         d_o = co[:, p] - co[:, :p] @ beta
-        u_o = _tri(LS, d_o, lower=True, trans=True) if self.q_o else np.zeros(0)
+        u_o = tri_solve(LS, d_o, lower=True, trans=True) if self.q_o else np.zeros(0)
         u_b = (d_b - tb * (self.BT.T @ (lam * u_o)) / sqA) / sqA if self.q_o else d_b / sqA
         out = [None] * len(theta)
         out[self.big] = (tb * u_b)[:, None]
@@ -388,7 +388,7 @@ class _Deviance:
         return out
 
 
-class _BlockDeviance:
+class BlockDeviance:
     """Profiled deviance for any random terms: term k has Lambda_k = I_{m_k} (x) T_k with T_k lower triangular
     (r_k x r_k), parametrized by its lower triangle in column-major order, as lme4's theta."""
 
@@ -499,7 +499,7 @@ class _BlockDeviance:
             S = self._apply(self._apply(W, lams, True).T, lams, True).T + self.eye_o
             LS = _chol(S, lower=True)
             ub = (Tb @ (Ainv @ TRb)).reshape(-1, TRb.shape[2])  # (I (x) T_b) A^-1 T_b' R_b
-            co = _tri(LS, self._apply(self.Ro - self.Gob @ ub, lams, True), lower=True)
+            co = tri_solve(LS, self._apply(self.Ro - self.Gob @ ub, lams, True), lower=True)
             logdet += 2.0 * float(np.log(np.diag(LS)).sum())
         else:
             LS = np.zeros((0, 0))
@@ -527,7 +527,7 @@ class _BlockDeviance:
         out = [None] * len(self.r)
         Tb = lams[self.big]
         if self.q_o:
-            u_o = _tri(LS, d_o, lower=True, trans=True)
+            u_o = tri_solve(LS, d_o, lower=True, trans=True)
             v = (self.Gob.T @ self._apply(u_o[:, None], lams, False))[:, 0].reshape(d_b.shape)  # G_ob' Lambda_o u_o
             v = np.einsum("ba,mb->ma", Tb, v)  # (I (x) T_b') ...
             d_b = d_b - np.einsum("mab,mb->ma", LAinv, v)

@@ -1,7 +1,8 @@
 """Errors and warnings of the mixed-model engine."""
+from ..errors import VRSError
 
 
-class MixedModelError(ValueError):
+class MixedModelError(VRSError, ValueError):
     """Bad input for a mixed model: the message says what is wrong and what to do."""
 
 

@@ -24,15 +24,11 @@ import numpy as np
 import pandas as pd
 
 from ..formula import parse
+from .design import is_factor
 from .errors import MixedModelError
 
 _IDENT = re.compile(r"^[A-Za-z_.][A-Za-z0-9_.]*$")
 _RANDOM_TERM = re.compile(r"\(([^()|]*)(\|\|?)([^()|]*)\)")  # a random term, as formula.parse reads it
-
-
-def _is_factor(s: pd.Series) -> bool:
-    return (isinstance(s.dtype, pd.CategoricalDtype) or s.dtype == object or pd.api.types.is_string_dtype(s.dtype)
-            or pd.api.types.is_bool_dtype(s.dtype))
 
 
 def factor_levels(s: pd.Series) -> list:
@@ -56,7 +52,7 @@ def expand(formula: str, data: pd.DataFrame) -> tuple[str, pd.DataFrame]:
     """``(formula, data)`` with every factor slope replaced by numeric indicator columns named as lme4 names them
     (module docstring). Returns the inputs unchanged when no random term has a factor slope."""
     f = parse(formula)
-    factors = {v for t in f.random_terms for v in t.variables if v in data.columns and _is_factor(data[v])}
+    factors = {v for t in f.random_terms for v in t.variables if v in data.columns and is_factor(data[v])}
     if not factors:
         return formula, data
     new_cols: dict[str, np.ndarray] = {}

@@ -12,8 +12,9 @@ from scipy import optimize, stats
 
 from ..formula import FormulaError
 from ..threads import blas_limit
-from .accumulate import SufficientStats, _design_rows, accumulate
-from .deviance import _BlockDeviance, _Deviance, _tri
+from .accumulate import accumulate
+from .design import SufficientStats, design_rows
+from .deviance import BlockDeviance, Deviance, tri_solve
 from .errors import SINGULAR_TOL, AliasedFactorsWarning, ConvergenceWarning, MixedModelError, SingularFitWarning
 
 # ------------------------------------------------------------------------------------------ the result
@@ -108,7 +109,7 @@ class MixedModelResult:
     def predict(self, data: pd.DataFrame, include_random: bool = True) -> np.ndarray:
         """Predictions for rows of ``data``: X beta (+ the BLUPs of the random effects, 0 for new levels)."""
         s = self.stats
-        X = _design_rows(s, data)
+        X = design_rows(s, data)
         out = X @ self.fixed_effects["estimate"].to_numpy()
         if include_random:
             for t, name in zip(s.terms, s.groups, strict=True):
@@ -213,7 +214,7 @@ def _moment_start(s: SufficientStats) -> np.ndarray | None:
     return np.clip(theta, 0.05, 10.0)
 
 
-def _optimize_intercepts(dev: _Deviance, K: int, theta0):
+def _optimize_intercepts(dev: Deviance, K: int, theta0):
     """L-BFGS-B on the analytic gradient, with escapes from a boundary that traps the theta-gradient at zero."""
     if theta0 is None:
         theta0 = _moment_start(dev.s)
@@ -331,7 +332,7 @@ def _fd_grad_hess(fun, x: np.ndarray, idx: np.ndarray, f0: float):
 DERIVATIVE_FREE_SIZE = 20_000
 
 
-def _optimize_general(dev: _BlockDeviance, theta0):
+def _optimize_general(dev: BlockDeviance, theta0):
     """Random slopes: COBYQA (Powell's derivative-free quadratic models, as lme4's BOBYQA) on large designs,
     L-BFGS-B on finite differences on small ones; Newton polishing with a finite-difference Hessian, and restarts of
     variances stuck at zero."""
@@ -413,7 +414,7 @@ def _theta_names(s: SufficientStats, dev) -> list[str]:
     names = []
     for k, t in enumerate(s.terms):
         cn = t.covariate_names
-        if isinstance(dev, _Deviance):
+        if isinstance(dev, Deviance):
             names.append(f"{t.group_name}.{cn[0]}")
             continue
         rows, cols = dev.tri[k]
@@ -424,7 +425,7 @@ def _theta_names(s: SufficientStats, dev) -> list[str]:
 
 def _covariances(s: SufficientStats, dev, theta: np.ndarray, sigma2: float) -> list[np.ndarray]:
     """Per term the covariance matrix sigma^2 T_k T_k' of its random coefficients."""
-    if isinstance(dev, _Deviance):
+    if isinstance(dev, Deviance):
         return [np.array([[theta[k] ** 2 * sigma2]]) for k in range(len(s.terms))]
     return [sigma2 * (T @ T.T) for T in dev.lambdas(theta)]
 
@@ -455,10 +456,10 @@ def fit_stats(s: SufficientStats, method: str = "REML", theta0=None, blas_thread
     if method not in ("REML", "ML"):
         raise MixedModelError(f"method must be 'REML' or 'ML'; got {method!r}.")
     reml = method == "REML"
-    dev = _Deviance(s, reml) if s.intercepts_only else _BlockDeviance(s, reml)
+    dev = Deviance(s, reml) if s.intercepts_only else BlockDeviance(s, reml)
     fit_warnings: list[str] = []
     with _blas_limit(dev, blas_threads):
-        if isinstance(dev, _Deviance):
+        if isinstance(dev, Deviance):
             theta, best_f, converged, message, n_eval = _optimize_intercepts(dev, len(s.terms), theta0)
         else:
             theta, best_f, converged, message, n_eval = _optimize_general(dev, theta0)
@@ -470,8 +471,8 @@ def fit_stats(s: SufficientStats, method: str = "REML", theta0=None, blas_thread
         p, n = s.p, s.n
         sigma2 = r2 / (n - p if reml else n)
         sigma = math.sqrt(sigma2)
-        beta = _tri(RX, cbeta, lower=False) if p else np.zeros(0)
-        RXinv = _tri(RX, np.eye(p), lower=False) if p else np.zeros((0, 0))
+        beta = tri_solve(RX, cbeta, lower=False) if p else np.zeros(0)
+        RXinv = tri_solve(RX, np.eye(p), lower=False) if p else np.zeros((0, 0))
         V = sigma2 * (RXinv @ RXinv.T)
         modes = dev.conditional_modes(theta, parts, beta)
     if not converged:
@@ -497,11 +498,11 @@ def fit_stats(s: SufficientStats, method: str = "REML", theta0=None, blas_thread
     else:
         vc = varcorr
     names = _theta_names(s, dev)
-    lower = np.zeros(len(theta)) if isinstance(dev, _Deviance) else dev.lower
+    lower = np.zeros(len(theta)) if isinstance(dev, Deviance) else dev.lower
     on_diag = lower == 0
     singular = bool((theta[on_diag] < SINGULAR_TOL).any())
     if singular:
-        shown = [s.groups[k] if isinstance(dev, _Deviance) else nm for k, nm in enumerate(names)]
+        shown = [s.groups[k] if isinstance(dev, Deviance) else nm for k, nm in enumerate(names)]
         zero = [nm for nm, th, d in zip(shown, theta, on_diag, strict=True) if d and th < SINGULAR_TOL]
         msg = (f"boundary (singular) fit: the variance of {', '.join(zero)} is estimated as (nearly) zero; the data "
                f"show no variation attributable to it beyond the other terms (lme4: see help('isSingular')).")
@@ -514,7 +515,7 @@ def fit_stats(s: SufficientStats, method: str = "REML", theta0=None, blas_thread
         warnings.warn(msg, AliasedFactorsWarning, stacklevel=3)
     # theta in lme4's order and names
     pos = []
-    offsets = np.cumsum([0] + [1 if isinstance(dev, _Deviance) else len(dev.tri[k][0]) for k in range(len(s.terms))])
+    offsets = np.cumsum([0] + [1 if isinstance(dev, Deviance) else len(dev.tri[k][0]) for k in range(len(s.terms))])
     for k in s.lme4_order:
         pos.extend(range(offsets[k], offsets[k + 1]))
     theta_s = pd.Series(theta[pos], index=[names[i] for i in pos])

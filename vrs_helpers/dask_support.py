@@ -1,0 +1,76 @@
+"""The optional Dask dependency: import check, clients, and what every Dask path of the package shares.
+
+``pip install 'vrs-workbooks[dask]'`` (``dask[dataframe]`` and ``distributed``). Nothing here imports Dask at module
+level, so the rest of the package works without it. The Dask paths live beside the jobs they serve:
+:func:`vrs_helpers.mixed.accumulate.accumulate_dask` (mixed-model statistics per partition),
+:func:`vrs_helpers.significance.resampling_test_dask` (resampling batches on workers),
+:func:`vrs_helpers.runner.run_grid_dask` (notebook grids), and ``vrs_helpers.own_analysis.analyze(...,
+backend=client)`` (``vrs analyze --dask``).
+"""
+
+from __future__ import annotations
+
+from .errors import VRSError
+
+INSTALL_HINT = "pip install 'vrs-workbooks[dask]'"
+
+
+class DaskUnavailableError(VRSError, ImportError):
+    """Dask is not installed; the message says how to install it."""
+
+
+class DaskConnectionError(VRSError, ConnectionError):
+    """No Dask scheduler answers at the address."""
+
+
+def require_dask() -> None:
+    """Raise :class:`DaskUnavailableError` (with the install command) unless dask.dataframe and distributed import."""
+    try:
+        import dask.dataframe  # noqa: F401
+        import distributed  # noqa: F401
+    except ImportError as exc:
+        raise DaskUnavailableError(f"Dask is not installed ({exc}). Install the optional extra: {INSTALL_HINT}") \
+            from None
+
+
+def is_dask_dataframe(obj) -> bool:
+    """True for a ``dask.dataframe.DataFrame`` (checked without importing dask)."""
+    mod = type(obj).__module__ or ""
+    return mod.startswith("dask.") and hasattr(obj, "npartitions") and hasattr(obj, "to_delayed") \
+        and hasattr(obj, "columns")
+
+
+def connect(address="local", timeout: float = 8, n_workers: int | None = None, memory_limit="auto"):
+    """A ``distributed.Client``: ``"local"`` starts a LocalCluster (processes), a string is a scheduler address
+    (``tcp://host:8786``), a Client is returned as it is. An address that does not answer raises
+    :class:`DaskConnectionError` after ``timeout`` seconds."""
+    require_dask()
+    from distributed import Client, LocalCluster
+
+    if isinstance(address, Client):
+        return address
+    if address in (None, "", "local"):
+        cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                               memory_limit=memory_limit)
+        return Client(cluster)
+    try:
+        return Client(str(address), timeout=timeout)
+    except (OSError, TimeoutError) as exc:
+        raise DaskConnectionError(
+            f"No Dask scheduler answers at {address!r} within {timeout:g} s ({exc}). Start one (`dask scheduler`, "
+            f"dask_jobqueue.SLURMCluster, dask_kubernetes.KubeCluster) and pass its address, or use 'local'.") \
+            from None
+
+
+def identity(x):
+    """Return x (a task that ships a value to a worker without scattering it)."""
+    return x
+
+
+def default_client():
+    try:
+        from distributed import default_client
+
+        return default_client()
+    except (ImportError, ValueError):
+        return None
