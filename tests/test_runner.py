@@ -67,7 +67,7 @@ def test_load_grid_errors(tmp_path):
     with pytest.raises(ValueError, match="needs a 'notebook' entry"):
         runner.load_grid(tmp_path / "g.yaml")
     (tmp_path / "g.yaml").write_text("notebook: missing.ipynb\n")
-    with pytest.raises(FileNotFoundError, match="missing.ipynb"):
+    with pytest.raises(runner.ParameterError, match="missing.ipynb"):  # a VRSError: `vrs batch` exits 2
         runner.load_grid(tmp_path / "g.yaml")
 
 

@@ -86,7 +86,8 @@ def test_cli_writes_copies_and_never_overwrites_the_source(tmp_path, capsys):
     assert main(["student", str(src), str(plain), "--out", str(tmp_path / "none")]) == 2
     assert "plain.ipynb has no cells tagged 'solution'" in capsys.readouterr().err
     assert not (tmp_path / "none").exists()
-    assert main(["student", str(tmp_path / "missing.ipynb"), "--out", str(tmp_path / "m")]) == 1
+    assert main(["student", str(tmp_path / "missing.ipynb"), "--out", str(tmp_path / "m")]) == 2  # bad input
+    assert "No notebook at" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("path", WORKBOOKS, ids=lambda p: p.stem)
