@@ -17,6 +17,7 @@ import pandas as pd
 from scipy import stats
 
 from .errors import VRSError
+from .results import TestOutcome
 
 ALTERNATIVES = ("two-sided", "less", "greater")
 
@@ -26,8 +27,8 @@ class SignificanceError(VRSError, ValueError):
 
 
 @dataclass
-class TestResult:
-    """A test statistic with its p-value."""
+class TestResult(TestOutcome):
+    """A z or t test: statistic, p-value, estimate (:class:`~vrs_helpers.results.TestOutcome`)."""
 
     method: str
     statistic: float
@@ -36,8 +37,10 @@ class TestResult:
     estimate: float
     n: int
 
-    def reject(self, alpha: float = 0.05) -> bool:
-        return bool(self.p_value <= alpha)
+    @property
+    def df(self):
+        """Degrees of freedom of the t distribution (n - 1); None for a z test."""
+        return self.n - 1 if "t-test" in self.method else None
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([self.__dict__])
@@ -158,7 +161,7 @@ METRICS: dict[str, Callable] = {"mean": mean_metric, "f1": f1_metric, "bleu": bl
 
 
 @dataclass
-class ResamplingResult:
+class ResamplingResult(TestOutcome):
     """A paired resampling test: observed difference S(A) - S(B), p-value, the resampled differences.
 
     For the Monte Carlo tests (``permutation_test``, ``bootstrap_test``) ``p_value`` is (c + 1) / (K + 1), c of the
@@ -177,12 +180,14 @@ class ResamplingResult:
     exceedances: int | None = None   # c: resamples at least as extreme as the observed difference
 
     @property
+    def statistic(self) -> float:
+        """The observed difference S(A) - S(B) (its null distribution is the resampled one: no df)."""
+        return self.observed
+
+    @property
     def p_value_c_over_K(self) -> float:  # noqa: N802 - the book's notation
         """The book's c / K (Algorithms 4.1, 4.2); 0 when no resample is as extreme."""
         return self.p_value if self.exceedances is None else self.exceedances / self.n_resamples
-
-    def reject(self, alpha: float = 0.05) -> bool:
-        return bool(self.p_value <= alpha)
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([{k: v for k, v in self.__dict__.items() if k != "distribution"}])

@@ -11,6 +11,7 @@ import pandas as pd
 from scipy import optimize, stats
 
 from ..formula import FormulaError
+from ..results import TestOutcome
 from ..threads import blas_limit
 from .accumulate import accumulate
 from .design import SufficientStats, design_rows
@@ -563,8 +564,9 @@ def fit(formula: str, data, method: str = "REML", dropna: bool = False, blas_thr
 # ------------------------------------------------------------------------------------ likelihood ratio
 
 @dataclass
-class LRTResult:
-    """Generalized likelihood ratio test of nested mixed models (book 4.3, appendix A)."""
+class LRTResult(TestOutcome):
+    """Generalized likelihood ratio test of nested mixed models (book 4.3, appendix A): chi2 on df degrees of
+    freedom (:class:`~vrs_helpers.results.TestOutcome`: ``statistic`` = chi2)."""
 
     chi2: float
     df: int
@@ -574,6 +576,12 @@ class LRTResult:
     refitted_ml: bool
     formula0: str
     formula1: str
+
+    method = "GLRT (chi-square)"
+
+    @property
+    def statistic(self) -> float:
+        return self.chi2
 
     def __repr__(self) -> str:
         note = " (REML fits refitted by ML)" if self.refitted_ml else ""
