@@ -185,6 +185,10 @@ class ResamplingResult(TestOutcome):
         return self.observed
 
     @property
+    def df(self) -> None:
+        return None
+
+    @property
     def p_value_c_over_K(self) -> float:  # noqa: N802 - the book's notation
         """The book's c / K (Algorithms 4.1, 4.2); 0 when no resample is as extreme."""
         return self.p_value if self.exceedances is None else self.exceedances / self.n_resamples
