@@ -58,10 +58,10 @@ def test_three_seeds_is_not_significant_where_the_chi_square_lrt_is():
 def test_a_one_row_contrast_equals_the_squared_t():
     """For one contrast, F = (l'beta)^2 / l'Cl, the square of the Wald t with the fit's vcov (closed form)."""
     m = _fit("unbalanced")
-    l = np.array([0.0, 1.0, -1.0])
-    t = ddf.contrast_test(m, l)
+    c = np.array([0.0, 1.0, -1.0])
+    t = ddf.contrast_test(m, c)
     beta, C = m.fixed_effects["estimate"].to_numpy(), m.vcov.to_numpy()
-    assert t.F == pytest.approx(float(l @ beta) ** 2 / float(l @ C @ l), rel=1e-9)
+    assert t.F == pytest.approx(float(c @ beta) ** 2 / float(c @ C @ c), rel=1e-9)
 
 
 def test_bad_contrasts_and_ml_fits_are_refused():

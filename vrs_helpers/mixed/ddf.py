@@ -164,9 +164,9 @@ def _jacobian(fun, x: np.ndarray) -> np.ndarray:
     return _richardson(at, _steps(x))
 
 
-def _ddf_one(l: np.ndarray, C: np.ndarray, jac: np.ndarray, A: np.ndarray) -> float:
-    g = np.array([l @ J @ l for J in jac])
-    var = float(l @ C @ l)
+def _ddf_one(c: np.ndarray, C: np.ndarray, jac: np.ndarray, A: np.ndarray) -> float:
+    g = np.array([c @ J @ c for J in jac])
+    var = float(c @ C @ c)
     denom = float(g @ A @ g)
     return 2.0 * var * var / denom if denom > 0 else float("inf")
 
