@@ -50,7 +50,7 @@ def two():
 def test_two_systems_against_lme4(two):
     s, ref = two.to_summary(), LME4["two"]
     _same_test(s["glrt"], ref["glrt"])
-    _same_test(s["glrt_replications_random"], ref["glrt_replications_random"])
+    _same_test(s["glrt_replications_random"]["lrt"], ref["glrt_replications_random"])
     for p in ("length", "domain"):
         _same_test(s["conditional"][p], ref["conditional"][p])
     for system in ("base", "new"):
@@ -89,7 +89,7 @@ def test_three_systems_two_replication_columns_against_lme4():
     res = analyze(_load("three"), "score", "system", "item", replications=["seed", "lr"], n_resamples=199)
     s, ref = res.to_summary(), LME4["three"]
     _same_test(s["glrt"], ref["glrt"])
-    _same_test(s["glrt_replications_random"], ref["glrt_replications_random"])
+    _same_test(s["glrt_replications_random"]["lrt"], ref["glrt_replications_random"])
     for system in ("A", "B", "C"):
         _same_components(s["variance_components"][system], ref["variance_components"][system])
     assert len(res.comparison.contrasts) == 3   # Tukey: all pairs of 3 systems
@@ -99,7 +99,7 @@ def test_awkward_column_names_are_mapped_back():
     df = _load("two").rename(columns={"score": "BLEU score", "seed": "random-seed", "item": "sentence id"})
     res = analyze(df, "BLEU score", "system", "sentence id", replications=["random-seed"], n_resamples=99)
     s = res.to_summary()
-    _same_test(s["glrt_replications_random"], LME4["two"]["glrt_replications_random"])
+    _same_test(s["glrt_replications_random"]["lrt"], LME4["two"]["glrt_replications_random"])
     assert set(s["variance_components"]["base"]) == {"sentence id", "random-seed", "Residual"}
 
 
@@ -128,3 +128,20 @@ def test_a_single_run_gives_no_variance_components():
     res = analyze(one, "score", "system", "item", replications=["seed"], n_resamples=99)
     assert "base" not in res.variance_components and "new" in res.variance_components
     assert any("not separable" in n for n in res.notes)
+
+
+def test_three_seeds_random_reading_uses_the_small_sample_test():
+    """Issue 20's log (2 systems x 3 seeds, a true difference of half the run SD): the chi-square LRT of the
+    runs-random model says p = 0.046, lmerTest's Satterthwaite and Kenward-Roger F tests p = 0.121 on (1, 4.0) df
+    (tests/reference/small_sample_lmertest.json). The verdict and summary.json use the F test."""
+    ref = json.loads((REF / "small_sample_lmertest.json").read_text())["models"]["three_seeds"]
+    d = pd.read_csv(REF / "small_sample_three_seeds.csv.gz", dtype={"seed": str})
+    r = analyze(d, "score", "system", "item", replications=["seed"], n_resamples=199)
+    s = r.to_summary()["glrt_replications_random"]
+    assert s["test"] == "F test, Satterthwaite df" and s["num_df"] == 1
+    assert s["den_df"] == pytest.approx(ref["Satterthwaite"]["system"]["DenDF"], rel=1e-4)
+    assert s["p_value"] == pytest.approx(ref["Satterthwaite"]["system"]["p"], rel=1e-4) and s["p_value"] > 0.05
+    assert s["lrt"]["p_value"] < 0.05   # the large-sample LRT would have said "differ"
+    line = next(v for v in r.verdict if v.startswith("With a random effect per run"))
+    assert "show no significant difference" in line and "Satterthwaite" in line
+    assert any("fewer than 3 runs" in n for n in r.notes) is False   # 3 runs: no such note

@@ -59,6 +59,17 @@ def _test_dict(t) -> dict:
     return {"chi2": float(t.chi2), "df": int(t.df), "p_value": float(t.p_value)}
 
 
+def _random_dict(test, lrt) -> dict | None:
+    """The runs-random reading in summary.json: the test used (the F test with Satterthwaite's df), F, both df and
+    its p-value; the chi-square LRT beside it under ``lrt``."""
+    if lrt is None:
+        return None
+    if test is None or test is lrt:
+        return {"test": "GLRT (chi-square)", **_test_dict(lrt), "lrt": _test_dict(lrt)}
+    return {"test": test.method, "F": float(test.F), "num_df": int(test.num_df), "den_df": float(test.den_df),
+            "p_value": float(test.p_value), "lrt": _test_dict(lrt)}
+
+
 @dataclass
 class OwnAnalysis:
     """The result of :func:`analyze`; ``to_summary()`` is the JSON contract of ``vrs analyze`` (summary.json)."""
@@ -91,11 +102,17 @@ class OwnAnalysis:
         return None if self.comparison_random is None else self.comparison_random.glrt
 
     @property
+    def random_test(self):
+        """The test of the runs-random reading: the F test with Satterthwaite's df (small samples), or None."""
+        return None if self.comparison_random is None else self.comparison_random.test
+
+    @property
     def disagree(self) -> bool:
-        """True when the two significance readings reach different conclusions at ``alpha``."""
-        if self.glrt is None or self.glrt_replications_random is None:
+        """True when the two significance readings reach different conclusions at ``alpha`` (the runs-random
+        reading by its small-sample test)."""
+        if self.glrt is None or self.random_test is None:
             return False
-        return (self.glrt.p_value < self.alpha) != (self.glrt_replications_random.p_value < self.alpha)
+        return (self.glrt.p_value < self.alpha) != (self.random_test.p_value < self.alpha)
 
     def to_summary(self) -> dict:
         vc = {s: {str(k): float(v) for k, v in t["variance"].items()} for s, t in self.variance_components.items()}
@@ -104,8 +121,7 @@ class OwnAnalysis:
             "replications": list(self.replications), "properties": list(self.properties),
             "systems": list(map(str, self.systems)), "alpha": self.alpha,
             "glrt": None if self.glrt is None else _test_dict(self.glrt),
-            "glrt_replications_random": (None if self.glrt_replications_random is None
-                                         else _test_dict(self.glrt_replications_random)),
+            "glrt_replications_random": _random_dict(self.random_test, self.glrt_replications_random),
             "readings_disagree": self.disagree,
             "conditional": {p: _test_dict(c.glrt) for p, c in self.conditional.items()},
             "conditional_contrasts": {p: (c.slopes if c.slopes is not None else c.contrasts)
@@ -123,15 +139,22 @@ class OwnAnalysis:
         }
 
     def to_frame(self) -> pd.DataFrame:
-        """The tests as one table (test, chi2, df, p_value)."""
+        """The tests as one table (test, statistic, df, p_value); df of an F test as (numerator, denominator)."""
+        def row(name, t):
+            df = t.df if not isinstance(t.df, tuple) else f"({t.df[0]}, {t.df[1]:.3g})"
+            return {"test": name, "statistic": float(t.statistic), "df": df, "p_value": float(t.p_value)}
+
         rows = []
         if self.glrt is not None:
-            rows.append({"test": "GLRT, runs as replications", **_test_dict(self.glrt)})
+            rows.append(row("GLRT, runs as replications", self.glrt))
+        if self.random_test is not None and self.random_test is not self.glrt_replications_random:
+            rows.append(row("F test (Satterthwaite), runs as a random effect", self.random_test))
         if self.glrt_replications_random is not None:
-            rows.append({"test": "GLRT, runs as a random effect", **_test_dict(self.glrt_replications_random)})
+            rows.append(row("GLRT chi-square, runs as a random effect (large-sample)",
+                            self.glrt_replications_random))
         for p, c in self.conditional.items():
-            rows.append({"test": f"GLRT, system x {p}", **_test_dict(c.glrt)})
-        return pd.DataFrame(rows, columns=["test", "chi2", "df", "p_value"])
+            rows.append(row(f"GLRT, system x {p}", c.glrt))
+        return pd.DataFrame(rows, columns=["test", "statistic", "df", "p_value"])
 
     def __repr__(self) -> str:
         g = "" if self.glrt is None else f", GLRT p={self.glrt.p_value:.3g}"
@@ -303,6 +326,12 @@ def _analyze(data, response, system, item, replications, properties, baseline, a
                                 "variance to estimate, left out of the random-effect reading")
         if estimable:
             result.comparison_random = compare_systems(d, y, sy, it, replications=estimable)
+            fewest = int(result.runs.groupby(system, observed=True).size().min())
+            if fewest < 3:
+                result.notes.append(
+                    f"only {fewest} run(s) for some system: with fewer than 3 runs per system the "
+                    "run-to-run variation cannot be separated from the system difference with any reliability; the "
+                    "random-effect reading has almost no denominator degrees of freedom. Add runs.")
         for p in properties:
             pn = names[p]
             if pd.api.types.is_numeric_dtype(d[pn].dtype):
@@ -379,9 +408,15 @@ def _analyze(data, response, system, item, replications, properties, baseline, a
         result.verdict.append(f"Runs as replications clustered by item: the systems {verdict_text(g.p_value, alpha)} "
                               f"(GLRT chi2 = {g.chi2:.2f}, df = {g.df}).")
         if result.comparison_random is not None:
-            g2 = result.glrt_replications_random
-            result.verdict.append(f"With a random effect per run, the systems {verdict_text(g2.p_value, alpha)} "
-                                  f"(chi2 = {g2.chi2:.2f}, df = {g2.df}).")
+            g2, ft = result.glrt_replications_random, result.random_test
+            if ft is not None and ft is not g2:
+                result.verdict.append(
+                    f"With a random effect per run, the systems {verdict_text(ft.p_value, alpha)} (F test with "
+                    f"Satterthwaite df: F = {ft.F:.2f} on ({ft.num_df}, {ft.den_df:.1f}) df; the chi-square GLRT, "
+                    f"valid only with many runs, gives chi2 = {g2.chi2:.2f}, df = {g2.df}, p = {g2.p_value:.3g}).")
+            else:
+                result.verdict.append(f"With a random effect per run, the systems "
+                                      f"{verdict_text(g2.p_value, alpha)} (chi2 = {g2.chi2:.2f}, df = {g2.df}).")
             if result.disagree:
                 result.verdict.append("WARNING: the two readings disagree. The conclusion hinges on whether the "
                                       "runs are treated as fixed replications or as a sample of possible runs; "
