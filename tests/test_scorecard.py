@@ -132,3 +132,23 @@ def test_check_p_reads_the_printed_form():
     exact = card.check_p("Table 4.3", "p", "0.2683", 0.26834, show=False)
     assert exact.match == "true" and exact.tolerance == pytest.approx(5e-5)
     assert card.check_p("Table 4.3", "p", "0.2683", 0.26836, show=False).match == "false"
+
+
+def test_explained_needs_the_reference_to_miss_the_book_too():
+    """A second reference that matches ours but also the book does not explain our miss (issue 23): the book's
+    number is reachable, so the row is false. Tolerance 5e-9 (the printed precision of 3.18e-06)."""
+    from vrs_helpers.scorecard import Scorecard
+
+    card = Scorecard("t")
+    # Table 3.4's learning_rate: book 3.18e-06, ours 3.18603e-06, lme4 3.18463e-06 (within 5e-9 of the book)
+    row = card.check("Table 3.4", "learning_rate", 3.18e-06, 3.18603e-06, printed="3.18e-06",
+                     alternative="lme4", alternative_value=3.18463e-06, explanation="flat surface", show=False)
+    assert row.match == "false"
+    # a reference that misses the book as ours does explains it
+    row = card.check("Table 3.11", "encoder_dropout", 9.78e-05, 9.78701e-05, printed="9.78e-05",
+                     alternative="lme4", alternative_value=9.78698e-05, explanation="the book truncates", show=False)
+    assert row.match == "explained"
+    # a reference that misses ours is no explanation either
+    row = card.check("T", "q", 1.0, 1.2, printed="1.0", alternative="lme4", alternative_value=1.5,
+                     explanation="x", show=False)
+    assert row.match == "false"

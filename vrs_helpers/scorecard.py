@@ -12,7 +12,7 @@ notebooks into ``build/scorecard.csv`` and ``build/html/index.html``. :func:`rec
   last printed digit, :func:`tolerance_of`), never more than the value itself;
 - ``"explained"`` when it is not, but the row names a second reference on the same public data (an lme4, mgcv or
   emmeans value, an exact recomputation, a figure the paper prints elsewhere) whose value ours matches within the
-  same tolerance, and says why the book differs;
+  same tolerance *and* which misses the book as ours does, and says why the book differs;
 - ``"false"`` otherwise. A ``false`` row is a finding (a published number the public data does not reproduce),
   shown with the notebook's reasoning. What fails a run is a *regression*: a row whose status is worse than in the
   committed baseline (``notebooks/scorecard_baseline.csv``), see :func:`regressions`.
@@ -187,7 +187,10 @@ class Scorecard:
             raise ScorecardError(f"{ref} / {quantity}: an alternative reference needs its value (alternative_value=).")
         if compare(book, ours, tolerance):
             match = "true"
-        elif alternative and explanation and compare(alt_value, ours, tolerance):
+        elif (alternative and explanation and compare(alt_value, ours, tolerance)
+              and not compare(alt_value, book, tolerance)):
+            # explained only when the second reference reproduces ours AND misses the book too: a reference that
+            # matches the book shows that the book's number is reachable, so our miss is a finding (false)
             match = "explained"
         else:
             match = "false"
