@@ -152,3 +152,32 @@ def test_explained_needs_the_reference_to_miss_the_book_too():
     row = card.check("T", "q", 1.0, 1.2, printed="1.0", alternative="lme4", alternative_value=1.5,
                      explanation="x", show=False)
     assert row.match == "false"
+
+
+def test_tolerance_of_percentages_is_the_fraction_tolerance():
+    from vrs_helpers.scorecard import tolerance_of
+
+    assert tolerance_of("76.6%") == pytest.approx(0.0005, rel=1e-8)   # 76.6 % checked as 0.766 +- 0.0005
+    assert tolerance_of("80 %") == pytest.approx(0.005, rel=1e-8)
+    assert tolerance_of("-0.00325") == pytest.approx(5e-6, rel=1e-8)
+
+
+def test_check_variance_table_rows_and_statuses():
+    """Two printed rows: one reproduced, one missed where the reference misses the book as ours does (explained);
+    a printed 0 checked with the tight tolerance against the reference."""
+    from vrs_helpers.scorecard import Scorecard, check_variance_table
+
+    ours = pd.DataFrame({"variance": [0.020, 0.0, 0.08], "percent": [20.0, 0.0, 80.0]},
+                        index=["item", "seed", "Residual"])
+    book = [{"component": "item", "label": "item", "variance": "0.020", "percent": "20.0"},
+            {"component": "seed", "label": "seed", "variance": "0", "percent": "0"},
+            {"component": "Residual", "label": "residual", "variance": "0.07", "percent": "80.0"}]
+    ref = {"variance": {"item": 0.0200001, "seed": 1e-9, "Residual": 0.0800002},
+           "percent": {"item": 20.0, "seed": 0.0, "Residual": 80.0}}
+    card = Scorecard("t")
+    table = check_variance_table(card, "Table X", ours, book, ref, "lme4 1.1-31",
+                                 {("Residual", "variance"): "the book's typo"})
+    assert list(table["component"]) == ["item", "seed", "residual"]
+    assert list(table["variance match"]) == ["true", "true", "explained"]
+    assert list(table["percent match"]) == ["true", "true", "true"]
+    assert "lme4 variance" in table.columns and len(card.checks) == 6

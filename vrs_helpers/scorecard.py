@@ -117,8 +117,10 @@ def printed_tolerance(digits: int) -> float:
 
 def tolerance_of(printed: str) -> float:
     """Half a unit of the last digit of a number as printed: "0.00304" -> 5e-6, "12" -> 0.5, "14.2" -> 0.05,
-    "2.06247e-6" -> 5e-12."""
+    "2.06247e-6" -> 5e-12; a percentage is compared as a fraction: "76.6%" -> 5e-4 (for 0.766)."""
     text = str(printed).strip().lower()
+    if text.endswith("%"):
+        return tolerance_of(text[:-1].strip()) / 100
     mantissa, _, exponent = text.partition("e")
     digits = len(mantissa.split(".", 1)[1]) if "." in mantissa else 0
     return printed_tolerance(digits - (int(exponent) if exponent else 0))
@@ -245,6 +247,40 @@ class Scorecard:
 
     def _repr_html_(self) -> str:
         return self.table().to_html(index=False)
+
+
+def check_variance_table(card: Scorecard, ref: str, components: pd.DataFrame, book_rows: list[dict],
+                         reference: dict, reference_name: str, book_differs: dict | None = None) -> pd.DataFrame:
+    """Check a printed variance-component table (book chapter 3: variance and percent per component) against ours,
+    with a second reference fit of the same data (e.g. lme4's) on every row; returns the table beside them.
+
+    ``components``: our variance components (index: component; columns ``variance``, ``percent``); ``book_rows``:
+    the printed rows ({component, label, variance, percent} as printed text or numbers); ``reference``: {"variance":
+    {component: value}, "percent": {...}}. Tolerance: half a unit of the book's last printed digit; a value the book
+    prints as 0 is checked with a tight tolerance (1e-6 of the total variance; 1e-4 percentage points) against the
+    reference. A row that misses the book is ``explained`` only when ours matches the reference, the reference
+    misses the book too, and ``book_differs[(component, "variance" | "percent")]`` says why.
+    """
+    book_differs = book_differs or {}
+    total = components["variance"].sum()
+    rows = []
+    for r in book_rows:
+        comp = r["component"]
+        v, pct = components.loc[comp, "variance"], components.loc[comp, "percent"]
+        rows.append({"component": r["label"], "book variance": r["variance"], "our variance": v,
+                     f"{reference_name.split(' ')[0]} variance": reference["variance"][comp],
+                     "book %": r["percent"], "our %": pct,
+                     f"{reference_name.split(' ')[0]} %": reference["percent"][comp]})
+        for what, printed, value in (("variance", r["variance"], v), ("percent", r["percent"], pct)):
+            zero = float(printed) == 0
+            c = card.check(ref, f"{r['label']}: {what}", float(printed), value,
+                           (1e-6 * total if what == "variance" else 1e-4) if zero else None,
+                           printed=None if zero else str(printed), alternative=reference_name,
+                           alternative_value=reference[what][comp], explanation=book_differs.get((comp, what), ""),
+                           show=False)
+            rows[-1][f"{what} match"] = c.match
+    card.flush(visible=False)  # the rows go to the reproduction scorecard; the returned table shows them
+    return pd.DataFrame(rows)
 
 
 def _shown_frame(checks, findings: bool) -> pd.DataFrame:
