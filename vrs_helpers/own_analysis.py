@@ -66,8 +66,10 @@ def _random_dict(test, lrt) -> dict | None:
         return None
     if test is None or test is lrt:
         return {"test": "GLRT (chi-square)", **_test_dict(lrt), "lrt": _test_dict(lrt)}
-    return {"test": test.method, "F": float(test.F), "num_df": int(test.num_df), "den_df": float(test.den_df),
-            "p_value": float(test.p_value), "lrt": _test_dict(lrt)}
+    # Satterthwaite's df (and so the F test's p) rest on finite-difference derivatives at the optimizer's estimate:
+    # stated at 4 significant digits, their numerical precision (lmerTest prints them with 1-2 decimals)
+    return {"test": test.method, "F": float(test.F), "num_df": int(test.num_df),
+            "den_df": float(f"{test.den_df:.4g}"), "p_value": float(f"{test.p_value:.4g}"), "lrt": _test_dict(lrt)}
 
 
 @dataclass
