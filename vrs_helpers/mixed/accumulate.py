@@ -185,8 +185,10 @@ class PartialStats:
                     if is_factor(chunk[v]):
                         raise MixedModelError(
                             f"The random slope variable {v!r} in {t} is a factor ({chunk[v].dtype}){self._where()}; "
-                            f"random slopes are fitted for numeric variables only. For a factor, use a random "
-                            f"intercept of the interaction, (1|{t.group_name}:{v}), or code {v!r} numerically.")
+                            f"factor slopes are coded from an in-memory DataFrame (mixed.fit(formula, df), as lme4 "
+                            f"codes them), not from streamed chunks, whose levels are not known in advance. Code "
+                            f"{v!r} as numeric 0/1 columns, or use a random intercept of the interaction, "
+                            f"(1|{t.group_name}:{v}).")
         else:
             self._check_kinds(kinds, self.label)
         y = chunk[f.response]
