@@ -93,13 +93,15 @@ def _prepare(formula: str, data: pd.DataFrame, weights):
         raise MixedModelError(f"A formula needs '~', like 'correct ~ condition + (1|item)'; got {formula!r}.")
     df = data.copy()
     lhs, rhs = formula.split("~", 1)
-    for expr in dict.fromkeys(_IFUN.findall(rhs)):
-        name = f"I({expr.strip()})"
+    renamed = {}
+    for k, expr in enumerate(dict.fromkeys(_IFUN.findall(rhs))):
+        name = f"__glmm_I{k}__"
         try:
             df[name] = df.eval(expr.replace("^", "**"))
         except Exception as e:  # noqa: BLE001 - any pandas evaluation error
             raise MixedModelError(f"Cannot evaluate I({expr}) on the data: {e}") from e
-        rhs = rhs.replace(f"I({expr})", f"`{name}`")
+        rhs = rhs.replace(f"I({expr})", name)
+        renamed[name] = f"I({expr.strip()})"
     wt = None if weights is None else np.asarray(df[weights] if isinstance(weights, str) else weights, float)
     m = _CBIND.match(lhs)
     if m:
@@ -144,7 +146,10 @@ def _prepare(formula: str, data: pd.DataFrame, weights):
     n = len(df)
     Z = sparse.csr_matrix((np.ones(n * len(blocks)), np.column_stack(cols).ravel(),
                            np.arange(0, n * len(blocks) + 1, len(blocks))), shape=(n, off))
-    return y, wt, X, list(s.fixed_names), Z, blocks, response_name
+    names = list(s.fixed_names)
+    for tmp_name, label in renamed.items():
+        names = [nm.replace(tmp_name, label) for nm in names]
+    return y, wt, X, names, Z, blocks, response_name
 
 
 # ------------------------------------------------------------------------------------------ the objective
