@@ -200,13 +200,14 @@ class _GLMM:
             k = 1.0
             for _h in range(40):
                 new, eta_n, mu_n = objective(u + k * du, b + k * db)
-                if new <= obj:
+                if new <= obj + 1e-11 * (abs(obj) + 1.0):  # rounding: the objective cannot see tiny steps
                     break
                 k *= 0.5
             else:
                 break
             u, b = u + k * du, b + k * db
-            done = obj - new < tol * (abs(new) + 1.0)
+            step = max(np.abs(k * du).max(initial=0.0), np.abs(k * db).max(initial=0.0))
+            done = step < 1e-10
             obj, eta, mu = new, eta_n, mu_n
             if done:
                 break
@@ -255,7 +256,8 @@ class GLMMResult:
     """A fitted GLMM with lme4's quantities (``summary(glmer(...))``).
 
     ``varcorr`` is lme4's ``as.data.frame(VarCorr(m))`` (grp, var1, var2, vcov, sdcor) on the latent scale;
-    ``ranef`` the conditional modes ``b = Lambda u`` per grouping; ``deviance`` is ``-2 logLik``.
+    ``ranef`` the conditional modes ``b = Lambda u`` per grouping; ``deviance`` is ``-2 logLik`` (lme4's
+    ``deviance()`` of a glmer fit is instead its deviance-residual form, without the constants of ``logLik``).
     """
 
     formula: str
