@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy import optimize, sparse, special, stats
+from scipy import linalg, optimize, sparse, special, stats
 
 from ..formula import parse
 from .accumulate import accumulate
@@ -158,6 +158,7 @@ class _GLMM:
     def __init__(self, y, wt, X, Z, blocks, fam: _Family):
         self.y, self.wt, self.X, self.Z, self.fam = y, wt, X, Z, fam
         self.sizes = [len(b[2]) for b in blocks]
+        self.codes = [np.asarray(b[1], dtype=np.int64) for b in blocks]
         self.rep = np.repeat(np.arange(len(blocks)), self.sizes)
         self.q = Z.shape[1]
         self.const = fam.constant(y, wt)
@@ -169,6 +170,43 @@ class _GLMM:
         d = self.fam.dmu(eta, mu)
         v = self.fam.var(mu)
         return self.wt * d * d / v, self.wt * d / v
+
+    def _cross(self, theta, w):
+        """L L' = Lambda' Z' W Z Lambda + I for random intercepts, from weighted level counts (dense q x q)."""
+        A = np.zeros((self.q, self.q))
+        offs = np.concatenate([[0], np.cumsum(self.sizes)])
+        for k in range(len(self.sizes)):
+            ck, nk = self.codes[k], self.sizes[k]
+            sl = slice(offs[k], offs[k + 1])
+            A[sl, sl] = np.diag(np.bincount(ck, weights=w, minlength=nk) * theta[k] ** 2)
+            for j in range(k + 1, len(self.sizes)):
+                nj = self.sizes[j]
+                B = np.bincount(ck * nj + self.codes[j], weights=w, minlength=nk * nj).reshape(nk, nj)
+                A[sl, offs[j]:offs[j + 1]] = B * (theta[k] * theta[j])
+        A[np.diag_indices(self.q)] += 1.0
+        return A
+
+    def _factor(self, A):
+        """Solve with and log-determinant of L L' using that the first term's block is diagonal (Schur complement
+        on the remaining levels, as the blocked Cholesky of lme4 / MixedModels.jl does)."""
+        n1 = self.sizes[0]
+        d = np.diag(A)[:n1].copy()
+        if n1 == self.q:
+            return d, None, None, np.log(d).sum()
+        B = A[:n1, n1:]
+        S = A[n1:, n1:] + np.triu(A[n1:, n1:], 1).T - B.T @ (B / d[:, None])
+        cf = linalg.cho_factor(S, lower=False, check_finite=False)
+        return d, B, cf, np.log(d).sum() + 2.0 * np.log(np.diag(cf[0])).sum()
+
+    @staticmethod
+    def _solve(fac, g):
+        d, B, cf, _ = fac
+        if B is None:
+            return g / d
+        n1 = len(d)
+        g1 = g[:n1] / d
+        x2 = linalg.cho_solve(cf, g[n1:] - B.T @ g1, check_finite=False)
+        return np.concatenate([g1 - (B @ x2) / d, x2])
 
     def pirls(self, theta, beta, u0, joint=False, tol=1e-12, maxit=100):
         """Conditional modes u (and beta when ``joint``): Fisher scoring on the penalized log-likelihood with step
@@ -187,16 +225,16 @@ class _GLMM:
         for _ in range(maxit):
             w, s = self._weights(eta, mu)
             r = s * (self.y - mu)  # score of log p(y|u) with respect to eta
-            WZL = ZL.multiply(w[:, None]).tocsr()
-            A = (ZL.T @ WZL).toarray() + np.eye(self.q)
+            A = self._cross(theta, w)
             gu = ZL.T @ r - u
             if joint:
-                C = np.asarray((WZL.T @ X))
+                C = np.asarray(ZL.multiply(w[:, None]).T @ X)
+                A = A + np.triu(A, 1).T
                 H = np.block([[A, C], [C.T, X.T @ (X * w[:, None])]])
                 step = np.linalg.solve(H, np.concatenate([gu, X.T @ r]))
                 du, db = step[:self.q], step[self.q:]
             else:
-                du, db = np.linalg.solve(A, gu), np.zeros(p)
+                du, db = self._solve(self._factor(A), gu), np.zeros(p)
             k = 1.0
             for _h in range(40):
                 new, eta_n, mu_n = objective(u + k * du, b + k * db)
@@ -212,9 +250,8 @@ class _GLMM:
             if done:
                 break
         w, _ = self._weights(eta, mu)
-        A = (ZL.T @ ZL.multiply(w[:, None]).tocsr()).toarray() + np.eye(self.q)
-        L = np.linalg.cholesky(A)
-        ldL2 = 2.0 * np.log(np.diag(L)).sum()
+        A = self._cross(theta, w)
+        ldL2 = self._factor(A)[3]
         return u, b, obj - u @ u, ldL2, A, eta
 
     def laplace(self, theta, beta, joint=False):
@@ -347,7 +384,9 @@ def glmer(formula: str, data: pd.DataFrame, family: str = "binomial", link: str 
     def stage1(th):  # lme4's nAGQ = 0: beta inside PIRLS
         return model.laplace(th, beta0, joint=True)
 
-    r1 = optimize.minimize(stage1, np.ones(K), method="L-BFGS-B", bounds=[(0, None)] * K)
+    # derivative-free, as glmer's bobyqa: theta = 0 is a stationary point of the deviance (it is even in theta)
+    r1 = optimize.minimize(stage1, np.ones(K), method="Nelder-Mead", bounds=[(0, None)] * K,
+                           options={"xatol": 1e-4, "fatol": 1e-6})
     model.laplace(r1.x, beta0, joint=True)
     start = np.concatenate([r1.x, model.beta_pirls])
     if nagq == 1:
@@ -361,8 +400,10 @@ def glmer(formula: str, data: pd.DataFrame, family: str = "binomial", link: str 
     bounds = [(0, None)] * K + [(None, None)] * p
     r2 = optimize.minimize(obj, start, method="L-BFGS-B", bounds=bounds,
                            options={"ftol": 1e-15, "gtol": 1e-9, "maxiter": 2000})
-    r3 = optimize.minimize(obj, r2.x, method="Nelder-Mead", bounds=bounds,
-                           options={"xatol": 1e-7, "fatol": 1e-9, "maxfev": 200 * (K + p), "adaptive": True})
+    r3 = r2
+    if not r2.success or np.any(r2.x[:K] == 0):  # a stationary point at theta = 0 needs a derivative-free check
+        r3 = optimize.minimize(obj, r2.x, method="Nelder-Mead", bounds=bounds,
+                               options={"xatol": 1e-7, "fatol": 1e-9, "maxfev": 200 * (K + p), "adaptive": True})
     par = r3.x if r3.fun <= r2.fun else r2.x
     dev = obj(par)
     theta, beta = par[:K], par[K:]
@@ -379,7 +420,7 @@ def glmer(formula: str, data: pd.DataFrame, family: str = "binomial", link: str 
     varcorr = pd.DataFrame({"grp": groups, "var1": "(Intercept)", "var2": None, "vcov": theta ** 2,
                             "sdcor": theta})
     ranef, off = {}, 0
-    for (g, _, levels), th in zip(blocks, theta):
+    for (g, _, levels), th in zip(blocks, theta, strict=True):
         ranef[g] = pd.Series(th * u[off:off + len(levels)], index=levels, name="(Intercept)")
         off += len(levels)
     return GLMMResult(formula=formula, family=fam.family, link=fam.link, nagq=nagq, nobs=len(y),
