@@ -202,11 +202,12 @@ class _GLMM:
     def _solve(fac, g):
         d, B, cf, _ = fac
         if B is None:
-            return g / d
+            return g / (d if g.ndim == 1 else d[:, None])
         n1 = len(d)
-        g1 = g[:n1] / d
+        dd = d if g.ndim == 1 else d[:, None]
+        g1 = g[:n1] / dd
         x2 = linalg.cho_solve(cf, g[n1:] - B.T @ g1, check_finite=False)
-        return np.concatenate([g1 - (B @ x2) / d, x2])
+        return np.concatenate([g1 - (B @ x2) / dd, x2])
 
     def pirls(self, theta, beta, u0, joint=False, tol=1e-12, maxit=100):
         """Conditional modes u (and beta when ``joint``): Fisher scoring on the penalized log-likelihood with step
@@ -229,10 +230,11 @@ class _GLMM:
             gu = ZL.T @ r - u
             if joint:
                 C = np.asarray(ZL.multiply(w[:, None]).T @ X)
-                A = A + np.triu(A, 1).T
-                H = np.block([[A, C], [C.T, X.T @ (X * w[:, None])]])
-                step = np.linalg.solve(H, np.concatenate([gu, X.T @ r]))
-                du, db = step[:self.q], step[self.q:]
+                fac = self._factor(A)  # block elimination of u: the Schur complement for beta is p x p
+                AiC = self._solve(fac, C)
+                Aig = self._solve(fac, gu)
+                db = np.linalg.solve(X.T @ (X * w[:, None]) - C.T @ AiC, X.T @ r - C.T @ Aig)
+                du = Aig - AiC @ db
             else:
                 du, db = self._solve(self._factor(A), gu), np.zeros(p)
             k = 1.0
@@ -381,8 +383,8 @@ def glmer(formula: str, data: pd.DataFrame, family: str = "binomial", link: str 
     # the GLM without random effects (theta = 0 in the joint PIRLS) for starting values of beta
     _, beta0, *_ = model.pirls(np.zeros(K), np.zeros(p), np.zeros(model.q), joint=True)
 
-    def stage1(th):  # lme4's nAGQ = 0: beta inside PIRLS
-        return model.laplace(th, beta0, joint=True)
+    def stage1(th):  # lme4's nAGQ = 0: beta inside PIRLS (warm-started at the last beta)
+        return model.laplace(th, beta0 if model.beta_pirls is None else model.beta_pirls, joint=True)
 
     # derivative-free, as glmer's bobyqa: theta = 0 is a stationary point of the deviance (it is even in theta)
     r1 = optimize.minimize(stage1, np.ones(K), method="Nelder-Mead", bounds=[(0, None)] * K,
