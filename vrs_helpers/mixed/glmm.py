@@ -400,13 +400,24 @@ def glmer(formula: str, data: pd.DataFrame, family: str = "binomial", link: str 
         def obj(par):
             return model.agq(par[:K], par[K:], nodes, wts)
     bounds = [(0, None)] * K + [(None, None)] * p
-    r2 = optimize.minimize(obj, start, method="L-BFGS-B", bounds=bounds,
+    # the optimizer works on gamma = R beta (X = Q R / sqrt(n)): fixed effects on very different scales (age and
+    # age^2) otherwise make the quasi-Newton steps crawl
+    Rx = np.linalg.qr(X, mode="r") / math.sqrt(len(y))
+
+    def to_par(g):
+        return np.concatenate([g[:K], linalg.solve_triangular(Rx, g[K:], check_finite=False)])
+
+    def obj_g(g):
+        return obj(to_par(g))
+
+    g0 = np.concatenate([start[:K], Rx @ start[K:]])
+    r2 = optimize.minimize(obj_g, g0, method="L-BFGS-B", bounds=bounds,
                            options={"ftol": 1e-15, "gtol": 1e-9, "maxiter": 2000})
     r3 = r2
     if not r2.success or np.any(r2.x[:K] == 0):  # a stationary point at theta = 0 needs a derivative-free check
-        r3 = optimize.minimize(obj, r2.x, method="Nelder-Mead", bounds=bounds,
+        r3 = optimize.minimize(obj_g, r2.x, method="Nelder-Mead", bounds=bounds,
                                options={"xatol": 1e-7, "fatol": 1e-9, "maxfev": 200 * (K + p), "adaptive": True})
-    par = r3.x if r3.fun <= r2.fun else r2.x
+    par = to_par(r3.x if r3.fun <= r2.fun else r2.x)
     dev = obj(par)
     theta, beta = par[:K], par[K:]
     u = model.u.copy()
