@@ -159,6 +159,8 @@ class _GLMM:
         self.y, self.wt, self.X, self.Z, self.fam = y, wt, X, Z, fam
         self.sizes = [len(b[2]) for b in blocks]
         self.codes = [np.asarray(b[1], dtype=np.int64) for b in blocks]
+        offs = np.concatenate([[0], np.cumsum(self.sizes)])
+        self.cols = [c + o for c, o in zip(self.codes, offs[:-1], strict=True)]
         self.rep = np.repeat(np.arange(len(blocks)), self.sizes)
         self.q = Z.shape[1]
         self.const = fam.constant(y, wt)
@@ -209,52 +211,67 @@ class _GLMM:
         x2 = linalg.cho_solve(cf, g[n1:] - B.T @ g1, check_finite=False)
         return np.concatenate([g1 - (B @ x2) / dd, x2])
 
-    def pirls(self, theta, beta, u0, joint=False, tol=1e-12, maxit=100):
+    def _zl(self, theta, u):
+        """Z Lambda u: the random part of the linear predictor."""
+        out = np.zeros(len(self.y))
+        for k, c in enumerate(self.cols):
+            out += theta[k] * u[c]
+        return out
+
+    def _zlt(self, theta, r):
+        """Lambda' Z' r (r a vector, or a matrix with one column per right-hand side)."""
+        if r.ndim == 1:
+            return np.concatenate([theta[k] * np.bincount(c, weights=r, minlength=n)
+                                   for k, (c, n) in enumerate(zip(self.codes, self.sizes, strict=True))])
+        return np.column_stack([self._zlt(theta, r[:, j]) for j in range(r.shape[1])])
+
+    def pirls(self, theta, beta, u0, joint=False, maxit=100):
         """Conditional modes u (and beta when ``joint``): Fisher scoring on the penalized log-likelihood with step
-        halving. Returns u, beta, -2 log p(y|u), log det(L L'), the matrix L L' and the linear predictor."""
-        ZL = self.Z @ sparse.diags(theta[self.rep])
+        halving, until the step is below 1e-10. Returns u, beta, -2 log p(y|u), log det(L L'), the matrix L L' and
+        the linear predictor."""
         X = self.X
         p = X.shape[1]
         u, b = u0.copy(), beta.copy()
+        xb = X @ b
 
-        def objective(u, b):
-            eta = X @ b + ZL @ u
+        def objective(u, xb):
+            eta = xb + self._zl(theta, u)
             mu = self.fam.mu(eta)
             return self.fam.m2loglik(self.y, self.wt, mu, self.const).sum() + u @ u, eta, mu
 
-        obj, eta, mu = objective(u, b)
+        obj, eta, mu = objective(u, xb)
+        w, s = self._weights(eta, mu)
+        A = self._cross(theta, w)
+        fac = self._factor(A)
         for _ in range(maxit):
-            w, s = self._weights(eta, mu)
             r = s * (self.y - mu)  # score of log p(y|u) with respect to eta
-            A = self._cross(theta, w)
-            gu = ZL.T @ r - u
+            gu = self._zlt(theta, r) - u
             if joint:
-                C = np.asarray(ZL.multiply(w[:, None]).T @ X)
-                fac = self._factor(A)  # block elimination of u: the Schur complement for beta is p x p
-                AiC = self._solve(fac, C)
+                C = self._zlt(theta, X * w[:, None])
+                AiC = self._solve(fac, C)  # block elimination of u: the Schur complement for beta is p x p
                 Aig = self._solve(fac, gu)
                 db = np.linalg.solve(X.T @ (X * w[:, None]) - C.T @ AiC, X.T @ r - C.T @ Aig)
                 du = Aig - AiC @ db
+                xdb = X @ db
             else:
-                du, db = self._solve(self._factor(A), gu), np.zeros(p)
+                du, db, xdb = self._solve(fac, gu), np.zeros(p), np.zeros(len(self.y))
             k = 1.0
             for _h in range(40):
-                new, eta_n, mu_n = objective(u + k * du, b + k * db)
+                new, eta_n, mu_n = objective(u + k * du, xb + k * xdb)
                 if new <= obj + 1e-11 * (abs(obj) + 1.0):  # rounding: the objective cannot see tiny steps
                     break
                 k *= 0.5
             else:
                 break
-            u, b = u + k * du, b + k * db
+            u, b, xb = u + k * du, b + k * db, xb + k * xdb
             step = max(np.abs(k * du).max(initial=0.0), np.abs(k * db).max(initial=0.0))
-            done = step < 1e-10
             obj, eta, mu = new, eta_n, mu_n
-            if done:
+            w, s = self._weights(eta, mu)
+            A = self._cross(theta, w)
+            fac = self._factor(A)
+            if step < 1e-10:
                 break
-        w, _ = self._weights(eta, mu)
-        A = self._cross(theta, w)
-        ldL2 = self._factor(A)[3]
-        return u, b, obj - u @ u, ldL2, A, eta
+        return u, b, obj - u @ u, fac[3], A, eta
 
     def laplace(self, theta, beta, joint=False):
         self.evals += 1
@@ -272,7 +289,7 @@ class _GLMM:
         if np.all(np.isfinite(u)):
             self.u = u
         sd = 1.0 / np.sqrt(np.diag(A))  # one scalar term: L L' is diagonal
-        codes = self.Z.indices  # the group of each row (one nonzero per row)
+        codes = self.codes[0]  # the group of each row
         base = eta - theta[0] * u[codes]
         vals = []
         for z in nodes:
