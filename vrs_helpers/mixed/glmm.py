@@ -74,8 +74,12 @@ class _Family:
     def m2loglik(self, y, wt, mu, const):
         """-2 log p(y | mu) per row (binomial: y a proportion of wt trials; constant terms precomputed)."""
         if self.family == "binomial":
+            if self.binary:  # 0/1 responses: one logarithm per row
+                return -2.0 * (wt * np.log(np.where(y > 0.5, mu, 1.0 - mu)) + const)
             return -2.0 * (wt * (y * np.log(mu) + (1.0 - y) * np.log1p(-mu)) + const)
         return -2.0 * (wt * (y * np.log(mu) - mu) + const)
+
+    binary = False
 
     def constant(self, y, wt):
         """log binomial coefficient / -log y! per row (lme4's logLik includes them)."""
@@ -164,6 +168,7 @@ class _GLMM:
         self.rep = np.repeat(np.arange(len(blocks)), self.sizes)
         self.q = Z.shape[1]
         self.const = fam.constant(y, wt)
+        fam.binary = bool(np.all((y == 0) | (y == 1)))
         self.u = np.zeros(self.q)
         self.evals = 0
         self.beta_pirls = None
