@@ -84,6 +84,16 @@ def test_contraception(nagq, key):
     _check(m, R[key], se_rel=5e-3)
 
 
+def test_contraception_nested():
+    # a singular fit (district variance near 0 in both programs): theta compared on the absolute scale
+    m = glmer("use ~ age + urban + (1|district/urban)", _contraception())
+    r = R["contra_nested"]
+    assert m.loglik == pytest.approx(r["logLik"], abs=1e-3)
+    assert list(m.theta.index) == [f"{g}.(Intercept)" for g in r["varcorr"]["grp"]]
+    np.testing.assert_allclose(m.theta, list(r["theta"].values()), atol=2e-3)
+    np.testing.assert_allclose(m.fixed_effects["estimate"], list(r["fixef"].values()), atol=1e-3)
+
+
 def test_agq_refused_for_two_terms():
     d = pd.read_csv(REF / "glmm_crossed.csv.gz")
     with pytest.raises(MixedModelError, match="single scalar"):

@@ -31,6 +31,7 @@ write.csv(con, gzfile(file.path(out, "glmm_contraception.csv.gz")), row.names = 
 f <- use ~ age + I(age^2) + urban + livch + (1 | district)
 res$contra_laplace <- fitinfo(glmer(f, con, family = binomial))
 res$contra_agq9 <- fitinfo(glmer(f, con, family = binomial, nAGQ = 9))
+res$contra_nested <- fitinfo(glmer(use ~ age + urban + (1 | district/urban), con, family = binomial))
 
 gt <- grouseticks
 write.csv(gt[, c("INDEX", "TICKS", "BROOD", "HEIGHT", "YEAR", "LOCATION")],
