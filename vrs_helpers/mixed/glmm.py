@@ -434,7 +434,7 @@ def glmer(formula: str, data: pd.DataFrame, family: str = "binomial", link: str 
 
     g0 = np.concatenate([start[:K], Rx @ start[K:]])
     r2 = optimize.minimize(obj_g, g0, method="L-BFGS-B", bounds=bounds,
-                           options={"ftol": 1e-15, "gtol": 1e-9, "maxiter": 2000})
+                           options={"ftol": 1e-12, "gtol": 1e-7, "maxiter": 2000})
     r3 = r2
     if not r2.success or np.any(r2.x[:K] == 0):  # a stationary point at theta = 0 needs a derivative-free check
         r3 = optimize.minimize(obj_g, r2.x, method="Nelder-Mead", bounds=bounds,
