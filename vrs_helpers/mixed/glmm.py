@@ -410,7 +410,7 @@ def glmer(formula: str, data: pd.DataFrame, family: str = "binomial", link: str 
 
     # derivative-free, as glmer's bobyqa: theta = 0 is a stationary point of the deviance (it is even in theta)
     r1 = optimize.minimize(stage1, np.ones(K), method="Nelder-Mead", bounds=[(0, None)] * K,
-                           options={"xatol": 1e-4, "fatol": 1e-6})
+                           options={"xatol": 1e-4, "fatol": 1e-6, "maxfev": 20 * K})  # a start for stage 2
     model.laplace(r1.x, beta0, joint=True)
     start = np.concatenate([r1.x, model.beta_pirls])
     if nagq == 1:
