@@ -207,4 +207,7 @@ def test_bad_binary_input(log):
         latent_variance_components(d[d["seed"] == "s0"], "correct", "item", ["seed"])
     with pytest.raises(BinaryDataError, match="0/1"):
         latent_variance_components(d.assign(correct=2), "correct", "item")
+    one_run = d[(d["seed"] == "s0") & (d["system"] == "base")]
+    with pytest.raises(BinaryDataError, match="not identifiable"):
+        latent_variance_components(one_run, "correct", "item")
     assert issubclass(BinaryDataError, VRSError)

@@ -186,6 +186,10 @@ def latent_variance_components(data: pd.DataFrame, response: str, item: str, rep
         if data[r].nunique() < 2:
             raise BinaryDataError(f"The replication column {r!r} has a single level: its variance is not estimable; "
                                   "leave it out of replications, or add runs.")
+    per_item = (data[trials] if trials is not None else pd.Series(1, index=data.index)).groupby(data[item]).sum()
+    if per_item.max() < 2:
+        raise BinaryDataError("Every item has a single binary score (one run): in a binomial GLMM the item variance is "
+                              "then not identifiable (one Bernoulli draw per item tells only P(correct)). Add runs.")
     formula = f"{lhs} ~ 1 + (1|{item})" + "".join(f" + (1|{r})" for r in replications)
     d = data.assign(**{c: data[c].astype(str) for c in [item, *replications]})
     try:
