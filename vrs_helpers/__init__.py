@@ -3,7 +3,8 @@ Reliability, and Significance*).
 
 Modules: ``data`` (registry of the book's real data), ``agreement`` (alpha, pi, kappa), ``formula`` / ``mixed`` /
 ``marginal`` (linear mixed models without R, GLRTs, marginal means), ``reliability`` (phi, decision studies),
-``significance`` (parametric, permutation and bootstrap tests, GLRT workflows), ``model_based_metrics``,
+``binary`` (binary scores on the latent scale of a logistic GLMM), ``significance`` (parametric, permutation and
+bootstrap tests, GLRT workflows), ``model_based_metrics``,
 ``validity`` (NLI templates, dataset bias test), ``invariance`` (transformation invariance test), ``gam`` /
 ``circularity`` (GAMs on sufficient statistics, the circularity test), ``scorecard`` and ``runner`` (reproduction
 report, ``vrs`` CLI).

@@ -59,11 +59,14 @@ def _adjust(p: np.ndarray, z: np.ndarray, k: int, method: str) -> np.ndarray:
 
 
 def emmeans(model: MixedModelResult, factor: str, by: str | None = None, adjust: str = "tukey",
-            level: float = 0.95) -> EMMResult:
+            level: float = 0.95, sigma: float | None = None) -> EMMResult:
     """Estimated marginal means of ``factor`` (within each level of ``by``) and all pairwise contrasts.
 
+    ``model``: a linear mixed model (:func:`vrs_helpers.mixed.fit`) or a GLMM (:func:`vrs_helpers.mixed.glmer`;
+    means and contrasts on the link scale, as emmeans without ``type = "response"``).
     ``effect_size`` is the standardized mean difference used in the ICLR paper: the contrast divided by the
-    residual standard deviation (emmeans' ``eff_size(..., sigma = sigma(model))``).
+    residual standard deviation ``sigma`` (default the model's; emmeans' ``eff_size(..., sigma = sigma(model))``;
+    NaN for a model without one unless given).
     """
     if adjust not in ADJUSTMENTS:
         raise MixedModelError(f"adjust must be one of {', '.join(ADJUSTMENTS)}; got {adjust!r}.")
@@ -73,6 +76,7 @@ def emmeans(model: MixedModelResult, factor: str, by: str | None = None, adjust:
         if v not in levels:
             raise MixedModelError(f"{v!r} is not a fixed-effect factor of the model; factors: {', '.join(levels)}.")
     others = [v for v in levels if v not in (factor, by)]
+    scale = getattr(model, "sigma", np.nan) if sigma is None else float(sigma)
     beta = model.fixed_effects["estimate"].to_numpy()
     V = model.vcov.to_numpy()
     z_crit = stats.norm.ppf(0.5 + level / 2)
@@ -110,6 +114,6 @@ def emmeans(model: MixedModelResult, factor: str, by: str | None = None, adjust:
         for (i, j), e, sd, zz, pa in zip(pairs, c_est, c_se, z, p_adj, strict=True):
             row = {by: b} if by else {}
             row.update({"contrast": f"{levels[factor][i]} - {levels[factor][j]}", "estimate": e, "SE": sd,
-                        "z": zz, "p_value": pa, "effect_size": e / model.sigma})
+                        "z": zz, "p_value": pa, "effect_size": e / scale})
             contrast_rows.append(row)
     return EMMResult(factor, by, adjust, pd.DataFrame(mean_rows), pd.DataFrame(contrast_rows))

@@ -9,6 +9,7 @@ correctly. All resamples are vectorized and seeded.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -494,16 +495,23 @@ def adjust_p_values(p_values, method: str = "holm") -> np.ndarray:
 
 @dataclass
 class SystemComparison:
-    """GLRT of system differences on a mixed model with a random item intercept (book 4.3, ICLR eq. 3-7)."""
+    """GLRT of system differences on a mixed model with a random item intercept (book 4.3, ICLR eq. 3-7).
+
+    ``family`` is ``"gaussian"`` (LMM) or ``"binomial"`` (logistic GLMM: ``glrt`` a
+    :class:`~vrs_helpers.mixed.GLMMLRTResult`, means, contrasts and slopes on the logit scale); ``notes`` say how
+    the test was made where the reader needs to know (the GLMM has no small-sample F test).
+    """
 
     formula: str
     null_formula: str
-    glrt: object  # vrs_helpers.mixed.LRTResult
+    glrt: object  # vrs_helpers.mixed.LRTResult (gaussian) or GLMMLRTResult (binomial)
     means: pd.DataFrame
     contrasts: pd.DataFrame
     slopes: pd.DataFrame | None = None  # per-system slope of a continuous property (ICLR eq. 6/7)
     model: object = field(default=None, repr=False)
     f_test: object = None  # with replications: the small-sample F test of the system term (mixed.ddf.FTest)
+    family: str = "gaussian"
+    notes: list = field(default_factory=list)
 
     @property
     def test(self):
@@ -516,7 +524,8 @@ class SystemComparison:
 
     def __repr__(self) -> str:
         extra = f"; {self.f_test!r}" if self.f_test is not None else ""
-        return f"SystemComparison({self.formula!r} vs {self.null_formula!r}: {self.glrt!r}{extra})"
+        fam = f", {self.family}" if self.family != "gaussian" else ""
+        return f"SystemComparison({self.formula!r} vs {self.null_formula!r}{fam}: {self.glrt!r}{extra})"
 
 
 def _computed(x):
@@ -525,7 +534,8 @@ def _computed(x):
 
 
 def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, by: str | None = None,
-                    covariate: str | None = None, adjust: str = "tukey", replications=()) -> SystemComparison:
+                    covariate: str | None = None, adjust: str = "tukey", replications=(), family: str = "gaussian",
+                    trials: str | None = None) -> SystemComparison:
     """Do systems differ — overall, within the levels of a binned data property (``by``), or in their slope over
     a continuous property (``covariate``)? Fits the LMM with a random intercept per test item (sentence) by REML
     for the contrasts and tests the system terms with a GLRT on ML refits.
@@ -538,8 +548,21 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
     disagree (few runs, large run variance); report both.
 
     ``data`` may be a ``dask.dataframe.DataFrame``: the fits then run on its cluster (``vrs_helpers.distributed``).
+
+    ``family="binomial"`` is for binary scores (correct/incorrect per item; or successes out of ``trials`` per row, a
+    column name): the same models as logistic GLMMs fitted by the Laplace approximation (:func:`mixed.glmer`, as
+    lme4's ``glmer``), the GLRTs as chi-square tests on their log-likelihoods (ML, as ``anova(m0, m1)``). With
+    replications there is no small-sample F test for a GLMM (Satterthwaite and Kenward-Roger are LMM methods):
+    the chi-square GLRT is the test, liberal with few runs per system, and a note says so. Marginal means,
+    contrasts and slopes are on the logit scale: contrasts are log odds ratios with Wald z tests and the same
+    Tukey/Holm adjustment, ``odds_ratio`` = exp(estimate) beside them, ``effect_size`` = log odds ratio /
+    (pi/sqrt 3), the latent-scale standardized difference (Chinn 2000, Statistics in Medicine 19: 3127-3131); the
+    means carry ``probability`` = logistic(emmean) and its interval. ``family="auto"`` picks binomial for a 0/1
+    response (:func:`vrs_helpers.binary.detect_family`) and notes it. The GLMM is fitted in memory (a dask
+    DataFrame is collected first).
     """
     from . import mixed
+    from .binary import binomial_response, latent_residual_variance, resolve_family
     from .marginal import emmeans
 
     if by is not None and covariate is not None:
@@ -556,6 +579,14 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
         raise SignificanceError(f"The data property {by!r} has a single level: there is nothing to condition on.")
     if covariate is not None and not pd.api.types.is_numeric_dtype(data[covariate]):
         raise SignificanceError(f"The covariate {covariate!r} must be numeric; use by= for a binned property.")
+    family, family_note = resolve_family(family, data[response])
+    notes = [family_note] if family_note else []
+    if trials is not None and family != "binomial":
+        raise SignificanceError("trials= is for binomial responses (successes out of trials); give family='binomial'.")
+    lhs = response
+    if family == "binomial":
+        data = _computed(data)
+        lhs = binomial_response(data, response, trials)
     for r in replications:
         runs = _computed(data.groupby(system, observed=True)[r].nunique())
         if (runs < 2).all():
@@ -564,11 +595,22 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
                                     "replications, or add runs.")
     rand = " + ".join([f"(1|{item})"] + [f"(1|{system}:{r})" for r in replications])
     if by is not None:
-        formula, null = f"{response} ~ {system} * {by} + {rand}", f"{response} ~ {by} + {rand}"
+        formula, null = f"{lhs} ~ {system} * {by} + {rand}", f"{lhs} ~ {by} + {rand}"
     elif covariate is not None:
-        formula, null = f"{response} ~ {system} * {covariate} + {rand}", f"{response} ~ {covariate} + {rand}"
+        formula, null = f"{lhs} ~ {system} * {covariate} + {rand}", f"{lhs} ~ {covariate} + {rand}"
     else:
-        formula, null = f"{response} ~ {system} + {rand}", f"{response} ~ 1 + {rand}"
+        formula, null = f"{lhs} ~ {system} + {rand}", f"{lhs} ~ 1 + {rand}"
+    if family == "binomial":
+        full = mixed.glmer(formula, data, family="binomial")
+        test = mixed.glmm_lrt(mixed.glmer(null, data, family="binomial"), full)
+        if replications:
+            test.method = "GLRT (chi-square, Laplace; runs random, no small-sample test for GLMMs)"
+            notes.append("binomial GLMM with runs as a random effect: there is no Satterthwaite/Kenward-Roger F test "
+                         "for a GLMM, so the large-sample chi-square GLRT is the test; with few runs per system it "
+                         "rejects more often than alpha")
+        return _binomial_comparison(full, test, formula, null, system, covariate, notes,
+                                    emmeans(full, system, by=by, adjust=adjust,
+                                            sigma=math.sqrt(latent_residual_variance("logit"))))
     full = mixed.fit(formula, data)
     test = mixed.lrt(mixed.fit(null, data), full)
     f_test = None
@@ -583,19 +625,35 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
         L[np.arange(len(cols)), cols] = 1.0
         f_test = contrast_test(full, L, system)
     emm = emmeans(full, system, by=by, adjust=adjust)
-    slopes = None
-    if covariate is not None:
-        fe = full.fixed_effects["estimate"]
-        V = full.vcov
-        rows = []
-        for level in full.stats.factor_levels[system]:
-            names = [covariate] + ([f"{system}{level}:{covariate}"] if f"{system}{level}:{covariate}" in fe.index
-                                   else [])
-            est = float(fe[names].sum())
-            se = float(np.sqrt(V.loc[names, names].to_numpy().sum()))
-            rows.append({system: level, "slope": est, "SE": se, "z": est / se})
-        slopes = pd.DataFrame(rows)
-    return SystemComparison(formula, null, test, emm.means, emm.contrasts, slopes, full, f_test)
+    slopes = None if covariate is None else _slopes(full, system, covariate)
+    return SystemComparison(formula, null, test, emm.means, emm.contrasts, slopes, full, f_test, notes=notes)
+
+
+def _slopes(full, system: str, covariate: str) -> pd.DataFrame:
+    """Per-system slope of a continuous property with its SE and z (ICLR eq. 6/7): the covariate's coefficient plus
+    the system's interaction coefficient."""
+    fe = full.fixed_effects["estimate"]
+    V = full.vcov
+    rows = []
+    for level in full.stats.factor_levels[system]:
+        names = [covariate] + ([f"{system}{level}:{covariate}"] if f"{system}{level}:{covariate}" in fe.index
+                               else [])
+        est = float(fe[names].sum())
+        se = float(np.sqrt(V.loc[names, names].to_numpy().sum()))
+        rows.append({system: level, "slope": est, "SE": se, "z": est / se})
+    return pd.DataFrame(rows)
+
+
+def _binomial_comparison(full, test, formula, null, system, covariate, notes, emm) -> SystemComparison:
+    """The logistic GLMM's comparison: means with probabilities, contrasts with odds ratios (logit scale)."""
+    from scipy.special import expit
+
+    means = emm.means.assign(probability=expit(emm.means["emmean"]), prob_lower=expit(emm.means["lower"]),
+                             prob_upper=expit(emm.means["upper"]))
+    contrasts = emm.contrasts.assign(odds_ratio=np.exp(emm.contrasts["estimate"]))
+    slopes = None if covariate is None else _slopes(full, system, covariate)
+    return SystemComparison(formula, null, test, means, contrasts, slopes, full, None, family="binomial",
+                            notes=notes)
 
 
 # ------------------------------------------------------------------------------------------- resampling on Dask
