@@ -21,3 +21,16 @@ requires_data = pytest.mark.skipif(
     not _data_available(),
     reason="real data not available: set VRS_DATA_DIR to a local copy of the data (see README); tests never download",
 )
+
+
+def write_notebook(path: Path, code_cells, params: str = "x = 1") -> Path:
+    """A stand-in workbook for runner tests: a cell tagged ``parameters`` (``params``), then ``code_cells``."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    p = nbformat.v4.new_code_cell(params)
+    p.metadata["tags"] = ["parameters"]
+    nb.cells = [p] + [nbformat.v4.new_code_cell(c) for c in code_cells]
+    nbformat.write(nb, str(path))
+    return path

@@ -12,6 +12,7 @@ import pytest
 dd = pytest.importorskip("dask.dataframe", reason="the optional Dask extra is not installed")
 distributed = pytest.importorskip("distributed")
 
+from conftest import write_notebook  # noqa: E402
 from vrs_helpers import distributed as vd  # noqa: E402
 from vrs_helpers import mixed  # noqa: E402
 from vrs_helpers.mixed.errors import MixedModelError  # noqa: E402
@@ -138,16 +139,7 @@ def test_killed_worker_is_recomputed(client, tmp_path):
     assert dist.loglik == pytest.approx(mixed.fit(FORMULAS[0], df, method="ML").loglik, rel=1e-9)
 
 
-def _write_nb(path: Path, code_cells, params):
-    import nbformat
-
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    p = nbformat.v4.new_code_cell(params)
-    p.metadata["tags"] = ["parameters"]
-    nb.cells = [p] + [nbformat.v4.new_code_cell(c) for c in code_cells]
-    nbformat.write(nb, str(path))
-    return path
+_write_nb = write_notebook
 
 
 def test_vrs_batch_on_the_cluster(client, tmp_path, capsys):

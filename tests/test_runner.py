@@ -6,19 +6,11 @@ import nbformat
 import pandas as pd
 import pytest
 
-from conftest import ROOT, requires_data
+from conftest import ROOT, requires_data, write_notebook
 from vrs_helpers import agreement, runner, scorecard
 from vrs_helpers.cli import main
 
-
-def _write_nb(path: Path, code_cells, params="x = 1"):
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    p = nbformat.v4.new_code_cell(params)
-    p.metadata["tags"] = ["parameters"]
-    nb.cells = [p] + [nbformat.v4.new_code_cell(c) for c in code_cells]
-    nbformat.write(nb, str(path))
-    return path
+_write_nb = write_notebook
 
 
 def test_run_collects_scorecard_and_scalars(tmp_path):
