@@ -295,6 +295,17 @@ def test_api_methods_defaults_and_errors():
         ml.test([0, 1, 0], ddf="kenward-roger")
 
 
+def test_too_many_levels_in_the_other_terms_are_refused(monkeypatch):
+    """The dense blocks over the non-largest terms' levels are bounded; past the bound a clear error, not an
+    out-of-memory crash (the bound lowered here to the 6 system:seed levels of the three-seeds log)."""
+    m = _fit("three_seeds", SMALL["models"]["three_seeds"]["formula"])
+    monkeypatch.setattr(kenward_roger, "DENSE_OTHERS_LIMIT", 5)
+    with pytest.raises(mixed.MixedModelError, match="system:seed: 6 levels x coefficients.*satterthwaite"):
+        m.test([0, 1], ddf="kenward-roger")
+    monkeypatch.setattr(kenward_roger, "DENSE_OTHERS_LIMIT", 6)
+    assert m.test([0, 1], ddf="kenward-roger").den_df == pytest.approx(4, rel=REL)
+
+
 def test_streamed_fit_gives_the_same_test():
     """Kenward-Roger needs only the sufficient statistics: a fit from chunks gives the same F and df."""
     d = _data("slopes_interaction")

@@ -104,6 +104,11 @@ def _trace_E(e: np.ndarray, M: np.ndarray) -> float:
     return float((_diag_blocks(M, e.shape[0]) * e.T).sum())
 
 
+#: levels x coefficients of the random terms other than the largest one up to which the test runs: it keeps about
+#: eight dense matrices of that size (10,000: 0.8 GB each), where the fit keeps two.
+DENSE_OTHERS_LIMIT = 10_000
+
+
 class _Structure:
     """Z'V*^-1 Z, Z'V*^-1 X, X'V*^-1 X at the estimate, kept as per-level blocks of the big term, dense blocks of
     the other terms and the sparse J' (module docstring)."""
@@ -111,6 +116,13 @@ class _Structure:
     def __init__(self, result):
         s = result.stats
         dev = BlockDeviance(s, True)
+        if dev.q_o > DENSE_OTHERS_LIMIT:
+            names = ", ".join(s.groups[k] for k in dev.others)
+            raise MixedModelError(
+                f"Kenward-Roger's test keeps dense matrices over the levels of the random terms other than the "
+                f"largest ({names}: {dev.q_o} levels x coefficients; the limit is {DENSE_OTHERS_LIMIT}, about "
+                f"{8 * dev.q_o ** 2 * 8 / 1e9:.0f} GB here). Use ddf='satterthwaite', which needs only the fit's "
+                f"deviance.")
         self.s, self.dev = s, dev
         theta = internal_theta(result, [len(dev.tri[k][0]) for k in range(len(s.terms))])
         self.lams = dev.lambdas(theta)
@@ -329,17 +341,20 @@ def f_test(adj: KRAdjustment, L: np.ndarray) -> KRStatistics:
     W = adj.W
     A1 = float(tr_u @ W @ tr_u)
     A2 = float(sum(W[i, j] * float((u[i] * u[j].T).sum()) for i in range(len(u)) for j in range(len(u))))
-    B = (A1 + 6.0 * A2) / (2.0 * q)
-    g = ((q + 1) * A1 - (q + 4) * A2) / ((q + 2) * A2)
-    c1 = g / (3 * q + 2 * (1 - g))
-    c2 = (q - g) / (3 * q + 2 * (1 - g))
-    c3 = (q + 2 - g) / (3 * q + 2 * (1 - g))
-    V0 = 1 + c1 * B
-    V0 = 0.0 if abs(V0) < 1e-10 else V0
-    V1 = 1 - c2 * B
-    V2 = 1 - c3 * B
-    rho = (_div_zero(1 - A2 / q, V1)) ** 2 * V0 / V2 / q
-    m = 4 + (q + 2) / (q * rho - 1)
+    try:
+        B = (A1 + 6.0 * A2) / (2.0 * q)
+        g = ((q + 1) * A1 - (q + 4) * A2) / ((q + 2) * A2)
+        c1 = g / (3 * q + 2 * (1 - g))
+        c2 = (q - g) / (3 * q + 2 * (1 - g))
+        c3 = (q + 2 - g) / (3 * q + 2 * (1 - g))
+        V0 = 1 + c1 * B
+        V0 = 0.0 if abs(V0) < 1e-10 else V0
+        V1 = 1 - c2 * B
+        V2 = 1 - c3 * B
+        rho = (_div_zero(1 - A2 / q, V1)) ** 2 * V0 / V2 / q
+        m = 4 + (q + 2) / (q * rho - 1)
+    except ZeroDivisionError:
+        m = float("nan")
     if not (np.isfinite(m) and m > 0):
         raise MixedModelError(f"Kenward-Roger's denominator df are not defined for this contrast (m = {m:.4g}: the "
                               f"variance parameters carry almost no information about it); use ddf='satterthwaite'.")
