@@ -293,6 +293,14 @@ def test_api_methods_defaults_and_errors():
         ml = mixed.fit(ref["formula"], _data("unbalanced"), method="ML")
     with pytest.raises(mixed.MixedModelError, match="REML"):
         ml.test([0, 1, 0], ddf="kenward-roger")
+    with pytest.raises(mixed.MixedModelError, match="REML"):
+        ddf.anova(ml, ddf="kenward-roger")
+    cbpp = pd.read_csv(REF_DIR / "glmm_cbpp.csv.gz", dtype={"herd": str, "period": str})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        glmm = mixed.glmer("cbind(incidence, size - incidence) ~ period + (1|herd)", cbpp, family="binomial")
+    with pytest.raises(mixed.MixedModelError, match="glmm_lrt"):
+        ddf.anova(glmm, ddf="kenward-roger")
 
 
 def test_too_many_levels_in_the_other_terms_are_refused(monkeypatch):

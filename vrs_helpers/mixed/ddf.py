@@ -184,10 +184,19 @@ def _ddf_one(c: np.ndarray, C: np.ndarray, jac: np.ndarray, A: np.ndarray) -> fl
     return 2.0 * var * var / denom if denom > 0 else float("inf")
 
 
+def _check_result(result) -> None:
+    if getattr(result, "stats", None) is None or not hasattr(result, "sigma"):
+        raise MixedModelError("the F tests need a linear mixed model fitted by vrs_helpers.mixed.fit (REML), with "
+                              "its statistics; GLMMs (mixed.glmer) have no denominator-df F test: use "
+                              "mixed.glmm_lrt.")
+    if result.method != "REML":
+        raise MixedModelError("the small-sample F tests (Satterthwaite, Kenward-Roger) are defined for REML fits; "
+                              "refit with method='REML'.")
+
+
 def _check_contrast(result, L) -> np.ndarray:
+    _check_result(result)
     L = np.atleast_2d(np.asarray(L, dtype=float))
-    if result.stats is None:
-        raise MixedModelError("the F tests need a result of vrs_helpers.mixed.fit (with its statistics).")
     p = result.stats.p
     if L.ndim != 2 or L.shape[1] != p or L.shape[0] == 0:
         raise MixedModelError(f"L must have one column per fixed effect ({p}: {list(result.fixed_effects.index)}); "
@@ -274,8 +283,9 @@ def anova(result, ddf: str = "satterthwaite") -> pd.DataFrame:
     "Satterthwaite")`` / ``anova(m, ddf = "Kenward-Roger")`` for the treatment contrasts the engine uses (a term's
     test with the other terms in the model)."""
     method = _method(ddf)
-    p = result.stats.p if result.stats is not None else 0
-    terms = term_columns(result) if result.stats is not None else {}
+    _check_result(result)
+    p = result.stats.p
+    terms = term_columns(result)
     adj = kenward_roger.adjustment(result) if method == "kenward-roger" and terms else None
     rows = []
     for term, cols in terms.items():

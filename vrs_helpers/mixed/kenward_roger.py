@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 from scipy import linalg, stats
 
+from ..results import TestOutcome
 from .deviance import BlockDeviance
 from .errors import MixedModelError
 
@@ -313,8 +314,9 @@ def adjustment(result) -> KRAdjustment:
 
 
 @dataclass
-class KRStatistics:
-    """pbkrtest's ``.KR_adjust`` for one L: F (scaled), the unscaled F, the scale lambda, df and p."""
+class KRStatistics(TestOutcome):
+    """pbkrtest's ``.KR_adjust`` for one L: F = lambda F_unscaled on (num_df, den_df) df and its p; F_unscaled is
+    the Wald statistic with the adjusted covariance over q, lambda the scale (KR section 3)."""
 
     F: float  # noqa: N815
     F_unscaled: float  # noqa: N815
@@ -322,6 +324,23 @@ class KRStatistics:
     num_df: int
     den_df: float
     p_value: float
+    method = "F test, Kenward-Roger df"
+
+    @property
+    def statistic(self) -> float:
+        return self.F
+
+    @property
+    def df(self) -> tuple:
+        return (self.num_df, self.den_df)
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([{"F": self.F, "F_unscaled": self.F_unscaled, "scale": self.scale,
+                              "num_df": self.num_df, "den_df": self.den_df, "p_value": self.p_value}])
+
+    def __repr__(self) -> str:
+        return (f"KRStatistics(F = {self.F:.4g} (lambda = {self.scale:.4g} x {self.F_unscaled:.4g}) on "
+                f"({self.num_df}, {self.den_df:.4g}) df, p = {self.p_value:.4g})")
 
 
 def _div_zero(x: float, y: float, tol: float = 1e-14) -> float:
