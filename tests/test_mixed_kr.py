@@ -270,6 +270,22 @@ def test_a_hundred_thousand_rows_without_n_by_n_matrices():
     assert t["F"] == pytest.approx(_anova_f(d, n, m), rel=BALANCED_REL)
 
 
+def test_invariant_to_the_parametrization_of_random_slopes():
+    """(1 + system|item) and (0 + system|item) are one model in two parametrizations of the item covariance
+    matrix; pbkrtest's gamma differ by a linear map, under which Phi_A, lambda and m are invariant (W transforms
+    inversely to the P_i and Q_ij). The two fits' optima agree to ~1e-9 in logLik, so 1e-5 relative."""
+    ref = json.loads((REF_DIR / "factor_slopes_lme4.json").read_text())
+    d = pd.read_csv(REF_DIR / "factor_slopes_eval.csv.gz")
+    for col, levels in ref["levels"]["eval_log"].items():
+        d[col] = pd.Categorical(d[col], categories=levels)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = mixed.fit("score ~ system + (1 + system|item) + (1|system:seed)", d).anova(ddf="kenward-roger")
+        b = mixed.fit("score ~ system + (0 + system|item) + (1|system:seed)", d).anova(ddf="kenward-roger")
+    assert a["num_df"].iloc[0] == b["num_df"].iloc[0] == 2
+    np.testing.assert_allclose(a[["F", "den_df", "p_value"]], b[["F", "den_df", "p_value"]], rtol=1e-5)
+
+
 # ------------------------------------------------------------------------------------------------- the API
 
 def test_api_methods_defaults_and_errors():
