@@ -24,8 +24,9 @@ W = Z_o'V_b^-1 Z_o. Every block of Z'V*^-1 Z, Z'V*^-1 X and X'V*^-1 X is then a 
 block of the other terms' size q_o, or the sparse J' = Z_o'V_b^-1 Z_b = Z_o'Z_b (I + C g) - and every trace above
 reduces to those (sandwiches J' blockdiag(B) J cost what one deviance evaluation of the engine costs). The
 residual's P, Q and traces follow from the others through G_G = (Sigma - sum_{i<G} gamma_i G_i) / sigma^2, so V*^-2
-and V*^-3 are never needed. Memory and time follow the levels, not the rows: the limit is the engine's (the other
-terms' q_o levels x coefficients, factored densely).
+and V*^-3 are never needed. Memory and time follow the levels, not the rows; about eight dense q_o x q_o matrices are
+kept, so the test refuses q_o > :data:`DENSE_OTHERS_LIMIT` with a message (the fit itself allows 25,000). Every
+model the engine fits from a DataFrame, chunks or a Dask DataFrame qualifies: the statistics hold all of Z'Z, Z'X, X'X.
 """
 
 from __future__ import annotations
