@@ -12,6 +12,8 @@ lower-triangular theta, ``(0 + x|g)``, ``(1 + x||g)``; factors as lme4 codes the
 - :mod:`.factor_slopes` - random slopes of factors coded as lme4 codes them;
 - :mod:`.deviance` - the profiled REML/ML deviance (lme4 JSS eq. 34/41) with a blocked, sparse Cholesky;
 - :mod:`.results` - the optimizer, the result object (lme4's quantities) and the likelihood ratio test;
+- :mod:`.ddf` - small-sample F tests of fixed effects with Satterthwaite's or Kenward-Roger's (:mod:`.kenward_roger`)
+  denominator df (``result.anova(ddf=...)``, ``result.test(L, ddf=...)``);
 - :mod:`.glmm` - generalized linear mixed models (binomial, Poisson) as lme4's glmer: :func:`glmer`, :func:`glmm_lrt`.
 """
 

@@ -1,5 +1,7 @@
 """Small-sample F tests of fixed effects in a REML fit: Satterthwaite's denominator degrees of freedom, as lmerTest
-defines them (Kuznetsova, Brockhoff & Christensen 2017), computed from the sufficient statistics.
+defines them (Kuznetsova, Brockhoff & Christensen 2017), and Kenward-Roger's (Kenward & Roger 1997, as pbkrtest
+computes them: :mod:`.kenward_roger`), both from the sufficient statistics. ``ddf="satterthwaite"`` (the default)
+or ``ddf="kenward-roger"`` in :func:`contrast_test` and :func:`anova`.
 
 For a contrast matrix L (q x p) of the fixed effects beta, with C(phi) = sigma^2 (X'V(theta)^-1 X)^-1 the covariance
 of beta-hat as a function of the variance parameters phi = (theta, sigma) (lme4's relative Cholesky factors and the
@@ -28,15 +30,26 @@ import pandas as pd
 from scipy import stats
 
 from ..results import TestOutcome
+from . import kenward_roger
 from .deviance import BlockDeviance, Deviance, tri_solve
 from .errors import MixedModelError
 
 BOUNDARY = 1e-6  # a diagonal theta below this is a boundary estimate (held at 0)
+METHODS = {"satterthwaite": "F test, Satterthwaite df", "kenward-roger": "F test, Kenward-Roger df"}
+
+
+def _method(ddf: str) -> str:
+    key = str(ddf).strip().lower().replace("_", "-").replace(" ", "-")
+    key = {"kr": "kenward-roger", "kenwardroger": "kenward-roger", "sat": "satterthwaite"}.get(key, key)
+    if key not in METHODS:
+        raise MixedModelError(f"ddf must be 'satterthwaite' or 'kenward-roger'; got {ddf!r}.")
+    return key
 
 
 @dataclass
 class FTest(TestOutcome):
-    """An F test of fixed effects with Satterthwaite's denominator degrees of freedom."""
+    """An F test of fixed effects with Satterthwaite's or Kenward-Roger's denominator degrees of freedom
+    (``method`` names which)."""
 
     term: str
     F: float  # noqa: N815 - the statistic's name
@@ -171,17 +184,31 @@ def _ddf_one(c: np.ndarray, C: np.ndarray, jac: np.ndarray, A: np.ndarray) -> fl
     return 2.0 * var * var / denom if denom > 0 else float("inf")
 
 
-def contrast_test(result, L, term: str = "contrast") -> FTest:
-    """F test of H0: L beta = 0 for a REML :class:`~vrs_helpers.mixed.MixedModelResult` with Satterthwaite's
-    denominator degrees of freedom (module docstring). ``L``: a (q x p) array or a 1-D contrast over
-    ``result.fixed_effects.index``."""
+def _check_result(result) -> None:
+    if getattr(result, "stats", None) is None or not hasattr(result, "sigma"):
+        raise MixedModelError("the F tests need a linear mixed model fitted by vrs_helpers.mixed.fit (REML), with "
+                              "its statistics; GLMMs (mixed.glmer) have no denominator-df F test: use "
+                              "mixed.glmm_lrt.")
+    if result.method != "REML":
+        raise MixedModelError("the small-sample F tests (Satterthwaite, Kenward-Roger) are defined for REML fits; "
+                              "refit with method='REML'.")
+
+
+def _check_contrast(result, L) -> np.ndarray:
+    _check_result(result)
     L = np.atleast_2d(np.asarray(L, dtype=float))
     p = result.stats.p
-    if L.shape[1] != p:
+    if L.ndim != 2 or L.shape[1] != p or L.shape[0] == 0:
         raise MixedModelError(f"L must have one column per fixed effect ({p}: {list(result.fixed_effects.index)}); "
                               f"got shape {L.shape}.")
+    if not np.all(np.isfinite(L)):
+        raise MixedModelError("L has missing or infinite entries.")
     if np.linalg.matrix_rank(L) < L.shape[0]:
         raise MixedModelError("the rows of L are linearly dependent; give a full-rank contrast matrix.")
+    return L
+
+
+def _satterthwaite(result, L, term: str) -> FTest:
     f = _VarparFunctions(result)
     x0 = f.point()
     C = f.vcov(x0)
@@ -209,6 +236,23 @@ def contrast_test(result, L, term: str = "contrast") -> FTest:
     return FTest(term, F, q, float(nu), p_value)
 
 
+def _kenward_roger(adj, L, term: str) -> FTest:
+    r = kenward_roger.f_test(adj, L)
+    return FTest(term, r.F, r.num_df, r.den_df, r.p_value, METHODS["kenward-roger"])
+
+
+def contrast_test(result, L, term: str = "contrast", ddf: str = "satterthwaite") -> FTest:
+    """F test of H0: L beta = 0 for a REML :class:`~vrs_helpers.mixed.MixedModelResult`, with Satterthwaite's
+    (``ddf="satterthwaite"``, lmerTest's ``contest``) or Kenward-Roger's (``ddf="kenward-roger"``, pbkrtest's
+    ``KRmodcomp``: the Wald F with the adjusted covariance Phi_A, scaled by lambda) denominator degrees of freedom
+    (module docstring). ``L``: a (q x p) array or a 1-D contrast over ``result.fixed_effects.index``."""
+    method = _method(ddf)
+    L = _check_contrast(result, L)
+    if method == "kenward-roger":
+        return _kenward_roger(kenward_roger.adjustment(result), L, term)
+    return _satterthwaite(result, L, term)
+
+
 def term_columns(result) -> dict:
     """Fixed-effect columns per formula term, as lmerTest's anova groups them (``(Intercept)`` left out)."""
     s = result.stats
@@ -233,15 +277,21 @@ def term_columns(result) -> dict:
     return out
 
 
-def anova(result) -> pd.DataFrame:
-    """Type III-style F tests of every fixed-effect term (its columns = 0) with Satterthwaite's df: one row per
-    term (term, F, num_df, den_df, p_value), as ``lmerTest::anova(m, ddf = "Satterthwaite")`` for the treatment
-    contrasts the engine uses (a term's test with the other terms in the model)."""
+def anova(result, ddf: str = "satterthwaite") -> pd.DataFrame:
+    """Type III-style F tests of every fixed-effect term (its columns = 0) with Satterthwaite's (default) or
+    Kenward-Roger's df: one row per term (term, F, num_df, den_df, p_value, method), as ``lmerTest::anova(m, ddf =
+    "Satterthwaite")`` / ``anova(m, ddf = "Kenward-Roger")`` for the treatment contrasts the engine uses (a term's
+    test with the other terms in the model)."""
+    method = _method(ddf)
+    _check_result(result)
     p = result.stats.p
+    terms = term_columns(result)
+    adj = kenward_roger.adjustment(result) if method == "kenward-roger" and terms else None
     rows = []
-    for term, cols in term_columns(result).items():
+    for term, cols in terms.items():
         L = np.zeros((len(cols), p))
         L[np.arange(len(cols)), cols] = 1.0
-        rows.append(contrast_test(result, L, term).to_frame())
+        test = _kenward_roger(adj, L, term) if adj is not None else _satterthwaite(result, L, term)
+        rows.append(test.to_frame())
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(
         columns=["term", "F", "num_df", "den_df", "p_value", "method"])
