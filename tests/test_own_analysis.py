@@ -132,19 +132,27 @@ def test_a_single_run_gives_no_variance_components():
 
 def test_three_seeds_random_reading_uses_the_small_sample_test():
     """Issue 20's log (2 systems x 3 seeds, a true difference of half the run SD): the chi-square LRT of the
-    runs-random model says p = 0.046, lmerTest's Satterthwaite and Kenward-Roger F tests p = 0.121 on (1, 4.0) df
-    (tests/reference/small_sample_lmertest.json). The verdict and summary.json use the F test."""
+    runs-random model says p = 0.046, pbkrtest's Kenward-Roger and lmerTest's Satterthwaite F tests p = 0.121 on
+    (1, 4.0) df (tests/reference/small_sample_lmertest.json). The verdict and summary.json use Kenward-Roger by
+    default, Satterthwaite on request."""
     ref = json.loads((REF / "small_sample_lmertest.json").read_text())["models"]["three_seeds"]
     d = pd.read_csv(REF / "small_sample_three_seeds.csv.gz", dtype={"seed": str})
-    r = analyze(d, "score", "system", "item", replications=["seed"], n_resamples=199)
-    s = r.to_summary()["glrt_replications_random"]
-    assert s["test"] == "F test, Satterthwaite df" and s["num_df"] == 1
-    # summary.json states Satterthwaite's df and the F test's p at 4 significant digits; the test object in full
-    assert s["den_df"] == pytest.approx(ref["Satterthwaite"]["system"]["DenDF"], rel=5e-4)
-    assert s["p_value"] == pytest.approx(ref["Satterthwaite"]["system"]["p"], rel=5e-4) and s["p_value"] > 0.05
-    assert r.random_test.den_df == pytest.approx(ref["Satterthwaite"]["system"]["DenDF"], rel=1e-4)
-    assert r.random_test.p_value == pytest.approx(ref["Satterthwaite"]["system"]["p"], rel=1e-4)
-    assert s["lrt"]["p_value"] < 0.05   # the large-sample LRT would have said "differ"
-    line = next(v for v in r.verdict if v.startswith("With a random effect per run"))
-    assert "show no significant difference" in line and "Satterthwaite" in line
+    for test, name, method in [("kenward-roger", "Kenward-Roger", "F test, Kenward-Roger df"),
+                               ("satterthwaite", "Satterthwaite", "F test, Satterthwaite df")]:
+        r = analyze(d, "score", "system", "item", replications=["seed"], n_resamples=199,
+                    **({} if test == "kenward-roger" else {"test": test}))
+        s = r.to_summary()["glrt_replications_random"]
+        assert s["test"] == method and s["num_df"] == 1
+        # summary.json states the df and the F test's p at 4 significant digits; the test object in full
+        assert s["den_df"] == pytest.approx(ref[name]["system"]["DenDF"], rel=5e-4)
+        assert s["p_value"] == pytest.approx(ref[name]["system"]["p"], rel=5e-4) and s["p_value"] > 0.05
+        assert r.random_test.F == pytest.approx(ref[name]["system"]["F"], rel=1e-4)
+        assert r.random_test.den_df == pytest.approx(ref[name]["system"]["DenDF"], rel=1e-4)
+        assert r.random_test.p_value == pytest.approx(ref[name]["system"]["p"], rel=1e-4)
+        assert s["lrt"]["p_value"] < 0.05   # the large-sample LRT would have said "differ"
+        line = next(v for v in r.verdict if v.startswith("With a random effect per run"))
+        assert "show no significant difference" in line and name in line
+    chisq = analyze(d, "score", "system", "item", replications=["seed"], n_resamples=199, test="chisq")
+    assert chisq.to_summary()["glrt_replications_random"]["test"] == "GLRT (chi-square)"
+    assert chisq.random_test.p_value < 0.05
     assert any("fewer than 3 runs" in n for n in r.notes) is False   # 3 runs: no such note

@@ -60,14 +60,15 @@ def _test_dict(t) -> dict:
 
 
 def _random_dict(test, lrt) -> dict | None:
-    """The runs-random reading in summary.json: the test used (the F test with Satterthwaite's df), F, both df and
-    its p-value; the chi-square LRT beside it under ``lrt``."""
+    """The runs-random reading in summary.json: the test used (by default the F test with Kenward-Roger's df), F,
+    both df and its p-value; the chi-square LRT beside it under ``lrt``."""
     if lrt is None:
         return None
     if test is None or test is lrt:
         return {"test": "GLRT (chi-square)", **_test_dict(lrt), "lrt": _test_dict(lrt)}
-    # Satterthwaite's df (and so the F test's p) rest on finite-difference derivatives at the optimizer's estimate:
-    # stated at 4 significant digits, their numerical precision (lmerTest prints them with 1-2 decimals)
+    # the df (and so the F test's p) are functions of the variance estimates, known to the optimizer's precision
+    # (Satterthwaite's also rest on finite-difference derivatives): stated at 4 significant digits, so both backends
+    # write the same file (lmerTest and pbkrtest print them with 1-2 decimals)
     return {"test": test.method, "F": float(test.F), "num_df": int(test.num_df),
             "den_df": float(f"{test.den_df:.4g}"), "p_value": float(f"{test.p_value:.4g}"), "lrt": _test_dict(lrt)}
 
@@ -105,7 +106,8 @@ class OwnAnalysis:
 
     @property
     def random_test(self):
-        """The test of the runs-random reading: the F test with Satterthwaite's df (small samples), or None."""
+        """The test of the runs-random reading: the small-sample test chosen by ``analyze(test=...)`` (default the F
+        test with Kenward-Roger's df), the chi-square GLRT with ``test="chisq"``, or None."""
         return None if self.comparison_random is None else self.comparison_random.test
 
     @property
@@ -150,7 +152,7 @@ class OwnAnalysis:
         if self.glrt is not None:
             rows.append(row("GLRT, runs as replications", self.glrt))
         if self.random_test is not None and self.random_test is not self.glrt_replications_random:
-            rows.append(row("F test (Satterthwaite), runs as a random effect", self.random_test))
+            rows.append(row(f"{self.random_test.method}, runs as a random effect", self.random_test))
         if self.glrt_replications_random is not None:
             rows.append(row("GLRT chi-square, runs as a random effect (large-sample)",
                             self.glrt_replications_random))
@@ -232,7 +234,7 @@ def verdict_text(p: float, alpha: float) -> str:
 
 def analyze(data, response: str, system: str | None, item: str, replications=(), properties=(),
             baseline: str | None = None, alpha: float = 0.05, n_resamples: int = 10_000, seed: int = 0,
-            target_phi: float = 0.8, max_runs: int = 1000, backend=None) -> OwnAnalysis:
+            target_phi: float = 0.8, max_runs: int = 1000, backend=None, test: str = "kenward-roger") -> OwnAnalysis:
     """Run the analyses of workbook 07 on a validated score table (one row per system, run and item).
 
     ``system`` may be None (or a column with one level): reliability only. ``replications`` are the columns that
@@ -244,6 +246,10 @@ def analyze(data, response: str, system: str | None, item: str, replications=(),
     same analysis with every pass over the rows on the cluster (``data`` a dask DataFrame, a pandas one or a
     Parquet path), for tables larger than memory. Both backends run this one function: the same checks, the same
     summary and verdict; only the sums are added in another order.
+
+    ``test``: the test of the runs-random reading (:func:`vrs_helpers.significance.compare_systems`):
+    ``"kenward-roger"`` (default), ``"satterthwaite"`` or ``"chisq"`` (the large-sample GLRT, too liberal with 3-5
+    runs per system).
     """
     replications = [replications] if isinstance(replications, str) else list(replications)
     properties = [properties] if isinstance(properties, str) else list(properties)
@@ -255,7 +261,7 @@ def analyze(data, response: str, system: str | None, item: str, replications=(),
         client = connect(backend)
         try:
             return _analyze(_as_dask(data, client), response, system, item, replications, properties, baseline,
-                            alpha, n_resamples, seed, target_phi, max_runs, client)
+                            alpha, n_resamples, seed, target_phi, max_runs, client, test)
         finally:
             if not hasattr(backend, "submit"):  # a client made here is closed here
                 cluster = getattr(client, "cluster", None)
@@ -263,7 +269,7 @@ def analyze(data, response: str, system: str | None, item: str, replications=(),
                 if cluster is not None:
                     cluster.close()
     return _analyze(data, response, system, item, replications, properties, baseline, alpha, n_resamples, seed,
-                    target_phi, max_runs, None)
+                    target_phi, max_runs, None, test)
 
 
 def _as_dask(data, client):
@@ -278,7 +284,7 @@ def _as_dask(data, client):
 
 
 def _analyze(data, response, system, item, replications, properties, baseline, alpha, n_resamples, seed,
-             target_phi, max_runs, client) -> OwnAnalysis:
+             target_phi, max_runs, client, test="kenward-roger") -> OwnAnalysis:
     lazy = hasattr(data, "dask")
     df = data if lazy else data.copy()
     if system is None:
@@ -327,7 +333,8 @@ def _analyze(data, response, system, item, replications, properties, baseline, a
             result.notes.append(f"replication column(s) {skipped} have one level within every system: no run-level "
                                 "variance to estimate, left out of the random-effect reading")
         if estimable:
-            result.comparison_random = compare_systems(d, y, sy, it, replications=estimable)
+            result.comparison_random = compare_systems(d, y, sy, it, replications=estimable, test=test,
+                                                       seed=seed)
             fewest = int(result.runs.groupby(system, observed=True).size().min())
             if fewest < 3:
                 result.notes.append(
@@ -413,8 +420,8 @@ def _analyze(data, response, system, item, replications, properties, baseline, a
             g2, ft = result.glrt_replications_random, result.random_test
             if ft is not None and ft is not g2:
                 result.verdict.append(
-                    f"With a random effect per run, the systems {verdict_text(ft.p_value, alpha)} (F test with "
-                    f"Satterthwaite df: F = {ft.F:.2f} on ({ft.num_df}, {ft.den_df:.1f}) df; the chi-square GLRT, "
+                    f"With a random effect per run, the systems {verdict_text(ft.p_value, alpha)} ({ft.method}: "
+                    f"F = {ft.F:.2f} on ({ft.num_df}, {ft.den_df:.1f}) df; the chi-square GLRT, "
                     f"valid only with many runs, gives chi2 = {g2.chi2:.2f}, df = {g2.df}, p = {g2.p_value:.3g}).")
             else:
                 result.verdict.append(f"With a random effect per run, the systems "

@@ -535,7 +535,8 @@ def _computed(x):
 
 def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, by: str | None = None,
                     covariate: str | None = None, adjust: str = "tukey", replications=(), family: str = "gaussian",
-                    trials: str | None = None) -> SystemComparison:
+                    trials: str | None = None, test: str = "kenward-roger", n_sim: int = 1000,
+                    seed: int = 0) -> SystemComparison:
     """Do systems differ — overall, within the levels of a binned data property (``by``), or in their slope over
     a continuous property (``covariate``)? Fits the LMM with a random intercept per test item (sentence) by REML
     for the contrasts and tests the system terms with a GLRT on ML refits.
@@ -546,6 +547,13 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
     per run of each system, ``(1|system:R)``, in both models: the runs are then a sample of the runs a system could
     have had, and the test asks whether the systems differ beyond run-to-run variation. The two readings can
     disagree (few runs, large run variance); report both.
+
+    ``test`` chooses the test of the runs-random reading (``replications`` given, no ``by``/``covariate``), the
+    result's ``test``: ``"kenward-roger"`` (default: the F test with Kenward & Roger's (1997) adjusted covariance and
+    denominator df, as pbkrtest; exact for balanced designs), ``"satterthwaite"`` (lmerTest's F test),
+    ``"bootstrap"`` (the parametric-bootstrap LRT, ``n_sim`` simulations from the null fit, ``seed``) or ``"chisq"``
+    (the large-sample chi-square GLRT, which rejects too often with 3-5 runs per system; kept for comparison). The
+    chi-square GLRT is always in ``glrt``.
 
     ``data`` may be a ``dask.dataframe.DataFrame``: the fits then run on its cluster (``vrs_helpers.distributed``).
 
@@ -579,6 +587,8 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
         raise SignificanceError(f"The data property {by!r} has a single level: there is nothing to condition on.")
     if covariate is not None and not pd.api.types.is_numeric_dtype(data[covariate]):
         raise SignificanceError(f"The covariate {covariate!r} must be numeric; use by= for a binned property.")
+    if test not in SMALL_SAMPLE_TESTS:
+        raise SignificanceError(f"test must be one of {', '.join(SMALL_SAMPLE_TESTS)}; got {test!r}.")
     family, family_note = resolve_family(family, data[response])
     notes = [family_note] if family_note else []
     if trials is not None and family != "binomial":
@@ -602,31 +612,40 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
         formula, null = f"{lhs} ~ {system} + {rand}", f"{lhs} ~ 1 + {rand}"
     if family == "binomial":
         full = mixed.glmer(formula, data, family="binomial")
-        test = mixed.glmm_lrt(mixed.glmer(null, data, family="binomial"), full)
+        glrt = mixed.glmm_lrt(mixed.glmer(null, data, family="binomial"), full)
         if replications:
-            test.method = "GLRT (chi-square, Laplace; runs random, no small-sample test for GLMMs)"
+            glrt.method = "GLRT (chi-square, Laplace; runs random, no small-sample test for GLMMs)"
             notes.append("binomial GLMM with runs as a random effect: there is no Satterthwaite/Kenward-Roger F test "
                          "for a GLMM, so the large-sample chi-square GLRT is the test; with few runs per system it "
                          "rejects more often than alpha")
-        return _binomial_comparison(full, test, formula, null, system, covariate, notes,
+        return _binomial_comparison(full, glrt, formula, null, system, covariate, notes,
                                     emmeans(full, system, by=by, adjust=adjust,
                                             sigma=math.sqrt(latent_residual_variance("logit"))))
     full = mixed.fit(formula, data)
-    test = mixed.lrt(mixed.fit(null, data), full)
+    glrt = mixed.lrt(mixed.fit(null, data), full)
     f_test = None
-    if replications and by is None and covariate is None:
+    if replications and by is None and covariate is None and test != "chisq":
         # runs as a random effect: with 3-5 runs per system the chi-square GLRT rejects far more often than alpha;
-        # the F test with Satterthwaite's df (lmerTest) on the REML fit keeps its level (benchmarks/type_one_error.py)
-        from .mixed.ddf import contrast_test
-
-        names = list(full.fixed_effects.index)
-        cols = [i for i, n in enumerate(names) if n != "(Intercept)"]
-        L = np.zeros((len(cols), len(names)))
-        L[np.arange(len(cols)), cols] = 1.0
-        f_test = contrast_test(full, L, system)
+        # a small-sample test on the REML fit keeps its level (benchmarks/type_one_error.py)
+        f_test = _small_sample_test(test, full, system, data, null, formula, n_sim, seed)
     emm = emmeans(full, system, by=by, adjust=adjust)
     slopes = None if covariate is None else _slopes(full, system, covariate)
-    return SystemComparison(formula, null, test, emm.means, emm.contrasts, slopes, full, f_test, notes=notes)
+    return SystemComparison(formula, null, glrt, emm.means, emm.contrasts, slopes, full, f_test, notes=notes)
+
+
+SMALL_SAMPLE_TESTS = ("kenward-roger", "satterthwaite", "chisq")
+
+
+def _small_sample_test(test: str, full, system: str, data, null: str, formula: str, n_sim: int, seed: int):
+    """The runs-random reading's test of the system term: an F test with Kenward-Roger or Satterthwaite df on the
+    REML fit (every non-intercept fixed effect), or the parametric-bootstrap LRT."""
+    from .mixed.ddf import contrast_test
+
+    names = list(full.fixed_effects.index)
+    cols = [i for i, n in enumerate(names) if n != "(Intercept)"]
+    L = np.zeros((len(cols), len(names)))
+    L[np.arange(len(cols)), cols] = 1.0
+    return contrast_test(full, L, system, ddf=test)
 
 
 def _slopes(full, system: str, covariate: str) -> pd.DataFrame:
