@@ -152,7 +152,11 @@ def _prepare(formula: str, data: pd.DataFrame, weights):
     blocks = []
     for t in f.random_terms:
         g = t.group
-        key = df[list(g)].astype(str).agg(":".join, axis=1) if len(g) > 1 else df[g[0]]
+        key = df[g[0]]
+        if len(g) > 1:  # the interaction's levels "a:b", built column-wise
+            key = key.astype(str)
+            for v in g[1:]:
+                key = key + ":" + df[v].astype(str)
         codes, levels = pd.factorize(key, sort=True)
         blocks.append((":".join(g), codes, [str(v) for v in levels]))
     # lme4 orders the terms by decreasing number of levels (stable)
@@ -178,11 +182,13 @@ class _Chol:
         return ld if self.cf is None else ld + 2.0 * np.log(np.diag(self.cf[0])).sum()
 
     def solve(self, g):
+        """(L L')^-1 g for a vector or a matrix g."""
+        d = self.d if g.ndim == 1 else self.d[:, None]
         if self.cf is None:
-            return g / self.d
+            return g / d
         n1 = len(self.d)
         x2 = linalg.cho_solve(self.cf, g[n1:] - self.Bd.T @ g[:n1], check_finite=False)
-        return np.concatenate([g[:n1] / self.d - self.Bd @ x2, x2])
+        return np.concatenate([g[:n1] / d - self.Bd @ x2, x2])
 
 
 class _GLMM:
@@ -201,6 +207,7 @@ class _GLMM:
         fam.binary = bool(np.all((y == 0) | (y == 1)))
         self.newton = fam.link != "probit"  # canonical link: Fisher scoring is Newton's method (quadratic)
         self.u = np.zeros(self.q)  # conditional modes, warm start of the next evaluation (as glmer)
+        self.pred = None  # (theta, beta, u, du/d(theta, beta)) of the last gradient: a linear prediction of u
         self.evals = 0
 
     def _weights(self, eta, mu):
@@ -247,9 +254,13 @@ class _GLMM:
         """Conditional modes u at (theta, beta): Newton (Fisher scoring) steps on the penalized log-likelihood from
         the last modes, halving a step until the objective does not increase; stops at a step below 1e-10 or, for a
         canonical link (Newton's method), after a full step below 1e-7 (the next one, quadratically smaller,
-        changes nothing the deviance or its gradient can see; probit's scoring converges only linearly). Returns u, eta, mu, -2 log p(y|u) + |u|^2, the weights and the factor at u."""
+        changes nothing the deviance or its gradient can see; probit's scoring converges only linearly).
+        Returns u, eta, mu, -2 log p(y|u) + |u|^2, the weights, r / (y - mu) and the factor at u."""
         xb = self.X @ beta
         u = self.u.copy()
+        if self.pred is not None:  # the modes move with (theta, beta) as du/d(theta, beta) says
+            th0, b0, u0, J = self.pred
+            u = u0 + J @ np.concatenate([theta - th0, beta - b0])
         eta = xb + self.zl(theta, u)
         mu = self.fam.mu(eta)
         obj = self._m2ll(mu) + u @ u
@@ -289,6 +300,7 @@ class _GLMM:
         self.evals += 1
         theta, beta = np.asarray(theta, float), np.asarray(beta, float)
         u, eta, mu, obj, w, s, fac = self.pirls(theta, beta)
+        self.pred = None
         if np.all(np.isfinite(u)):
             self.u = u
         dev = obj + fac.logdet()
@@ -305,7 +317,16 @@ class _GLMM:
                 hfac = self.factor(theta, wo)
             except linalg.LinAlgError:
                 hfac = fac
-        b = hfac.solve(self.zlt(theta, v))
+        rhs = [self.zlt(theta, v)]  # and the right-hand sides of du/d theta_k and du/d beta_j
+        for k, c in enumerate(self.cols):
+            t = -self.zlt(theta, wo * u[c])
+            t[self.offs[k]:self.offs[k + 1]] += np.bincount(self.codes[k], weights=r, minlength=self.sizes[k])
+            rhs.append(t)
+        rhs += [-self.zlt(theta, wo * x) for x in self.X.T]
+        sol = hfac.solve(np.column_stack(rhs))
+        b = sol[:, 0]
+        if np.all(np.isfinite(sol)):
+            self.pred = (theta, beta, u, sol[:, 1:])
         e = -2.0 * r + v - wo * self.zl(theta, b)
         g_theta = [e @ u[c] + r @ b[c] + 2.0 * (w @ q) for c, q in zip(self.cols, Q, strict=True)]
         return dev, np.concatenate([g_theta, self.X.T @ e])
@@ -495,6 +516,8 @@ def glmer(formula: str, data: pd.DataFrame, family: str = "binomial", link: str 
         def grad(par):
             return model.laplace(par[:K], par[K:], grad=True)[1]
 
+        dev = obj(par)
+        u = model.u.copy()
         H = _jacobian(grad, par)
     else:  # adaptive Gauss-Hermite from the Laplace optimum (as glmer's nAGQ > 1 stage 2), derivative-free
         nodes, wts = np.polynomial.hermite.hermgauss(nagq)
@@ -512,9 +535,9 @@ def glmer(formula: str, data: pd.DataFrame, family: str = "binomial", link: str 
                                    options={"xatol": 1e-7, "fatol": 1e-9, "maxfev": 200 * (K + p), "adaptive": True})
         par = to_par(r3.x if r3.fun <= r2.fun else r2.x)
         converged = bool(r2.success or r3.success)
+        dev = obj(par)
+        u = model.u.copy()
         H = _hessian(obj, par)
-    dev = obj(par)
-    u = model.u.copy()
     theta, beta = par[:K], par[K:]
     try:
         cov = 2.0 * np.linalg.inv(H)[K:, K:]
