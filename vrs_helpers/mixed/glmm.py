@@ -211,6 +211,12 @@ class _GLMM:
         self.evals = 0
 
     def _weights(self, eta, mu):
+        """Fisher weights w = wt mu'^2 / V and r / (y - mu) = wt mu' / V (wt mu(1-mu) or wt mu, and wt, for the
+        canonical links)."""
+        if self.fam.link == "logit":
+            return self.wt * mu * (1.0 - mu), self.wt
+        if self.fam.link == "log":
+            return self.wt * mu, self.wt
         d = self.fam.dmu(eta, mu)
         v = self.fam.var(mu)
         return self.wt * d * d / v, self.wt * d / v
@@ -363,13 +369,12 @@ class _GLMM:
         sd = 1.0 / np.sqrt(fac.d)  # one scalar term: L L' is diagonal
         codes = self.codes[0]  # the group of each row
         base = eta - theta[0] * u[codes]
-        vals = []
-        for z in nodes:
-            uz = u + math.sqrt(2.0) * sd * z
-            mu = self.fam.mu(base + theta[0] * uz[codes])
-            ll = -0.5 * self.fam.m2loglik(self.y, self.wt, mu, self.const)
-            vals.append(np.bincount(codes, weights=ll, minlength=self.q) - 0.5 * uz * uz + z * z)
-        vals = np.array(vals)  # nodes x groups: log f(u) + z^2
+        uz = u + math.sqrt(2.0) * sd * nodes[:, None]  # nodes x groups
+        mu = self.fam.mu(base + theta[0] * uz[:, codes])  # nodes x rows
+        ll = -0.5 * self.fam.m2loglik(self.y, self.wt, mu, self.const)
+        cell = codes + self.q * np.arange(len(nodes))[:, None]
+        vals = (np.bincount(cell.ravel(), weights=ll.ravel(), minlength=self.q * len(nodes)).reshape(len(nodes), -1)
+                - 0.5 * uz * uz + (nodes * nodes)[:, None])  # nodes x groups: log f(u) + z^2
         mx = vals.max(axis=0)
         logsum = mx + np.log((weights[:, None] * np.exp(vals - mx)).sum(axis=0))
         # int f(u) du with f = p(y|u) phi(u):  sqrt(2) sd sum_k w_k exp(z_k^2) f(u_hat + sqrt(2) sd z_k)
@@ -506,7 +511,7 @@ def glmer(formula: str, data: pd.DataFrame, family: str = "binomial", link: str 
 
     g0 = np.concatenate([np.ones(K), Rx @ model.glm()])
     r = optimize.minimize(fg, g0, jac=True, method="L-BFGS-B",
-                          options={"ftol": 1e-15, "gtol": 1e-6, "maxiter": 1000})
+                          options={"ftol": 1e-13, "gtol": 1e-5, "maxiter": 1000})
     converged = bool(r.success or np.abs(r.jac).max() < 1e-3)
     par = to_par(r.x)
     if nagq == 1:
@@ -525,15 +530,28 @@ def glmer(formula: str, data: pd.DataFrame, family: str = "binomial", link: str 
         def obj(par):
             return model.agq(par[:K], par[K:], nodes, wts)
 
-        def obj_g(g):
-            return obj(to_par(g))
+        # in coordinates g in which the Laplace Hessian at the Laplace optimum is the identity: the quadrature
+        # deviance is close to the Laplace one, so BFGS (which starts from the identity) needs a few steps, with
+        # central differences (h = 1e-3 where the curvature is about 1) for the gradient
+        HL = _jacobian(lambda q: model.laplace(q[:K], q[K:], grad=True)[1], par)
+        try:
+            C = np.linalg.cholesky(HL).T  # C'C = HL: D ~ D(par) + |g|^2 / 2
+        except np.linalg.LinAlgError:  # not positive definite there: the scaled parameters
+            C = np.diag(np.full(K + p, 1e-2))
+        par0 = par.copy()
 
-        r2 = optimize.minimize(obj_g, r.x, method="L-BFGS-B", options={"ftol": 1e-12, "gtol": 1e-7, "maxiter": 2000})
+        def obj_g(g):
+            return obj(par0 + linalg.solve_triangular(C, g, check_finite=False))
+
+        def jac_g(g, h=1e-3):
+            return np.array([(obj_g(g + e) - obj_g(g - e)) / (2 * h) for e in np.eye(K + p) * h])
+
+        r2 = optimize.minimize(obj_g, np.zeros(K + p), jac=jac_g, method="BFGS", options={"gtol": 1e-5})
         r3 = r2
         if not r2.success:
             r3 = optimize.minimize(obj_g, r2.x, method="Nelder-Mead",
                                    options={"xatol": 1e-7, "fatol": 1e-9, "maxfev": 200 * (K + p), "adaptive": True})
-        par = to_par(r3.x if r3.fun <= r2.fun else r2.x)
+        par = par0 + linalg.solve_triangular(C, r3.x if r3.fun <= r2.fun else r2.x, check_finite=False)
         converged = bool(r2.success or r3.success)
         dev = obj(par)
         u = model.u.copy()
