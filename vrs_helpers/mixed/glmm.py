@@ -263,17 +263,17 @@ class _GLMM:
         changes nothing the deviance or its gradient can see; probit's scoring converges only linearly).
         Returns u, eta, mu, -2 log p(y|u) + |u|^2, the weights, r / (y - mu) and the factor at u."""
         xb = self.X @ beta
-        u = self.u.copy()
+        u = self.u
         if self.pred is not None:  # the modes move with (theta, beta) as du/d(theta, beta) says
             th0, b0, u0, J = self.pred
             u = u0 + J @ np.concatenate([theta - th0, beta - b0])
         eta = xb + self.zl(theta, u)
         mu = self.fam.mu(eta)
         obj = self._m2ll(mu) + u @ u
-        if not np.isfinite(obj):
-            u = np.zeros(self.q)
-            eta, mu = xb, self.fam.mu(xb)
-            obj = self._m2ll(mu)
+        mu0 = self.fam.mu(xb)
+        obj0 = self._m2ll(mu0)
+        if not obj <= obj0:  # u = 0 is better (after a long step of the optimizer): start there
+            u, eta, mu, obj = np.zeros(self.q), xb, mu0, obj0
         w, s = self._weights(eta, mu)
         fac = self.factor(theta, w)
         for _ in range(maxit):
