@@ -163,3 +163,11 @@ def test_laplace_gradient_matches_finite_differences(seed, design, fam):
         up, down = par + e, par - e
         num.append((model.laplace(up[:K], up[K:]) - model.laplace(down[:K], down[K:])) / (2 * h))
     np.testing.assert_allclose(grad, num, rtol=1e-5, atol=1e-4)
+
+
+def test_same_fit_with_any_blas_thread_setting():
+    # one BLAS thread ("auto" on these small blocks) or the library default: only rounding may differ
+    d = pd.read_csv(REF / "glmm_crossed.csv.gz")
+    fits = [glmer("correct ~ condition + (1|participant) + (1|item)", d, blas_threads=t) for t in ("auto", None)]
+    assert fits[1].loglik == pytest.approx(fits[0].loglik, abs=1e-8)
+    np.testing.assert_allclose(fits[1].theta, fits[0].theta, rtol=1e-6)

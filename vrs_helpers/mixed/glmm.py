@@ -28,6 +28,7 @@ import pandas as pd
 from scipy import linalg, optimize, special, stats
 
 from ..formula import parse
+from ..threads import blas_limit
 from .accumulate import accumulate
 from .design import design_rows
 from .errors import MixedModelError
@@ -470,13 +471,14 @@ class GLMMResult:
 # ------------------------------------------------------------------------------------------ fitting
 
 def glmer(formula: str, data: pd.DataFrame, family: str = "binomial", link: str | None = None, nagq: int = 1,
-          weights=None) -> GLMMResult:
+          weights=None, blas_threads="auto") -> GLMMResult:
     """Fit a GLMM as ``lme4::glmer(formula, data, family = family(link), nAGQ = nagq, weights = weights)``.
 
     ``formula``: lme4 syntax with random intercepts (``(1|g)``, crossed ``(1|a) + (1|b)``, nested ``(1|a/b)``),
     fixed terms as in :func:`vrs_helpers.formula.parse` plus ``I(expr)``; binomial responses are 0/1, proportions
     with ``weights`` (trials), or ``cbind(successes, failures)``. ``nagq > 1`` (adaptive Gauss-Hermite) needs a
-    single random-intercept term, as in lme4. ``weights`` is a column name or an array.
+    single random-intercept term, as in lme4. ``weights`` is a column name or an array. ``blas_threads``: "auto"
+    (one BLAS thread while the dense blocks are small, :func:`vrs_helpers.threads.blas_limit`), an int, or None.
     """
     if not isinstance(data, pd.DataFrame):
         raise MixedModelError("glmer needs a pandas DataFrame.")
@@ -495,6 +497,37 @@ def glmer(formula: str, data: pd.DataFrame, family: str = "binomial", link: str 
         raise MixedModelError("A Poisson response must be non-negative counts.")
     model = _GLMM(y, wt, X, blocks, fam)
     K, p = len(blocks), X.shape[1]
+    with blas_limit(model.q - model.sizes[0] + p, blas_threads):
+        par, dev, u, H, converged = _optimize(model, nagq)
+    theta, beta = par[:K], par[K:]
+    try:
+        cov = 2.0 * np.linalg.inv(H)[K:, K:]
+    except np.linalg.LinAlgError:
+        cov = np.full((p, p), np.nan)
+    se = np.sqrt(np.diag(cov))
+    z = beta / se
+    fe = pd.DataFrame({"estimate": beta, "se": se, "z": z, "p": 2 * stats.norm.sf(np.abs(z))}, index=names)
+    groups = [b[0] for b in blocks]
+    ranef, off = {}, 0
+    for (g, _, levels), th in zip(blocks, theta, strict=True):
+        ranef[g] = pd.Series(th * u[off:off + len(levels)], index=levels, name="(Intercept)")
+        off += len(levels)
+    theta = np.abs(theta)
+    varcorr = pd.DataFrame({"grp": groups, "var1": "(Intercept)", "var2": None, "vcov": theta ** 2,
+                            "sdcor": theta})
+    return GLMMResult(formula=formula, family=fam.family, link=fam.link, nagq=nagq, nobs=len(y),
+                      ngroups={g: len(lv) for g, _, lv in blocks},
+                      theta=pd.Series(theta, index=[f"{g}.(Intercept)" for g in groups]), fixed_effects=fe,
+                      varcorr=varcorr, loglik=-0.5 * dev, deviance=dev, converged=converged,
+                      n_evaluations=model.evals, vcov=pd.DataFrame(cov, index=names, columns=names), ranef=ranef,
+                      response=response, _key=np.concatenate([y, wt]))
+
+
+def _optimize(model: _GLMM, nagq: int):
+    """The maximum-likelihood (theta, beta) as signed parameters, the deviance and modes there, the Hessian of the
+    deviance and whether the optimizer converged."""
+    X, y = model.X, model.y
+    K, p = model.K, X.shape[1]
     # The optimizer works on gamma = R beta (X = Q R / sqrt(n)): fixed effects on very different scales (age and
     # age^2) otherwise make quasi-Newton steps crawl. theta is left unbounded: the deviance is even in each
     # theta_k (flip theta_k and u_k together), so |theta| is reported and no bound can trap the search at 0.
@@ -556,28 +589,7 @@ def glmer(formula: str, data: pd.DataFrame, family: str = "binomial", link: str 
         dev = obj(par)
         u = model.u.copy()
         H = _hessian(obj, par)
-    theta, beta = par[:K], par[K:]
-    try:
-        cov = 2.0 * np.linalg.inv(H)[K:, K:]
-    except np.linalg.LinAlgError:
-        cov = np.full((p, p), np.nan)
-    se = np.sqrt(np.diag(cov))
-    z = beta / se
-    fe = pd.DataFrame({"estimate": beta, "se": se, "z": z, "p": 2 * stats.norm.sf(np.abs(z))}, index=names)
-    groups = [b[0] for b in blocks]
-    ranef, off = {}, 0
-    for (g, _, levels), th in zip(blocks, theta, strict=True):
-        ranef[g] = pd.Series(th * u[off:off + len(levels)], index=levels, name="(Intercept)")
-        off += len(levels)
-    theta = np.abs(theta)
-    varcorr = pd.DataFrame({"grp": groups, "var1": "(Intercept)", "var2": None, "vcov": theta ** 2,
-                            "sdcor": theta})
-    return GLMMResult(formula=formula, family=fam.family, link=fam.link, nagq=nagq, nobs=len(y),
-                      ngroups={g: len(lv) for g, _, lv in blocks},
-                      theta=pd.Series(theta, index=[f"{g}.(Intercept)" for g in groups]), fixed_effects=fe,
-                      varcorr=varcorr, loglik=-0.5 * dev, deviance=dev, converged=converged,
-                      n_evaluations=model.evals, vcov=pd.DataFrame(cov, index=names, columns=names), ranef=ranef,
-                      response=response, _key=np.concatenate([y, wt]))
+    return par, dev, u, H, converged
 
 
 def _jacobian(g, x):
