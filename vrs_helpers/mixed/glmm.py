@@ -11,10 +11,17 @@ Random intercepts for any number of crossed or nested grouping factors. The inte
 - by adaptive Gauss-Hermite quadrature (``nagq > 1``) for a single scalar random-effect term, centred at the
   conditional modes with the PIRLS curvature, group by group.
 
-Optimization as ``glmer``: stage 1 over theta with beta inside PIRLS (lme4's ``nAGQ = 0``), stage 2 over
-(theta, beta). Standard errors of the fixed effects from the finite-difference Hessian of the stage-2 objective
-(lme4's default ``use.hessian = TRUE``), Wald z tests. The variance components are on the latent (link) scale
-(book chapter 3 reads them as shares of variance there, with the logistic residual pi^2/3).
+The maximum is glmer's (its stage 2 over (theta, beta) jointly), found differently: ``L L'`` is factored by blocks
+(the largest term's block diagonal, a dense Schur complement on the other levels, as lme4's / MixedModels.jl's
+blocked Cholesky), the Laplace deviance has an analytic gradient (the envelope theorem at the modes; log det moving
+with theta and, through the weights, with the modes, whose derivatives come from the implicit function theorem),
+and L-BFGS starts from theta = 1 and the GLM's beta, without glmer's derivative-free stage 1 (``nAGQ = 0``). PIRLS
+starts each evaluation from the modes predicted by those derivatives. Quadrature (``nagq > 1``) is then optimized
+from the Laplace optimum by BFGS on finite differences, in coordinates whitened by the Laplace Hessian. Standard
+errors of the fixed effects from the Hessian of the deviance (lme4's default ``use.hessian = TRUE``): central
+differences of the analytic gradient (Laplace) or of the deviance (quadrature, as lme4's deriv12); Wald z tests.
+The variance components are on the latent (link) scale (book chapter 3 reads them as shares of variance there,
+with the logistic residual pi^2/3).
 """
 
 from __future__ import annotations
