@@ -11,10 +11,17 @@ Random intercepts for any number of crossed or nested grouping factors. The inte
 - by adaptive Gauss-Hermite quadrature (``nagq > 1``) for a single scalar random-effect term, centred at the
   conditional modes with the PIRLS curvature, group by group.
 
-Optimization as ``glmer``: stage 1 over theta with beta inside PIRLS (lme4's ``nAGQ = 0``), stage 2 over
-(theta, beta). Standard errors of the fixed effects from the finite-difference Hessian of the stage-2 objective
-(lme4's default ``use.hessian = TRUE``), Wald z tests. The variance components are on the latent (link) scale
-(book chapter 3 reads them as shares of variance there, with the logistic residual pi^2/3).
+The maximum is glmer's (its stage 2 over (theta, beta) jointly), found differently: ``L L'`` is factored by blocks
+(the largest term's block diagonal, a dense Schur complement on the other levels, as lme4's / MixedModels.jl's
+blocked Cholesky), the Laplace deviance has an analytic gradient (the envelope theorem at the modes; log det moving
+with theta and, through the weights, with the modes, whose derivatives come from the implicit function theorem),
+and L-BFGS starts from theta = 1 and the GLM's beta, without glmer's derivative-free stage 1 (``nAGQ = 0``). PIRLS
+starts each evaluation from the modes predicted by those derivatives. Quadrature (``nagq > 1``) is then optimized
+from the Laplace optimum by BFGS on finite differences, in coordinates whitened by the Laplace Hessian. Standard
+errors of the fixed effects from the Hessian of the deviance (lme4's default ``use.hessian = TRUE``): central
+differences of the analytic gradient (Laplace) or of the deviance (quadrature, as lme4's deriv12); Wald z tests.
+The variance components are on the latent (link) scale (book chapter 3 reads them as shares of variance there,
+with the logistic residual pi^2/3).
 """
 
 from __future__ import annotations
@@ -25,10 +32,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy import linalg, optimize, sparse, special, stats
+from scipy import linalg, optimize, special, stats
 
 from ..formula import parse
 from ..results import TestOutcome
+from ..threads import blas_limit
 from .accumulate import accumulate
 from .design import design_rows
 from .errors import MixedModelError
@@ -72,6 +80,20 @@ class _Family:
     def var(self, mu):
         return mu * (1.0 - mu) if self.family == "binomial" else mu
 
+    def slopes(self, eta, mu, y, wt):
+        """The observed weight -dr/d eta and dw/d eta, for r = wt mu'(y - mu)/V the score and w = wt mu'^2/V the
+        Fisher weight in eta (they agree for the canonical links logit and log)."""
+        if self.link == "logit":
+            w = wt * mu * (1.0 - mu)
+            return w, w * (1.0 - 2.0 * mu)
+        if self.link == "log":
+            w = wt * mu
+            return w, w
+        phi, v = self.dmu(eta, mu), self.var(mu)  # probit: mu' = phi(eta), phi' = -eta phi, V' = 1 - 2 mu
+        w = wt * phi * phi / v
+        t = phi * (1.0 - 2.0 * mu) / v
+        return w + wt * phi * (y - mu) * (eta + t) / v, -w * (2.0 * eta + t)
+
     def m2loglik(self, y, wt, mu, const):
         """-2 log p(y | mu) per row (binomial: y a proportion of wt trials; constant terms precomputed)."""
         if self.family == "binomial":
@@ -93,7 +115,7 @@ class _Family:
 # ------------------------------------------------------------------------------------------ model set-up
 
 def _prepare(formula: str, data: pd.DataFrame, weights):
-    """Response (proportions), prior weights (trials), X with lme4's column names, Z (sparse), term names/levels,
+    """Response (proportions), prior weights (trials), X with lme4's column names, the terms (name, codes, levels),
     the response's name and the fixed-effects design (SufficientStats: levels, contrasts, covariate means)."""
     if not isinstance(formula, str) or "~" not in formula:
         raise MixedModelError(f"A formula needs '~', like 'correct ~ condition + (1|item)'; got {formula!r}.")
@@ -141,177 +163,254 @@ def _prepare(formula: str, data: pd.DataFrame, weights):
     for t in f.random_terms:
         g = t.group
         key = df[g[0]]
-        if len(g) > 1:  # "a:b" labels, joined column by column (a row-wise join costs seconds per 10^4 rows)
-            key = key.astype(str).str.cat([df[c].astype(str) for c in g[1:]], sep=":")
+        if len(g) > 1:  # the interaction's levels "a:b", built column-wise
+            key = key.astype(str)
+            for v in g[1:]:
+                key = key + ":" + df[v].astype(str)
         codes, levels = pd.factorize(key, sort=True)
         blocks.append((":".join(g), codes, [str(v) for v in levels]))
     # lme4 orders the terms by decreasing number of levels (stable)
     blocks = [blocks[k] for k in sorted(range(len(blocks)), key=lambda k: -len(blocks[k][2]))]
-    cols, off = [], 0
-    for _, codes, levels in blocks:
-        cols.append(codes + off)
-        off += len(levels)
-    n = len(df)
-    Z = sparse.csr_matrix((np.ones(n * len(blocks)), np.column_stack(cols).ravel(),
-                           np.arange(0, n * len(blocks) + 1, len(blocks))), shape=(n, off))
     names = list(s.fixed_names)
     for tmp_name, label in renamed.items():
         names = [nm.replace(tmp_name, label) for nm in names]
-    return y, wt, X, names, Z, blocks, response_name, s
+    return y, wt, X, names, blocks, response_name, s
 
 
 # ------------------------------------------------------------------------------------------ the objective
 
+class _Chol:
+    """L L' = I + Lambda' Z' W Z Lambda for random intercepts, factored by blocks as the blocked Cholesky of lme4 /
+    MixedModels.jl: the first (largest) term's block D is diagonal; the other terms' levels form the dense Schur
+    complement S = R - B' D^{-1} B (B the cross block), so no q x q matrix is ever formed."""
+
+    def __init__(self, d, Bd, cf):
+        self.d, self.Bd, self.cf = d, Bd, cf  # Bd = D^{-1} B; cf = cho_factor(S) (None for a single term)
+
+    def logdet(self) -> float:
+        ld = np.log(self.d).sum()
+        return ld if self.cf is None else ld + 2.0 * np.log(np.diag(self.cf[0])).sum()
+
+    def solve(self, g):
+        """(L L')^-1 g for a vector or a matrix g."""
+        d = self.d if g.ndim == 1 else self.d[:, None]
+        if self.cf is None:
+            return g / d
+        n1 = len(self.d)
+        x2 = linalg.cho_solve(self.cf, g[n1:] - self.Bd.T @ g[:n1], check_finite=False)
+        return np.concatenate([g[:n1] / d - self.Bd @ x2, x2])
+
+
 class _GLMM:
-    def __init__(self, y, wt, X, Z, blocks, fam: _Family):
-        self.y, self.wt, self.X, self.Z, self.fam = y, wt, X, Z, fam
+    """The Laplace (and adaptive Gauss-Hermite) deviance of a random-intercept GLMM, and the Laplace gradient."""
+
+    def __init__(self, y, wt, X, blocks, fam: _Family):
+        self.y, self.wt, self.X, self.fam = y, wt, X, fam
         self.sizes = [len(b[2]) for b in blocks]
         self.codes = [np.asarray(b[1], dtype=np.int64) for b in blocks]
-        offs = np.concatenate([[0], np.cumsum(self.sizes)])
-        self.cols = [c + o for c, o in zip(self.codes, offs[:-1], strict=True)]
-        self.rep = np.repeat(np.arange(len(blocks)), self.sizes)
-        self.q = Z.shape[1]
+        self.offs = np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
+        self.cols = [c + o for c, o in zip(self.codes, self.offs[:-1], strict=True)]
+        self.K, self.q = len(blocks), int(self.offs[-1])
+        self.pairs = {(k, m): self.codes[k] * self.sizes[m] + self.codes[m]
+                      for k in range(self.K) for m in range(k + 1, self.K)}
         self.const = fam.constant(y, wt)
         fam.binary = bool(np.all((y == 0) | (y == 1)))
-        self.u = np.zeros(self.q)
+        self.newton = fam.link != "probit"  # canonical link: Fisher scoring is Newton's method (quadratic)
+        self.u = np.zeros(self.q)  # conditional modes, warm start of the next evaluation (as glmer)
+        self.pred = None  # (theta, beta, u, du/d(theta, beta)) of the last gradient: a linear prediction of u
         self.evals = 0
-        self.beta_pirls = None
 
     def _weights(self, eta, mu):
+        """Fisher weights w = wt mu'^2 / V and r / (y - mu) = wt mu' / V (wt mu(1-mu) or wt mu, and wt, for the
+        canonical links)."""
+        if self.fam.link == "logit":
+            return self.wt * mu * (1.0 - mu), self.wt
+        if self.fam.link == "log":
+            return self.wt * mu, self.wt
         d = self.fam.dmu(eta, mu)
         v = self.fam.var(mu)
         return self.wt * d * d / v, self.wt * d / v
 
-    def _cross(self, theta, w):
-        """L L' = Lambda' Z' W Z Lambda + I for random intercepts, from weighted level counts (dense q x q)."""
-        A = np.zeros((self.q, self.q))
-        offs = np.concatenate([[0], np.cumsum(self.sizes)])
-        for k in range(len(self.sizes)):
-            ck, nk = self.codes[k], self.sizes[k]
-            sl = slice(offs[k], offs[k + 1])
-            A[sl, sl] = np.diag(np.bincount(ck, weights=w, minlength=nk) * theta[k] ** 2)
-            for j in range(k + 1, len(self.sizes)):
-                nj = self.sizes[j]
-                B = np.bincount(ck * nj + self.codes[j], weights=w, minlength=nk * nj).reshape(nk, nj)
-                A[sl, offs[j]:offs[j + 1]] = B * (theta[k] * theta[j])
-        A[np.diag_indices(self.q)] += 1.0
-        return A
+    def _m2ll(self, mu):
+        return self.fam.m2loglik(self.y, self.wt, mu, self.const).sum()
 
-    def _factor(self, A):
-        """Solve with and log-determinant of L L' using that the first term's block is diagonal (Schur complement
-        on the remaining levels, as the blocked Cholesky of lme4 / MixedModels.jl does)."""
-        n1 = self.sizes[0]
-        d = np.diag(A)[:n1].copy()
-        if n1 == self.q:
-            return d, None, None, np.log(d).sum()
-        B = A[:n1, n1:]
-        S = A[n1:, n1:] + np.triu(A[n1:, n1:], 1).T - B.T @ (B / d[:, None])
-        cf = linalg.cho_factor(S, lower=False, check_finite=False)
-        return d, B, cf, np.log(d).sum() + 2.0 * np.log(np.diag(cf[0])).sum()
+    def factor(self, theta, w) -> _Chol:
+        """Blocked Cholesky of I + Lambda' Z' diag(w) Z Lambda from weighted level and level-pair counts."""
+        sz, th, n1 = self.sizes, theta, self.sizes[0]
+        d = 1.0 + th[0] ** 2 * np.bincount(self.codes[0], weights=w, minlength=n1)
+        if self.K == 1:
+            return _Chol(d, None, None)
+        o = self.offs - n1
+        R = np.zeros((self.q - n1, self.q - n1))
+        for k in range(1, self.K):
+            i = np.arange(o[k], o[k + 1])
+            R[i, i] = 1.0 + th[k] ** 2 * np.bincount(self.codes[k], weights=w, minlength=sz[k])
+            for m in range(k + 1, self.K):
+                P = np.bincount(self.pairs[k, m], weights=w, minlength=sz[k] * sz[m]).reshape(sz[k], sz[m])
+                R[o[k]:o[k + 1], o[m]:o[m + 1]] = P * (th[k] * th[m])
+                R[o[m]:o[m + 1], o[k]:o[k + 1]] = P.T * (th[k] * th[m])
+        B = np.hstack([np.bincount(self.pairs[0, k], weights=w, minlength=n1 * sz[k]).reshape(n1, sz[k])
+                       * (th[0] * th[k]) for k in range(1, self.K)])
+        Bd = B / d[:, None]
+        return _Chol(d, Bd, linalg.cho_factor(R - B.T @ Bd, lower=False, check_finite=False))
 
-    @staticmethod
-    def _solve(fac, g):
-        d, B, cf, _ = fac
-        if B is None:
-            return g / (d if g.ndim == 1 else d[:, None])
-        n1 = len(d)
-        dd = d if g.ndim == 1 else d[:, None]
-        g1 = g[:n1] / dd
-        x2 = linalg.cho_solve(cf, g[n1:] - B.T @ g1, check_finite=False)
-        return np.concatenate([g1 - (B @ x2) / dd, x2])
-
-    def _zl(self, theta, u):
+    def zl(self, theta, u):
         """Z Lambda u: the random part of the linear predictor."""
-        out = np.zeros(len(self.y))
-        for k, c in enumerate(self.cols):
-            out += theta[k] * u[c]
+        out = theta[0] * u[self.cols[0]]
+        for k in range(1, self.K):
+            out += theta[k] * u[self.cols[k]]
         return out
 
-    def _zlt(self, theta, r):
-        """Lambda' Z' r (r a vector, or a matrix with one column per right-hand side)."""
-        if r.ndim == 1:
-            return np.concatenate([theta[k] * np.bincount(c, weights=r, minlength=n)
-                                   for k, (c, n) in enumerate(zip(self.codes, self.sizes, strict=True))])
-        return np.column_stack([self._zlt(theta, r[:, j]) for j in range(r.shape[1])])
+    def zlt(self, theta, r):
+        """Lambda' Z' r."""
+        return np.concatenate([theta[k] * np.bincount(c, weights=r, minlength=n)
+                               for k, (c, n) in enumerate(zip(self.codes, self.sizes, strict=True))])
 
-    def pirls(self, theta, beta, u0, joint=False, maxit=100):
-        """Conditional modes u (and beta when ``joint``): Fisher scoring on the penalized log-likelihood with step
-        halving, until the step is below 1e-10. Returns u, beta, -2 log p(y|u), log det(L L'), the matrix L L' and
-        the linear predictor."""
-        X = self.X
-        p = X.shape[1]
-        u, b = u0.copy(), beta.copy()
-        xb = X @ b
-
-        def objective(u, xb):
-            eta = xb + self._zl(theta, u)
-            mu = self.fam.mu(eta)
-            return self.fam.m2loglik(self.y, self.wt, mu, self.const).sum() + u @ u, eta, mu
-
-        obj, eta, mu = objective(u, xb)
+    def pirls(self, theta, beta, maxit=100):
+        """Conditional modes u at (theta, beta): Newton (Fisher scoring) steps on the penalized log-likelihood from
+        the last modes, halving a step until the objective does not increase; stops at a step below 1e-10 or, for a
+        canonical link (Newton's method), after a full step below 1e-7 (the next one, quadratically smaller,
+        changes nothing the deviance or its gradient can see; probit's scoring converges only linearly).
+        Returns u, eta, mu, -2 log p(y|u) + |u|^2, the weights, r / (y - mu) and the factor at u."""
+        xb = self.X @ beta
+        u = self.u
+        if self.pred is not None:  # the modes move with (theta, beta) as du/d(theta, beta) says
+            th0, b0, u0, J = self.pred
+            u = u0 + J @ np.concatenate([theta - th0, beta - b0])
+        eta = xb + self.zl(theta, u)
+        mu = self.fam.mu(eta)
+        obj = self._m2ll(mu) + u @ u
+        mu0 = self.fam.mu(xb)
+        obj0 = self._m2ll(mu0)
+        if not obj <= obj0:  # u = 0 is better (after a long step of the optimizer): start there
+            u, eta, mu, obj = np.zeros(self.q), xb, mu0, obj0
         w, s = self._weights(eta, mu)
-        A = self._cross(theta, w)
-        fac = self._factor(A)
+        fac = self.factor(theta, w)
         for _ in range(maxit):
-            r = s * (self.y - mu)  # score of log p(y|u) with respect to eta
-            gu = self._zlt(theta, r) - u
-            if joint:
-                C = self._zlt(theta, X * w[:, None])
-                AiC = self._solve(fac, C)  # block elimination of u: the Schur complement for beta is p x p
-                Aig = self._solve(fac, gu)
-                db = np.linalg.solve(X.T @ (X * w[:, None]) - C.T @ AiC, X.T @ r - C.T @ Aig)
-                du = Aig - AiC @ db
-                xdb = X @ db
-            else:
-                du, db, xdb = self._solve(fac, gu), np.zeros(p), np.zeros(len(self.y))
+            du = fac.solve(self.zlt(theta, s * (self.y - mu)) - u)
+            deta = self.zl(theta, du)
             k = 1.0
             for _h in range(40):
-                new, eta_n, mu_n = objective(u + k * du, xb + k * xdb)
+                eta_n = eta + k * deta
+                mu_n = self.fam.mu(eta_n)
+                u_n = u + k * du
+                new = self._m2ll(mu_n) + u_n @ u_n
                 if new <= obj + 1e-11 * (abs(obj) + 1.0):  # rounding: the objective cannot see tiny steps
                     break
                 k *= 0.5
             else:
                 break
-            u, b, xb = u + k * du, b + k * db, xb + k * xdb
-            step = max(np.abs(k * du).max(initial=0.0), np.abs(k * db).max(initial=0.0))
-            obj, eta, mu = new, eta_n, mu_n
+            u, eta, mu, obj = u_n, eta_n, mu_n, new
             w, s = self._weights(eta, mu)
-            A = self._cross(theta, w)
-            fac = self._factor(A)
-            if step < 1e-10:
+            fac = self.factor(theta, w)
+            step = k * np.abs(du).max(initial=0.0)
+            if step < 1e-10 or (k == 1.0 and step < 1e-7 and self.newton):
                 break
-        return u, b, obj - u @ u, fac[3], A, eta
+        return u, eta, mu, obj, w, s, fac
 
-    def laplace(self, theta, beta, joint=False):
+    def laplace(self, theta, beta, grad=False):
+        """The Laplace deviance -2 log p(y|u) + |u|^2 + log det(L L') (lme4's ``Laplace()``); with ``grad`` also its
+        gradient in (theta, beta), analytic: at the modes the penalized part moves only explicitly (envelope), and
+        log det(L L') moves explicitly with theta and through the weights W(eta), eta moving with the modes
+        (du/d(theta, beta) from the implicit function theorem on the mode equation Lambda' Z' r = u)."""
         self.evals += 1
-        u, b, m2ll, ldL2, *_ = self.pirls(np.asarray(theta, float), np.asarray(beta, float), self.u, joint=joint)
+        theta, beta = np.asarray(theta, float), np.asarray(beta, float)
+        u, eta, mu, obj, w, s, fac = self.pirls(theta, beta)
+        self.pred = None
         if np.all(np.isfinite(u)):
             self.u = u
-        self.beta_pirls = b
-        return m2ll + u @ u + ldL2
+        dev = obj + fac.logdet()
+        if not grad:
+            return dev
+        r = s * (self.y - mu)
+        wo, dw = self.fam.slopes(eta, mu, self.y, self.wt)
+        Q = self._diag_terms(theta, fac)
+        h = sum(t * q for t, q in zip(theta, Q, strict=True))  # z_i' Lambda (L L')^-1 Lambda' z_i
+        v = h * dw  # d log det / d eta_i
+        hfac = fac
+        if self.fam.link == "probit":  # non-canonical: the mode's Hessian has the observed weights
+            try:
+                hfac = self.factor(theta, wo)
+            except linalg.LinAlgError:
+                hfac = fac
+        rhs = [self.zlt(theta, v)]  # and the right-hand sides of du/d theta_k and du/d beta_j
+        for k, c in enumerate(self.cols):
+            t = -self.zlt(theta, wo * u[c])
+            t[self.offs[k]:self.offs[k + 1]] += np.bincount(self.codes[k], weights=r, minlength=self.sizes[k])
+            rhs.append(t)
+        rhs += [-self.zlt(theta, wo * x) for x in self.X.T]
+        sol = hfac.solve(np.column_stack(rhs))
+        b = sol[:, 0]
+        if np.all(np.isfinite(sol)):
+            self.pred = (theta, beta, u, sol[:, 1:])
+        e = -2.0 * r + v - wo * self.zl(theta, b)
+        g_theta = [e @ u[c] + r @ b[c] + 2.0 * (w @ q) for c, q in zip(self.cols, Q, strict=True)]
+        return dev, np.concatenate([g_theta, self.X.T @ e])
+
+    def _diag_terms(self, theta, fac: _Chol):
+        """Per row i and term k: [(L L')^-1 Lambda' z_i] at row i's level of term k, from the blocks of the inverse
+        (D^-1 + D^-1 B S^-1 B' D^-1, -D^-1 B S^-1, S^-1) at the level pairs the rows use."""
+        c0 = self.codes[0]
+        if fac.cf is None:
+            return [theta[0] / fac.d[c0]]
+        n1 = len(fac.d)
+        F = linalg.cho_solve(fac.cf, fac.Bd.T, check_finite=False).T  # D^-1 B S^-1
+        Sinv = linalg.cho_solve(fac.cf, np.eye(self.q - n1), check_finite=False)
+        p00 = (1.0 / fac.d + (F * fac.Bd).sum(axis=1))[c0]
+        loc = [c - n1 for c in self.cols[1:]]
+        Q0 = theta[0] * p00
+        Qk = []
+        for k in range(1, self.K):
+            p0k = -F[c0, loc[k - 1]]
+            Q0 = Q0 + theta[k] * p0k
+            qk = theta[0] * p0k
+            for m in range(1, self.K):
+                qk = qk + theta[m] * Sinv[loc[k - 1], loc[m - 1]]
+            Qk.append(qk)
+        return [Q0, *Qk]
 
     def agq(self, theta, beta, nodes, weights):
         """Adaptive Gauss-Hermite deviance for one scalar random-effect term (the groups are independent)."""
         self.evals += 1
         theta = np.asarray(theta, float)
-        u, _, _, _, A, eta = self.pirls(theta, np.asarray(beta, float), self.u)
+        u, eta, _, _, _, _, fac = self.pirls(theta, np.asarray(beta, float))
         if np.all(np.isfinite(u)):
             self.u = u
-        sd = 1.0 / np.sqrt(np.diag(A))  # one scalar term: L L' is diagonal
+        sd = 1.0 / np.sqrt(fac.d)  # one scalar term: L L' is diagonal
         codes = self.codes[0]  # the group of each row
         base = eta - theta[0] * u[codes]
-        vals = []
-        for z in nodes:
-            uz = u + math.sqrt(2.0) * sd * z
-            mu = self.fam.mu(base + theta[0] * uz[codes])
-            ll = -0.5 * self.fam.m2loglik(self.y, self.wt, mu, self.const)
-            vals.append(np.bincount(codes, weights=ll, minlength=self.q) - 0.5 * uz * uz + z * z)
-        vals = np.array(vals)  # nodes x groups: log f(u) + z^2
+        uz = u + math.sqrt(2.0) * sd * nodes[:, None]  # nodes x groups
+        mu = self.fam.mu(base + theta[0] * uz[:, codes])  # nodes x rows
+        ll = -0.5 * self.fam.m2loglik(self.y, self.wt, mu, self.const)
+        cell = codes + self.q * np.arange(len(nodes))[:, None]
+        vals = (np.bincount(cell.ravel(), weights=ll.ravel(), minlength=self.q * len(nodes)).reshape(len(nodes), -1)
+                - 0.5 * uz * uz + (nodes * nodes)[:, None])  # nodes x groups: log f(u) + z^2
         mx = vals.max(axis=0)
         logsum = mx + np.log((weights[:, None] * np.exp(vals - mx)).sum(axis=0))
         # int f(u) du with f = p(y|u) phi(u):  sqrt(2) sd sum_k w_k exp(z_k^2) f(u_hat + sqrt(2) sd z_k)
         logint = logsum + np.log(math.sqrt(2.0) * sd) - 0.5 * math.log(2.0 * math.pi)
         return -2.0 * logint.sum()
+
+    def glm(self):
+        """Fixed effects of the GLM without random effects (IRLS with step halving): the start of the fit."""
+        X, beta = self.X, np.zeros(self.X.shape[1])
+        eta = np.zeros(len(self.y))
+        mu = self.fam.mu(eta)
+        obj = self._m2ll(mu)
+        for _ in range(100):
+            w, s = self._weights(eta, mu)
+            db = np.linalg.lstsq(X.T @ (X * w[:, None]), X.T @ (s * (self.y - mu)), rcond=None)[0]
+            k = 1.0
+            for _h in range(40):
+                mu_n = self.fam.mu(eta + k * (X @ db))
+                new = self._m2ll(mu_n)
+                if new <= obj + 1e-11 * (abs(obj) + 1.0):
+                    break
+                k *= 0.5
+            beta, eta, mu, obj = beta + k * db, eta + k * (X @ db), mu_n, new
+            if k * np.abs(db).max(initial=0.0) < 1e-10:
+                break
+        return beta
 
 
 # ------------------------------------------------------------------------------------------ the result
@@ -384,13 +483,14 @@ class GLMMResult:
 # ------------------------------------------------------------------------------------------ fitting
 
 def glmer(formula: str, data: pd.DataFrame, family: str = "binomial", link: str | None = None, nagq: int = 1,
-          weights=None) -> GLMMResult:
+          weights=None, blas_threads="auto") -> GLMMResult:
     """Fit a GLMM as ``lme4::glmer(formula, data, family = family(link), nAGQ = nagq, weights = weights)``.
 
     ``formula``: lme4 syntax with random intercepts (``(1|g)``, crossed ``(1|a) + (1|b)``, nested ``(1|a/b)``),
     fixed terms as in :func:`vrs_helpers.formula.parse` plus ``I(expr)``; binomial responses are 0/1, proportions
     with ``weights`` (trials), or ``cbind(successes, failures)``. ``nagq > 1`` (adaptive Gauss-Hermite) needs a
-    single random-intercept term, as in lme4. ``weights`` is a column name or an array.
+    single random-intercept term, as in lme4. ``weights`` is a column name or an array. ``blas_threads``: "auto"
+    (one BLAS thread while the dense blocks are small, :func:`vrs_helpers.threads.blas_limit`), an int, or None.
     """
     if not isinstance(data, pd.DataFrame):
         raise MixedModelError("glmer needs a pandas DataFrame.")
@@ -398,7 +498,7 @@ def glmer(formula: str, data: pd.DataFrame, family: str = "binomial", link: str 
     nagq = int(nagq)
     if nagq < 1 or nagq > 100:
         raise MixedModelError(f"nagq must be between 1 and 100, not {nagq}.")
-    y, wt, X, names, Z, blocks, response, design = _prepare(formula, data, weights)
+    y, wt, X, names, blocks, response, design = _prepare(formula, data, weights)
     if nagq > 1 and len(blocks) != 1:
         raise MixedModelError("Adaptive Gauss-Hermite quadrature (nagq > 1) needs a single scalar random-effect term "
                               "(lme4 refuses it otherwise); use nagq=1 (Laplace).")
@@ -407,50 +507,11 @@ def glmer(formula: str, data: pd.DataFrame, family: str = "binomial", link: str 
                               "cbind(successes, failures).")
     if fam.family == "poisson" and (np.any(y < 0) or np.any(y != np.round(y))):
         raise MixedModelError("A Poisson response must be non-negative counts.")
-    model = _GLMM(y, wt, X, Z, blocks, fam)
+    model = _GLMM(y, wt, X, blocks, fam)
     K, p = len(blocks), X.shape[1]
-    # the GLM without random effects (theta = 0 in the joint PIRLS) for starting values of beta
-    _, beta0, *_ = model.pirls(np.zeros(K), np.zeros(p), np.zeros(model.q), joint=True)
-
-    def stage1(th):  # lme4's nAGQ = 0: beta inside PIRLS (warm-started at the last beta)
-        return model.laplace(th, beta0 if model.beta_pirls is None else model.beta_pirls, joint=True)
-
-    # derivative-free, as glmer's bobyqa: theta = 0 is a stationary point of the deviance (it is even in theta)
-    r1 = optimize.minimize(stage1, np.ones(K), method="Nelder-Mead", bounds=[(0, None)] * K,
-                           options={"xatol": 1e-4, "fatol": 1e-6, "maxfev": 20 * K})  # a start for stage 2
-    model.laplace(r1.x, beta0, joint=True)
-    start = np.concatenate([r1.x, model.beta_pirls])
-    if nagq == 1:
-        def obj(par):
-            return model.laplace(par[:K], par[K:])
-    else:
-        nodes, wts = np.polynomial.hermite.hermgauss(nagq)
-
-        def obj(par):
-            return model.agq(par[:K], par[K:], nodes, wts)
-    bounds = [(0, None)] * K + [(None, None)] * p
-    # the optimizer works on gamma = R beta (X = Q R / sqrt(n)): fixed effects on very different scales (age and
-    # age^2) otherwise make the quasi-Newton steps crawl
-    Rx = np.linalg.qr(X, mode="r") / math.sqrt(len(y))
-
-    def to_par(g):
-        return np.concatenate([g[:K], linalg.solve_triangular(Rx, g[K:], check_finite=False)])
-
-    def obj_g(g):
-        return obj(to_par(g))
-
-    g0 = np.concatenate([start[:K], Rx @ start[K:]])
-    r2 = optimize.minimize(obj_g, g0, method="L-BFGS-B", bounds=bounds,
-                           options={"ftol": 1e-12, "gtol": 1e-7, "maxiter": 2000})
-    r3 = r2
-    if not r2.success or np.any(r2.x[:K] == 0):  # a stationary point at theta = 0 needs a derivative-free check
-        r3 = optimize.minimize(obj_g, r2.x, method="Nelder-Mead", bounds=bounds,
-                               options={"xatol": 1e-7, "fatol": 1e-9, "maxfev": 200 * (K + p), "adaptive": True})
-    par = to_par(r3.x if r3.fun <= r2.fun else r2.x)
-    dev = obj(par)
+    with blas_limit(model.q - model.sizes[0] + p, blas_threads):
+        par, dev, u, H, converged = _optimize(model, nagq)
     theta, beta = par[:K], par[K:]
-    u = model.u.copy()
-    H = _hessian(obj, par)
     try:
         cov = 2.0 * np.linalg.inv(H)[K:, K:]
     except np.linalg.LinAlgError:
@@ -459,18 +520,96 @@ def glmer(formula: str, data: pd.DataFrame, family: str = "binomial", link: str 
     z = beta / se
     fe = pd.DataFrame({"estimate": beta, "se": se, "z": z, "p": 2 * stats.norm.sf(np.abs(z))}, index=names)
     groups = [b[0] for b in blocks]
-    varcorr = pd.DataFrame({"grp": groups, "var1": "(Intercept)", "var2": None, "vcov": theta ** 2,
-                            "sdcor": theta})
     ranef, off = {}, 0
     for (g, _, levels), th in zip(blocks, theta, strict=True):
         ranef[g] = pd.Series(th * u[off:off + len(levels)], index=levels, name="(Intercept)")
         off += len(levels)
+    theta = np.abs(theta)
+    varcorr = pd.DataFrame({"grp": groups, "var1": "(Intercept)", "var2": None, "vcov": theta ** 2,
+                            "sdcor": theta})
     return GLMMResult(formula=formula, family=fam.family, link=fam.link, nagq=nagq, nobs=len(y),
                       ngroups={g: len(lv) for g, _, lv in blocks},
                       theta=pd.Series(theta, index=[f"{g}.(Intercept)" for g in groups]), fixed_effects=fe,
-                      varcorr=varcorr, loglik=-0.5 * dev, deviance=dev, converged=bool(r2.success or r3.success),
+                      varcorr=varcorr, loglik=-0.5 * dev, deviance=dev, converged=converged,
                       n_evaluations=model.evals, vcov=pd.DataFrame(cov, index=names, columns=names), ranef=ranef,
                       response=response, stats=design, _key=np.concatenate([y, wt]))
+
+
+def _optimize(model: _GLMM, nagq: int):
+    """The maximum-likelihood (theta, beta) as signed parameters, the deviance and modes there, the Hessian of the
+    deviance and whether the optimizer converged."""
+    X, y = model.X, model.y
+    K, p = model.K, X.shape[1]
+    # The optimizer works on gamma = R beta (X = Q R / sqrt(n)): fixed effects on very different scales (age and
+    # age^2) otherwise make quasi-Newton steps crawl. theta is left unbounded: the deviance is even in each
+    # theta_k (flip theta_k and u_k together), so |theta| is reported and no bound can trap the search at 0.
+    Rx = np.linalg.qr(X, mode="r") / math.sqrt(len(y))
+
+    def to_par(g):
+        return np.concatenate([g[:K], linalg.solve_triangular(Rx, g[K:], check_finite=False)])
+
+    # Laplace: quasi-Newton with the analytic gradient from theta = 1 and the GLM's beta (glmer's stage 1, the
+    # nAGQ = 0 fit, only serves its derivative-free stage 2 with a start and is not needed with a gradient)
+    def fg(g):
+        f, gr = model.laplace(g[:K], to_par(g)[K:], grad=True)
+        return f, np.concatenate([gr[:K], linalg.solve_triangular(Rx, gr[K:], trans="T", check_finite=False)])
+
+    g0 = np.concatenate([np.ones(K), Rx @ model.glm()])
+    r = optimize.minimize(fg, g0, jac=True, method="L-BFGS-B",
+                          options={"ftol": 1e-13, "gtol": 1e-5, "maxiter": 1000})
+    converged = bool(r.success or np.abs(r.jac).max() < 1e-3)
+    par = to_par(r.x)
+    if nagq == 1:
+        def obj(par):
+            return model.laplace(par[:K], par[K:])
+
+        def grad(par):
+            return model.laplace(par[:K], par[K:], grad=True)[1]
+
+        dev = obj(par)
+        u = model.u.copy()
+        H = _jacobian(grad, par)
+    else:  # adaptive Gauss-Hermite from the Laplace optimum (as glmer's nAGQ > 1 stage 2), derivative-free
+        nodes, wts = np.polynomial.hermite.hermgauss(nagq)
+
+        def obj(par):
+            return model.agq(par[:K], par[K:], nodes, wts)
+
+        # in coordinates g in which the Laplace Hessian at the Laplace optimum is the identity: the quadrature
+        # deviance is close to the Laplace one, so BFGS (which starts from the identity) needs a few steps, with
+        # central differences (h = 1e-3 where the curvature is about 1) for the gradient
+        HL = _jacobian(lambda q: model.laplace(q[:K], q[K:], grad=True)[1], par)
+        try:
+            C = np.linalg.cholesky(HL).T  # C'C = HL: D ~ D(par) + |g|^2 / 2
+        except np.linalg.LinAlgError:  # not positive definite there: the scaled parameters
+            C = np.diag(np.full(K + p, 1e-2))
+        par0 = par.copy()
+
+        def obj_g(g):
+            return obj(par0 + linalg.solve_triangular(C, g, check_finite=False))
+
+        def jac_g(g, h=1e-3):
+            return np.array([(obj_g(g + e) - obj_g(g - e)) / (2 * h) for e in np.eye(K + p) * h])
+
+        r2 = optimize.minimize(obj_g, np.zeros(K + p), jac=jac_g, method="BFGS", options={"gtol": 1e-5})
+        r3 = r2
+        if not r2.success:
+            r3 = optimize.minimize(obj_g, r2.x, method="Nelder-Mead",
+                                   options={"xatol": 1e-7, "fatol": 1e-9, "maxfev": 200 * (K + p), "adaptive": True})
+        par = par0 + linalg.solve_triangular(C, r3.x if r3.fun <= r2.fun else r2.x, check_finite=False)
+        converged = bool(r2.success or r3.success)
+        dev = obj(par)
+        u = model.u.copy()
+        H = _hessian(obj, par)
+    return par, dev, u, H, converged
+
+
+def _jacobian(g, x):
+    """Central differences of the analytic gradient: the Hessian of the deviance (glmer's deriv12 differences the
+    deviance itself; differencing the gradient needs 2 n instead of 2 n^2 + 1 evaluations)."""
+    h = 1e-4 * np.maximum(1.0, np.abs(x))
+    H = np.column_stack([(g(x + h[i] * e) - g(x - h[i] * e)) / (2.0 * h[i]) for i, e in enumerate(np.eye(len(x)))])
+    return 0.5 * (H + H.T)
 
 
 def _hessian(f, x):
