@@ -152,7 +152,7 @@ def test_laplace_gradient_matches_finite_differences(seed, design, fam):
     eta = 0.3 + 0.5 * d["x"] + rng.normal(0, 0.8, na)[d["a"].astype(int)] + rng.normal(0, 0.5, nb)[d["b"].astype(int)]
     d["y"] = rng.binomial(1, 1 / (1 + np.exp(-eta))) if fam[0] == "binomial" else rng.poisson(np.exp(eta))
     random = {"single": "(1|a)", "crossed": "(1|a) + (1|b)", "nested": "(1|b/a)"}[design]
-    y, wt, X, _, blocks, _ = _prepare(f"y ~ x + {random}", d, None)
+    y, wt, X, _, blocks, *_ = _prepare(f"y ~ x + {random}", d, None)
     model = _GLMM(y, wt, X, blocks, _Family(*fam))
     K = len(blocks)
     par = np.concatenate([rng.uniform(0.2, 1.5, K), model.glm() + rng.normal(0, 0.2, X.shape[1])])
