@@ -130,6 +130,7 @@ class BootstrapPlan:
     batches: list = field(repr=False)
     formula0: str = ""
     formula1: str = ""
+    batched: bool = True  # False: every refit by the engine's optimizer (slower; the reference in the tests)
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -141,7 +142,7 @@ class BootstrapPlan:
         if cache is None:
             sim = ResponseSimulator(self.s1)
             views = [ModelView(self.s0, self.s1), ModelView(self.s1)]
-            batch = [BatchDeviance(v) if v.s.intercepts_only else None for v in views]
+            batch = [BatchDeviance(v) if v.s.intercepts_only and self.batched else None for v in views]
             cache = self.__dict__["_cache"] = (sim, views, batch)
         return cache
 
