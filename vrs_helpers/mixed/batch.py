@@ -64,13 +64,21 @@ class BatchDeviance:
         self.C = dev.C
         self.eye = np.eye(self.q_o)
         if self.q_o:
-            BT = dev.BT.toarray() if sparse.issparse(dev.BT) else np.asarray(dev.BT)  # q_o x m_b
-            U_, sv, Vt = np.linalg.svd(BT, full_matrices=False)
-            r = int((sv > 1e-12 * sv[0]).sum()) if len(sv) and sv[0] > 0 else 0
-            self.Ur = U_[:, :r] * sv[:r]  # Z_o'Z_big = Ur Vr
-            self.Vr = np.ascontiguousarray(Vt[:r])
+            # Z_o'Z_big = Ur Vr with orthonormal rows Vr: from the eigen-decomposition of the q_o x q_o Gram matrix
+            # (directions below 1e-7 of the largest singular value are rounding: their share of H0 is < 1e-14)
+            BT = dev.BT
+            gram = np.asarray((BT @ BT.T).toarray() if sparse.issparse(BT) else BT @ BT.T)
+            lam, U_ = np.linalg.eigh(gram)
+            keep = lam > 1e-14 * max(float(lam[-1]), 1e-300)
+            self.Ur = U_[:, keep] * np.sqrt(lam[keep])
+            self.Vr = np.ascontiguousarray(((U_[:, keep] / np.sqrt(lam[keep])).T @ BT) if not sparse.issparse(BT)
+                                           else np.asarray((BT.T @ (U_[:, keep] / np.sqrt(lam[keep]))).T))
             self.VV = self._grouped(self.Vr, self.Vr)  # U x r x r
             self.VX = self._grouped(self.Vr, ZbX)  # U x r x p
+            # C diagonal (one other term) and B of low rank: I + Psi W is diagonal plus low rank (Woodbury)
+            off = self.C - np.diag(np.diag(self.C))
+            self.woodbury = not off.any() and 2 * self.Vr.shape[0] < self.q_o
+            self.c_diag = np.diag(self.C).copy()
         # mean rows per level: the scale of each psi (a step of 1e-4 / rows keeps I + psi n positive)
         self.scale = np.array([s.n / max(m, 1) for m in s.sizes], dtype=float)
         self.other_cols = np.concatenate([view.term_cols[k] for k in self.others]) if self.others \
@@ -123,18 +131,21 @@ class BatchDeviance:
         if self.q_o:
             r = self.Vr.shape[0]
             Kr = (invA @ self.VV.reshape(len(self.counts), -1)).reshape(B, r, r)
-            H0 = self.Ur @ Kr @ self.Ur.T  # Z_o'Z_big A^-1 Z_big'Z_o per response
             BAX = self.Ur @ (invA @ self.VX.reshape(len(self.counts), -1)).reshape(B, r, p)
             BAy = np.einsum("bu,bur->br", invA, yV) @ self.Ur.T
-            W = self.C[None] - pb[:, None, None] * H0
             po = psi[:, self.lam_index]
-            M = self.eye[None] + po[:, :, None] * W
             Rt = np.concatenate([self.ZoX[None] - pb[:, None, None] * BAX,
                                  (Zoy - pb[:, None] * BAy)[:, :, None]], axis=2)
-            sign, ld = np.linalg.slogdet(M)
-            bad |= sign <= 0
-            M[bad] = self.eye
-            X = np.linalg.solve(M, po[:, :, None] * Rt)
+            if self.woodbury:
+                X, ld, ok = self._woodbury(po, pb[:, None, None] * Kr, po[:, :, None] * Rt)
+                bad |= ~ok
+            else:
+                H0 = self.Ur @ Kr @ self.Ur.T  # Z_o'Z_big A^-1 Z_big'Z_o per response
+                M = self.eye[None] + po[:, :, None] * (self.C[None] - pb[:, None, None] * H0)
+                sign, ld = np.linalg.slogdet(M)
+                bad |= sign <= 0
+                M[bad] = self.eye
+                X = np.linalg.solve(M, po[:, :, None] * Rt)
             Q = np.swapaxes(Rt, 1, 2) @ X
             Q = 0.5 * (Q + np.swapaxes(Q, 1, 2))
             logdet = logdet + np.where(bad, 0.0, ld)
@@ -156,6 +167,26 @@ class BatchDeviance:
         else:
             dev = logdet + n * (1.0 + np.log(2.0 * math.pi * r2 / n))
         return np.where(bad, np.inf, dev)
+
+
+    def _woodbury(self, po, J, rhs):
+        """(I + Psi W)^-1 rhs and log det(I + Psi W) for W = diag(c) - Ur J Ur' (J = psi_big Kr, r x r): with
+        D = I + Psi diag(c), P = Psi Ur, (D - P J Ur')^-1 = D^-1 + D^-1 P J (I - Ur'D^-1 P J)^-1 Ur'D^-1 and
+        det = det D det(I - J Ur'D^-1 P) (push-through identity, matrix determinant lemma): O(q_o r^2)."""
+        D = 1.0 + po * self.c_diag[None, :]  # B x q_o
+        ok = (D > 0).all(axis=1)
+        D = np.where(D > 0, D, 1.0)
+        P = po[:, :, None] * self.Ur[None]  # B x q_o x r
+        DinvP = P / D[:, :, None]
+        UDP = self.Ur.T[None] @ DinvP  # r x r per response: Ur'D^-1 P
+        r = J.shape[1]
+        inner = np.eye(r)[None] - UDP @ J  # I - Ur'D^-1 P J
+        sign, ld_inner = np.linalg.slogdet(inner)
+        ok &= sign > 0
+        inner = np.where(ok[:, None, None], inner, np.eye(r)[None])
+        Dr = rhs / D[:, :, None]
+        X = Dr + DinvP @ (J @ np.linalg.solve(inner, self.Ur.T[None] @ Dr))
+        return X, np.log(D).sum(axis=1) + np.where(ok, ld_inner, 0.0), ok
 
 
 def _derivatives(fun, psi, f0, h):

@@ -41,7 +41,14 @@ from .errors import MixedModelError
 from .results import MixedModelResult, fit_stats, lrt
 from .simulate import ModelView, ResponseSimulator, null_parameters
 
-BATCH_SIZE = 100
+BATCH_SIZE = 500  # simulations per batch (fewer for designs with very many levels: batch_size_for)
+
+
+def batch_size_for(s: SufficientStats) -> int:
+    """The default batch size: 500 simulations, fewer where a batch's (levels x simulations) arrays would exceed
+    about 2e7 numbers (160 MB). It depends on the design only, so the same seed gives the same p anywhere."""
+    width = int(sum(m * t.r for m, t in zip(s.sizes, s.terms, strict=True))) + s.p
+    return int(max(10, min(BATCH_SIZE, 20_000_000 // max(width, 1))))
 
 
 @dataclass
@@ -151,10 +158,10 @@ class BootstrapPlan:
         return np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(i,)))
 
     def draw(self, i: int) -> np.ndarray:
-        sim, views, batch = self._parts()
         _, size = self.batches[i]
         fixed, random, sigma = self.null
-        with blas_limit(max(v.s.p + sum(v.s.sizes) - max(v.s.sizes) for v in views)):
+        with blas_limit(max(s.p + sum(s.sizes) - max(s.sizes) for s in (self.s0, self.s1))):
+            sim, views, batch = self._parts()
             draws = sim.draw(self.rng(i), size, fixed, random, sigma)
             dev = [self._deviances(j, views[j], batch[j], draws) for j in (0, 1)]
         return np.maximum(dev[0] - dev[1], 0.0)
@@ -199,10 +206,12 @@ class BootstrapPlan:
 
 
 def bootstrap_plan(m0: MixedModelResult, m1: MixedModelResult, n_sim: int = 1000, seed: int = 0,
-                   batch_size: int = BATCH_SIZE) -> BootstrapPlan:
+                   batch_size: int | None = None) -> BootstrapPlan:
     """The batches of :func:`parametric_bootstrap_lrt` (see :class:`BootstrapPlan`)."""
     if isinstance(n_sim, bool) or not isinstance(n_sim, (int, np.integer)) or n_sim < 1:
         raise MixedModelError(f"n_sim must be a positive integer, got {n_sim!r}.")
+    if batch_size is None and m1.stats is not None:
+        batch_size = batch_size_for(m1.stats if m1.n_params >= m0.n_params else m0.stats)
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
         raise MixedModelError(f"batch_size must be a positive integer, got {batch_size!r}.")
     test = lrt(_ml(m0), _ml(m1))  # checks: same data, nested; orders the models
@@ -219,7 +228,7 @@ def _draw_batches(plan: BootstrapPlan, indices: list[int]) -> np.ndarray:
 
 
 def parametric_bootstrap_lrt(m0: MixedModelResult, m1: MixedModelResult, n_sim: int = 1000, seed: int = 0,
-                             client=None, batch_size: int = BATCH_SIZE, tasks: int | None = None
+                             client=None, batch_size: int | None = None, tasks: int | None = None
                              ) -> BootstrapLRTResult:
     """Parametric-bootstrap likelihood ratio test of the nested models m0 (restricted) and m1 (general), as
     pbkrtest's ``PBmodcomp(m1, m0, nsim = n_sim)`` (module docstring).
@@ -231,6 +240,8 @@ def parametric_bootstrap_lrt(m0: MixedModelResult, m1: MixedModelResult, n_sim: 
     n_sim : number of simulated responses K (the Monte-Carlo SE of p is sqrt(p (1 - p) / K): 0.007 at p = 0.05
         and K = 1000).
     seed : the same seed (and ``batch_size``) gives the same p-value, here or on a cluster.
+    batch_size : simulations per batch (default :func:`batch_size_for`: 500, fewer for designs with very many
+        levels); the draws depend on it, so a different batch size gives another (equally valid) p-value.
     client : None (here), or a Dask client, scheduler address or ``"local"`` (a LocalCluster of processes, closed
         afterwards): groups of consecutive batches (``tasks``, default two per worker) run as tasks there.
     """

@@ -150,7 +150,7 @@ class ResponseSimulator:
 
     def __init__(self, s: SufficientStats):
         self.s = s
-        self.G = gram(s)
+        G = gram(s)
         K = len(s.terms)
         widths = [m * t.r for m, t in zip(s.sizes, s.terms, strict=True)]
         self.size = int(sum(widths)) + s.p
@@ -161,20 +161,31 @@ class ResponseSimulator:
         half, inv_half, keep = _psd_factors(s.ZtZ_diag[big])
         self.E = _blockdiag_columns(half, keep)  # D^{1/2}: (m_b r_b) x dim_b
         Dinv_half = _blockdiag_columns(inv_half, keep)
-        Gc = self.G.tocsc()
-        B = Gc[:, self.big_cols][self.other_cols, :]  # F_o'Z_big
-        Bh = (B @ Dinv_half).tocsr()
-        self.Bh = Bh.toarray() if Bh.nnz > 0.25 * Bh.shape[0] * max(Bh.shape[1], 1) else Bh
-        C = Gc[:, self.other_cols][self.other_cols, :].toarray()
+        Gc = G.tocsc()
+        self.D = Gc[:, self.big_cols][self.big_cols, :].tocsr()  # Z_big'Z_big (block diagonal)
+        B = Gc[:, self.big_cols][self.other_cols, :].tocsr()  # F_o'Z_big
+        dense = B.nnz > 0.25 * B.shape[0] * max(B.shape[1], 1)
+        self.B = B.toarray() if dense else B
+        Bh = (Dinv_half.T @ self.B.T).T if dense else (B @ Dinv_half).tocsr()
+        self.Bh = np.ascontiguousarray(Bh) if dense else Bh
+        self.C = Gc[:, self.other_cols][self.other_cols, :].toarray()
         BhBh = Bh @ Bh.T
-        S = C - (BhBh.toarray() if sparse.issparse(BhBh) else BhBh)
+        S = self.C - (BhBh.toarray() if sparse.issparse(BhBh) else BhBh)
         lam, U = np.linalg.eigh(0.5 * (S + S.T))
-        keep_s = lam > EIGEN_TOL * max(float(np.abs(C).max(initial=0.0)), 1e-300)
+        keep_s = lam > EIGEN_TOL * max(float(np.abs(self.C).max(initial=0.0)), 1e-300)
         self.R = U[:, keep_s] * np.sqrt(lam[keep_s])
         self.dim_big = self.E.shape[1]
         self.rank = self.dim_big + self.R.shape[1]
         if self.rank > s.n:
             raise MixedModelError("The design has more independent columns than rows; it cannot be simulated.")
+
+    def gram_times(self, u: np.ndarray) -> np.ndarray:
+        """G u for u with F's rows, blockwise: [[D, B'], [B, C]] over (big term, the other columns)."""
+        ub, uo = u[self.big_cols], u[self.other_cols]
+        out = np.empty_like(u)
+        out[self.big_cols] = self.D @ ub + self.B.T @ uo
+        out[self.other_cols] = self.B @ ub + self.C @ uo
+        return out
 
     def draw(self, rng: np.random.Generator, size: int, fixed: np.ndarray, random: list, sigma: float
              ) -> ResponseDraws:
@@ -199,7 +210,7 @@ class ResponseSimulator:
         w[self.big_cols] = self.E @ xi_b
         w[self.other_cols] = self.Bh @ xi_b + self.R @ xi_o
         w *= sigma
-        Gu = np.asarray(self.G @ u)
+        Gu = self.gram_times(u)
         Fty = Gu + w
         yty = (np.einsum("ij,ij->j", u, Gu) + 2.0 * np.einsum("ij,ij->j", u, w)
                + sigma * sigma * (np.einsum("ij,ij->j", xi_b, xi_b) + np.einsum("ij,ij->j", xi_o, xi_o) + rest))
