@@ -141,19 +141,27 @@ def test_non_nested_models_are_refused():
 
 # ------------------------------------------------------------------------------------------- batched refits
 
-def test_batched_deviance_equals_the_engine():
+@pytest.mark.parametrize("name, null, full", [
+    ("unbalanced", NULL, FULL),   # 12 seeds of full rank against the items: the dense path
+    ("three_seeds", NULL, FULL),   # balanced: seeds x items of rank 1, diagonal C: the Woodbury path
+    ("unbalanced", "score ~ 1 + (1|item)", "score ~ system + (1|item)"),   # one random term
+])
+def test_batched_deviance_equals_the_engine(name, null, full):
     """At any psi (inside, and with a component on the boundary) the batched profiled deviance of each response
     equals the engine's Deviance on that response's statistics (ML and REML), to rounding."""
-    d = _log("unbalanced")
-    m0, m1 = _fits(d)
+    d = _log(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m0, m1 = mixed.fit(null, d, method="ML"), mixed.fit(full, d, method="ML")
     sim = ResponseSimulator(m1.stats)
     draws = sim.draw(np.random.default_rng(2), 12, *null_parameters(m0, m1.stats))
     rng = np.random.default_rng(3)
+    K = len(m1.stats.terms)
     for reml in (False, True):
         for view in (ModelView(m0.stats, m1.stats), ModelView(m1.stats)):
             bd = BatchDeviance(view, reml=reml)
-            psi = rng.uniform(0.0, 2.0, (12, 2))
-            psi[:4, 1] = 0.0
+            psi = rng.uniform(0.0, 2.0, (12, K))
+            psi[:4, -1] = 0.0
             psi[4:6, 0] = 0.0
             ours = bd.evaluate(psi, bd.responses(draws))
             engine = np.array([Deviance(view.stats(draws, j), reml)(np.sqrt(psi[j])) for j in range(12)])

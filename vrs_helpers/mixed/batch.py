@@ -113,9 +113,18 @@ class BatchDeviance:
         return yX, yV, yy, F[:, self.other_cols], F[:, self.view.fixed_cols], yty
 
     def evaluate(self, psi: np.ndarray, y: tuple) -> np.ndarray:
-        """Deviance (ML: -2 log L; REML: the REML criterion) per response; inf where it is not defined."""
-        yX, yV, yy, Zoy, Xty, yty = y
+        """Deviance (ML: -2 log L; REML: the REML criterion) per response; inf where it is not defined. Large
+        batches are evaluated in chunks of at most about 2e7 numbers per temporary array."""
         psi = np.atleast_2d(psi)
+        per = (self.q_o + 1) * (self.q_o + self.p + 1) + len(self.counts) * (self.p + 1) ** 2
+        step = max(1, 20_000_000 // per)
+        if len(psi) <= step:
+            return self._evaluate(psi, y)
+        return np.concatenate([self._evaluate(psi[a:a + step], tuple(v[a:a + step] for v in y))
+                               for a in range(0, len(psi), step)])
+
+    def _evaluate(self, psi: np.ndarray, y: tuple) -> np.ndarray:
+        yX, yV, yy, Zoy, Xty, yty = y
         B, p, n = len(psi), self.p, self.n
         pb = psi[:, self.big]
         A = 1.0 + pb[:, None] * self.counts[None, :]  # B x U

@@ -210,14 +210,13 @@ def bootstrap_plan(m0: MixedModelResult, m1: MixedModelResult, n_sim: int = 1000
     """The batches of :func:`parametric_bootstrap_lrt` (see :class:`BootstrapPlan`)."""
     if isinstance(n_sim, bool) or not isinstance(n_sim, (int, np.integer)) or n_sim < 1:
         raise MixedModelError(f"n_sim must be a positive integer, got {n_sim!r}.")
-    if batch_size is None and m1.stats is not None:
-        batch_size = batch_size_for(m1.stats if m1.n_params >= m0.n_params else m0.stats)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-        raise MixedModelError(f"batch_size must be a positive integer, got {batch_size!r}.")
-    test = lrt(_ml(m0), _ml(m1))  # checks: same data, nested; orders the models
     m0, m1 = (m0, m1) if m0.n_params <= m1.n_params else (m1, m0)
     m0, m1 = _ml(m0), _ml(m1)
+    test = lrt(m0, m1)  # checks: same data, nested
     null = null_parameters(m0, m1.stats)
+    batch_size = batch_size_for(m1.stats) if batch_size is None else batch_size
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise MixedModelError(f"batch_size must be a positive integer, got {batch_size!r}.")
     batches = [(a, min(batch_size, n_sim - a)) for a in range(0, int(n_sim), int(batch_size))]
     return BootstrapPlan(m0.stats, m1.stats, [internal_theta(m0), internal_theta(m1)], null, test.chi2, test.df,
                          int(n_sim), int(seed), batches, m0.formula, m1.formula)
