@@ -82,9 +82,6 @@ class BootstrapLRTResult(TestOutcome):
         """Monte-Carlo standard error of the p-value, sqrt(p (1 - p) / K)."""
         return math.sqrt(self.p_value * (1.0 - self.p_value) / self.n_sim)
 
-    def as_dict(self) -> dict:
-        return {**super().as_dict(), "n_sim": self.n_sim, "mc_se": self.mc_se, "p_chisq": self.p_chisq}
-
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([{"test": self.method, "chi2": self.chi2, "df": self.df, "p_value": self.p_value,
                               "mc_se": self.mc_se, "n_sim": self.n_sim, "n_failed": self.n_failed,
