@@ -66,7 +66,7 @@ def test_balanced_f_test_is_the_anova_of_run_means():
 
 
 def test_simulated_power_agrees_with_the_closed_form():
-    """2 systems x 3 runs x 20 items, lambda = 7.2 (power 0.52): the engine's Satterthwaite test on 200 simulated
+    """2 systems x 3 runs x 20 items, lambda = 7.2 (power 0.530): the engine's Satterthwaite test on 200 simulated
     logs rejects at a rate within 3 Monte-Carlo SEs, sqrt(p (1 - p) / 200), of the closed form. (The run variance
     is large against the residual's share, so REML estimates on the boundary, where the tests differ, are rare.)"""
     comps = pw.VarianceComponents(run_sd=0.05, item_sd=0.1, residual_sd=0.1)
