@@ -318,3 +318,16 @@ def test_clean_input_same_summary_file_on_both_backends(client, tmp_path):
     local = (tmp_path / "local" / "summary.json").read_bytes()
     assert local == (tmp_path / "dask" / "summary.json").read_bytes()
     assert b'"glrt_replications_random"' in local and (tmp_path / "local" / "report.html").is_file()
+
+
+def test_parametric_bootstrap_batches_on_workers_equal_local(client):
+    """The parametric bootstrap's seeded batches give the same simulated statistics and p-value on the workers as
+    here (3 batches in 2 tasks)."""
+    d = pd.read_csv(Path(__file__).parent / "reference" / "small_sample_three_seeds.csv.gz",
+                    dtype={"system": str, "seed": str, "item": str})
+    m1 = mixed.fit("score ~ system + (1|item) + (1|system:seed)", d, method="ML")
+    m0 = mixed.fit("score ~ 1 + (1|item) + (1|system:seed)", d, method="ML")
+    local = mixed.parametric_bootstrap_lrt(m0, m1, n_sim=300, seed=2, batch_size=100)
+    remote = mixed.parametric_bootstrap_lrt(m0, m1, n_sim=300, seed=2, batch_size=100, client=client, tasks=2)
+    np.testing.assert_array_equal(remote.reference, local.reference)
+    assert remote.p_value == local.p_value and remote.n_sim == 300

@@ -241,6 +241,17 @@ def _cmd_analyze(args) -> int:
     return 0
 
 
+def _cmd_plan(args) -> int:
+    from .power import VarianceComponents, power_table
+
+    # the values reach the planner as typed: it checks them and says what is allowed (PlanningError, exit 2)
+    table = power_table(args.runs, args.items, args.delta,
+                        VarianceComponents(args.run_sd, args.item_sd, args.residual_sd),
+                        systems=args.systems, alpha=args.alpha, target=args.target)
+    print(table.text())
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="vrs", description="vrs-workbooks: reproduce and extend the book "
                                      "'Validity, Reliability, and Significance' in Python.")
@@ -314,6 +325,22 @@ def main(argv: list[str] | None = None) -> int:
                         "resampling batches on a Dask cluster (scheduler address or 'local'); writes summary.json "
                         "and summary.txt, no notebook report (pip install 'vrs-workbooks[dask]')")
     p.set_defaults(func=_cmd_analyze)
+
+    p = sub.add_parser("plan", help="power of the test of a system difference and the runs per system it needs, "
+                       "from variance components (before any run exists)",
+                       description="Power of the F test of `score ~ system + (1|item) + (1|system:run)` for a "
+                       "difference DELTA between systems with n runs per system and m items (closed form for the "
+                       "balanced design: noncentral F), and the runs per system needed for --target power.")
+    p.add_argument("--runs", nargs="+", default=["3", "5", "10"], metavar="N", help="runs per system (default 3 5 10)")
+    p.add_argument("--items", nargs="+", required=True, metavar="M", help="test items (one or several)")
+    p.add_argument("--delta", required=True, help="the difference between systems to detect (score units)")
+    p.add_argument("--run-sd", required=True, help="SD of a system's score between training runs")
+    p.add_argument("--item-sd", default="0", help="SD between items (does not enter the balanced closed form)")
+    p.add_argument("--residual-sd", required=True, help="residual SD of a score")
+    p.add_argument("--systems", default="2", help="number of systems (default 2)")
+    p.add_argument("--target", default="0.8", help="target power (default 0.8)")
+    p.add_argument("--alpha", default="0.05", help="significance level (default 0.05)")
+    p.set_defaults(func=_cmd_plan)
 
     p = sub.add_parser("batch", help="run one notebook over a parameter grid (YAML) in parallel")
     p.add_argument("grid")

@@ -1,5 +1,6 @@
 # Small-sample F tests of fixed effects (lmerTest 3.1-3: Satterthwaite and Kenward-Roger via pbkrtest 0.5.2) and a
-# parametric-bootstrap LRT (pbkrtest::PBmodcomp) for tests/test_mixed_ddf.py.
+# parametric-bootstrap LRT (pbkrtest::PBmodcomp) for tests/test_mixed_ddf.py and tests/test_mixed_bootstrap.py.
+# (The PBmodcomp entries record `used`, the elapsed seconds of the run: it changes from run to run.)
 # Command (from the repository root, after tests/reference/small_sample_data.py):
 #   Rscript tests/reference/small_sample.R tests/reference > tests/reference/small_sample_lmertest.json
 suppressMessages({library(lmerTest); library(pbkrtest); library(nlme); library(jsonlite)})
@@ -43,4 +44,20 @@ null <- lmer(score ~ 1 + (1|item) + (1|system:seed), data = three, REML = FALSE)
 pb <- PBmodcomp(full, null, nsim = 2000, seed = 1)
 out$pbmodcomp <- list(nsim = 2000, LRT = pb$test["LRT", "stat"], p_LRT = pb$test["LRT", "p.value"],
                       p_PBtest = pb$test["PBtest", "p.value"], used = pb$ctime)
+# the simulated reference distribution behind p_PBtest (p = (1 + n_extreme) / (1 + npos): PBmodcomp counts the
+# simulated LRTs > 0 that exceed the observed one) and its moments and quantiles, for tests/test_mixed_bootstrap.py
+refsummary <- function(pb) list(npos = unname(pb$samples["npos"]), n_extreme = pb$n.extreme,
+                                ref_mean = mean(pb$ref), ref_var = var(pb$ref),
+                                ref_quantiles = as.list(setNames(quantile(pb$ref, c(0.5, 0.9, 0.95, 0.99), names = FALSE),
+                                                                 c("q50", "q90", "q95", "q99"))))
+out$pbmodcomp <- c(out$pbmodcomp, refsummary(pb))
+# the same on the unbalanced 3-system log (2 df)
+set.seed(2)
+full <- lmer(score ~ system + (1|item) + (1|system:seed), data = unbal, REML = FALSE)
+null <- lmer(score ~ 1 + (1|item) + (1|system:seed), data = unbal, REML = FALSE)
+pb <- PBmodcomp(full, null, nsim = 2000, seed = 2)
+out$pbmodcomp_unbalanced <- c(list(nsim = 2000, LRT = pb$test["LRT", "stat"], df = pb$test["LRT", "df"],
+                                   p_LRT = pb$test["LRT", "p.value"], p_PBtest = pb$test["PBtest", "p.value"],
+                                   logLik_null = as.numeric(logLik(null)), logLik_full = as.numeric(logLik(full)),
+                                   used = pb$ctime), refsummary(pb))
 cat(toJSON(out, auto_unbox = TRUE, digits = NA, pretty = TRUE))

@@ -14,10 +14,13 @@ lower-triangular theta, ``(0 + x|g)``, ``(1 + x||g)``; factors as lme4 codes the
 - :mod:`.results` - the optimizer, the result object (lme4's quantities) and the likelihood ratio test;
 - :mod:`.ddf` - small-sample F tests of fixed effects with Satterthwaite's or Kenward-Roger's (:mod:`.kenward_roger`)
   denominator df (``result.anova(ddf=...)``, ``result.test(L, ddf=...)``);
-- :mod:`.glmm` - generalized linear mixed models (binomial, Poisson) as lme4's glmer: :func:`glmer`, :func:`glmm_lrt`.
+- :mod:`.glmm` - generalized linear mixed models (binomial, Poisson) as lme4's glmer: :func:`glmer`, :func:`glmm_lrt`;
+- :mod:`.simulate`, :mod:`.batch`, :mod:`.bootstrap` - responses simulated as sufficient statistics, batched refits
+  and the parametric-bootstrap LRT (pbkrtest's PBmodcomp): :func:`parametric_bootstrap_lrt`.
 """
 
 from .accumulate import PartialStats, accumulate, accumulate_dask, merge_all
+from .bootstrap import BootstrapLRTResult, parametric_bootstrap_lrt
 from .design import SufficientStats, design_rows
 from .deviance import BlockDeviance, Deviance
 from .errors import SINGULAR_TOL, AliasedFactorsWarning, ConvergenceWarning, MixedModelError, SingularFitWarning
@@ -27,4 +30,4 @@ from .results import LRTResult, MixedModelResult, fit, fit_stats, lrt
 __all__ = ["fit", "fit_stats", "accumulate", "accumulate_dask", "lrt", "MixedModelResult", "LRTResult",
            "SufficientStats", "MixedModelError", "SingularFitWarning", "ConvergenceWarning", "AliasedFactorsWarning",
            "SINGULAR_TOL", "Deviance", "BlockDeviance", "design_rows", "PartialStats", "merge_all",
-           "glmer", "glmm_lrt", "GLMMResult", "GLMMLRTResult"]
+           "glmer", "glmm_lrt", "GLMMResult", "GLMMLRTResult", "parametric_bootstrap_lrt", "BootstrapLRTResult"]

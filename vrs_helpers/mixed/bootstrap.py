@@ -1,0 +1,266 @@
+"""Parametric-bootstrap likelihood ratio test of nested linear mixed models, as pbkrtest's ``PBmodcomp``
+(Halekoh & Hojsgaard 2014), from the sufficient statistics.
+
+The chi-square reference distribution of the likelihood ratio statistic (book 4.3, appendix A) is an asymptotic
+result; with 3 to 5 training runs per system the runs-random GLRT rejects a true null far more often than alpha
+(issue 20). The parametric bootstrap replaces the chi-square by the statistic's distribution under the fitted null
+model:
+
+1. fit the restricted model m0 and the general model m1 by maximum likelihood (REML fits are refitted by ML), the
+   observed statistic t = 2 (logLik m1 - logLik m0);
+2. K times: draw a response from m0's fit (its fixed effects, its random-effect covariances, its residual SD) on
+   the same design, refit both models by ML, T_k = 2 (logLik m1 - logLik m0);
+3. p = (1 + #{T_k >= t}) / (1 + K) (Davison & Hinkley 1997, eq. 4.11: the observed data count as one draw, so p
+   is never 0 and the test keeps its level exactly for every K).
+
+PBmodcomp counts #{T_k > t} among the T_k > 0 only and divides by 1 + their number; for a fixed-effect test the
+two agree but for draws where a fit fails. The Monte-Carlo standard error of p is sqrt(p (1 - p) / K).
+
+The draws are made as their sufficient statistics (:mod:`.simulate`: exact, no rows, cost independent of the number
+of rows); random-intercept models are refitted for a whole batch of draws at once (:mod:`.batch`), other models
+(random slopes) one by one by the engine's optimizer. Draws come in batches of ``batch_size``, batch i from its own
+generator (``SeedSequence(seed, spawn_key=(i,))``), so the p-value depends only on the seed and the batch size -
+not on where the batches run: here, or as tasks on a Dask cluster (``client=``).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ..results import TestOutcome
+from ..threads import blas_limit
+from .batch import BatchDeviance, minimize
+from .design import SufficientStats
+from .errors import MixedModelError
+from .results import MixedModelResult, fit_stats, lrt
+from .simulate import ModelView, ResponseSimulator, null_parameters
+
+BATCH_SIZE = 500  # simulations per batch (fewer for designs with very many levels: batch_size_for)
+
+
+def batch_size_for(s: SufficientStats) -> int:
+    """The default batch size: 500 simulations, fewer where a batch's (levels x simulations) arrays would exceed
+    about 2e7 numbers (160 MB). It depends on the design only, so the same seed gives the same p anywhere."""
+    width = int(sum(m * t.r for m, t in zip(s.sizes, s.terms, strict=True))) + s.p
+    return int(max(10, min(BATCH_SIZE, 20_000_000 // max(width, 1))))
+
+
+@dataclass
+class BootstrapLRTResult(TestOutcome):
+    """A parametric-bootstrap likelihood ratio test (:func:`parametric_bootstrap_lrt`).
+
+    ``chi2``: the observed statistic 2 (logLik m1 - logLik m0) of the ML fits; ``p_value`` = (1 + n_extreme) /
+    (1 + n_sim) over the simulations that could be fitted; ``p_chisq`` the chi-square p-value of the same statistic
+    on ``df`` degrees of freedom, for comparison; ``reference`` the simulated statistics (NaN where a fit failed).
+    """
+
+    chi2: float
+    df: int
+    p_value: float
+    p_chisq: float
+    n_sim: int
+    n_extreme: int
+    n_failed: int
+    seed: int
+    formula0: str
+    formula1: str
+    reference: np.ndarray = field(repr=False)
+    method: str = "parametric bootstrap LRT"
+
+    @property
+    def statistic(self) -> float:
+        return self.chi2
+
+    @property
+    def mc_se(self) -> float:
+        """Monte-Carlo standard error of the p-value, sqrt(p (1 - p) / K)."""
+        return math.sqrt(self.p_value * (1.0 - self.p_value) / self.n_sim)
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([{"test": self.method, "chi2": self.chi2, "df": self.df, "p_value": self.p_value,
+                              "mc_se": self.mc_se, "n_sim": self.n_sim, "n_failed": self.n_failed,
+                              "p_chisq": self.p_chisq}])
+
+    def __repr__(self) -> str:
+        failed = f", {self.n_failed} failed" if self.n_failed else ""
+        return (f"BootstrapLRTResult(chi2={self.chi2:.4f}, df={self.df}, p={self.p_value:.4g} "
+                f"(MC SE {self.mc_se:.2g}, {self.n_sim} simulations{failed}); chi-square p={self.p_chisq:.4g})")
+
+
+def _ml(m: MixedModelResult) -> MixedModelResult:
+    if m.stats is None:
+        raise MixedModelError("The parametric bootstrap needs results of vrs_helpers.mixed.fit / fit_stats.")
+    if m.method == "ML":
+        return m
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fit_stats(m.stats, "ML")
+
+
+def internal_theta(m: MixedModelResult) -> np.ndarray:
+    """theta in the engine's internal order (the formula's terms) from a result's lme4 order."""
+    s = m.stats
+    sizes = [t.r * (t.r + 1) // 2 for t in s.terms]
+    offsets = np.cumsum([0] + sizes)
+    pos = []
+    for k in s.lme4_order:
+        pos.extend(range(offsets[k], offsets[k + 1]))
+    theta = np.empty(len(pos))
+    theta[pos] = m.theta.to_numpy()
+    return theta
+
+
+@dataclass
+class BootstrapPlan:
+    """The seeded batches of a parametric bootstrap (see the module docstring). ``draw(i)`` returns the simulated
+    statistics of batch i (NaN where a fit failed); ``finish`` the test from all of them in batch order. Picklable:
+    it carries the two models' sufficient statistics and the null parameters, and builds its simulator where it
+    runs."""
+
+    s0: SufficientStats = field(repr=False)
+    s1: SufficientStats = field(repr=False)
+    theta0: list = field(repr=False)  # starting theta (internal order) of m0 and m1
+    null: tuple = field(repr=False)  # (fixed, random, sigma) of m0's ML fit in m1's columns
+    observed: float
+    df: int
+    n_sim: int
+    seed: int
+    batches: list = field(repr=False)
+    formula0: str = ""
+    formula1: str = ""
+    batched: bool = True  # False: every refit by the engine's optimizer (slower; the reference in the tests)
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_cache", None)
+        return state
+
+    def _parts(self):
+        cache = self.__dict__.get("_cache")
+        if cache is None:
+            sim = ResponseSimulator(self.s1)
+            views = [ModelView(self.s0, self.s1), ModelView(self.s1)]
+            batch = [BatchDeviance(v) if v.s.intercepts_only and self.batched else None for v in views]
+            cache = self.__dict__["_cache"] = (sim, views, batch)
+        return cache
+
+    def rng(self, i: int) -> np.random.Generator:
+        """The generator of batch i: child i of SeedSequence(seed), independent of where the batch runs."""
+        return np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(i,)))
+
+    def draw(self, i: int) -> np.ndarray:
+        _, size = self.batches[i]
+        fixed, random, sigma = self.null
+        with blas_limit(max(s.p + sum(s.sizes) - max(s.sizes) for s in (self.s0, self.s1))):
+            sim, views, batch = self._parts()
+            draws = sim.draw(self.rng(i), size, fixed, random, sigma)
+            dev = [self._deviances(j, views[j], batch[j], draws) for j in (0, 1)]
+        return np.maximum(dev[0] - dev[1], 0.0)
+
+    def _deviances(self, j: int, view: ModelView, bd: BatchDeviance | None, draws) -> np.ndarray:
+        """ML deviance of model j for every draw: batched where the model has random intercepts only, the engine's
+        optimizer for the rest (and for draws where the batched optimizer did not converge)."""
+        out = np.full(len(draws), np.nan)
+        todo = np.arange(len(draws))
+        theta0 = self.theta0[j]
+        if bd is not None:
+            _, dev, ok = minimize(bd, bd.responses(draws), theta0 ** 2)
+            out[ok] = dev[ok]
+            todo = np.flatnonzero(~ok)
+        for k in todo:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    out[k] = fit_stats(view.stats(draws, k), "ML", theta0=theta0, blas_threads=None).deviance
+            except (MixedModelError, np.linalg.LinAlgError, ValueError):
+                out[k] = np.nan
+        return out
+
+    def run(self) -> BootstrapLRTResult:
+        """All batches here, one after the other."""
+        return self.finish(np.concatenate([self.draw(i) for i in range(len(self.batches))]))
+
+    def finish(self, reference) -> BootstrapLRTResult:
+        reference = np.asarray(reference, dtype=float)
+        if len(reference) != self.n_sim:
+            raise MixedModelError(f"{len(reference)} simulated statistics for a plan of {self.n_sim}.")
+        valid = reference[np.isfinite(reference)]
+        if not len(valid):
+            raise MixedModelError("No simulated response could be fitted; the bootstrap has no reference "
+                                  "distribution.")
+        # a draw equal to the observed statistic within the optimizer's tolerance counts as at least as extreme
+        n_extreme = int((valid >= self.observed - 1e-7 * (1.0 + abs(self.observed))).sum())
+        p = (1 + n_extreme) / (1 + len(valid))
+        return BootstrapLRTResult(self.observed, self.df, p, float(stats.chi2.sf(self.observed, self.df)),
+                                  len(valid), n_extreme, int(self.n_sim - len(valid)), self.seed, self.formula0,
+                                  self.formula1, reference)
+
+
+def bootstrap_plan(m0: MixedModelResult, m1: MixedModelResult, n_sim: int = 1000, seed: int = 0,
+                   batch_size: int | None = None) -> BootstrapPlan:
+    """The batches of :func:`parametric_bootstrap_lrt` (see :class:`BootstrapPlan`)."""
+    if isinstance(n_sim, bool) or not isinstance(n_sim, (int, np.integer)) or n_sim < 1:
+        raise MixedModelError(f"n_sim must be a positive integer, got {n_sim!r}.")
+    m0, m1 = (m0, m1) if m0.n_params <= m1.n_params else (m1, m0)
+    m0, m1 = _ml(m0), _ml(m1)
+    test = lrt(m0, m1)  # checks: same data, nested
+    null = null_parameters(m0, m1.stats)
+    batch_size = batch_size_for(m1.stats) if batch_size is None else batch_size
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise MixedModelError(f"batch_size must be a positive integer, got {batch_size!r}.")
+    batches = [(a, min(batch_size, n_sim - a)) for a in range(0, int(n_sim), int(batch_size))]
+    return BootstrapPlan(m0.stats, m1.stats, [internal_theta(m0), internal_theta(m1)], null, test.chi2, test.df,
+                         int(n_sim), int(seed), batches, m0.formula, m1.formula)
+
+
+def _draw_batches(plan: BootstrapPlan, indices: list[int]) -> np.ndarray:
+    return np.concatenate([plan.draw(i) for i in indices])
+
+
+def parametric_bootstrap_lrt(m0: MixedModelResult, m1: MixedModelResult, n_sim: int = 1000, seed: int = 0,
+                             client=None, batch_size: int | None = None, tasks: int | None = None
+                             ) -> BootstrapLRTResult:
+    """Parametric-bootstrap likelihood ratio test of the nested models m0 (restricted) and m1 (general), as
+    pbkrtest's ``PBmodcomp(m1, m0, nsim = n_sim)`` (module docstring).
+
+    Parameters
+    ----------
+    m0, m1 : results of :func:`vrs_helpers.mixed.fit` on the same rows (REML fits are refitted by ML; the order
+        does not matter: the model with fewer parameters is the null).
+    n_sim : number of simulated responses K (the Monte-Carlo SE of p is sqrt(p (1 - p) / K): 0.007 at p = 0.05
+        and K = 1000).
+    seed : the same seed (and ``batch_size``) gives the same p-value, here or on a cluster.
+    batch_size : simulations per batch (default :func:`batch_size_for`: 500, fewer for designs with very many
+        levels); the draws depend on it, so a different batch size gives another (equally valid) p-value.
+    client : None (here), or a Dask client, scheduler address or ``"local"`` (a LocalCluster of processes, closed
+        afterwards): groups of consecutive batches (``tasks``, default two per worker) run as tasks there.
+    """
+    plan = bootstrap_plan(m0, m1, n_sim, seed, batch_size)
+    if client is None:
+        return plan.run()
+    from ..dask_support import connect, identity, require_dask
+
+    require_dask()
+    own = isinstance(client, str)
+    c = connect(client)
+    try:
+        nb = len(plan.batches)
+        tasks = max(1, min(nb, tasks or 2 * max(1, len(c.scheduler_info().get("workers", {})))))
+        bounds = [round(j * nb / tasks) for j in range(tasks + 1)]
+        groups = [list(range(bounds[j], bounds[j + 1])) for j in range(tasks) if bounds[j + 1] > bounds[j]]
+        remote = c.submit(identity, plan, pure=False)
+        futures = c.map(_draw_batches, [remote] * len(groups), groups, pure=False, retries=2)
+        reference = np.concatenate(c.gather(futures))
+    finally:
+        if own:
+            cluster = getattr(c, "cluster", None)
+            c.close()
+            if cluster is not None:
+                cluster.close()
+    return plan.finish(reference)
