@@ -122,7 +122,7 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, nargs="+", default=[3, 5, 10])
     ap.add_argument("--power-sims", type=int, default=None, help="data sets under the alternative (default: --sims)")
     ap.add_argument("--delta", type=float, default=0.025, help="system difference of the alternative (0.025)")
-    ap.add_argument("--test", choices=sorted(TESTS), default="satterthwaite", help="denominator df of the F test")
+    ap.add_argument("--test", choices=sorted(TESTS), default="kenward-roger", help="denominator df of the F test")
     ap.add_argument("--pb-datasets", type=int, default=200,
                     help="data sets per cell that also get the parametric bootstrap (default 200; 0: none)")
     ap.add_argument("--pb-sims", type=int, default=199, help="bootstrap simulations per data set (default 199)")

@@ -258,6 +258,23 @@ def test_balanced_design_gives_the_exact_f_test(n, m, delta, seed):
     assert t.p_value == pytest.approx(stats.f.sf(_anova_f(d, n, m), 1, 2 * (n - 1)), rel=BALANCED_REL)
 
 
+def test_balanced_design_where_v2_vanishes():
+    """On balanced designs KR's V2 = 1 - c3 B is 0 up to rounding (A1 = A2 = 2 / (k (n - 1))), so rho is infinite
+    and m = 4 + (q + 2) / inf: R's IEEE arithmetic gives pbkrtest the exact df k (n - 1) = 4. The first 40 seeds of
+    this design (2 systems x 3 runs x 20 items) include logs where V2 is exactly 0 (seed 14 on this machine, where a
+    division by zero once made the test fail); every interior fit gives the exact F test."""
+    for seed in range(40):
+        d = evaluation_log(seed, runs=3, items=20, delta=0.12)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit = mixed.fit("score ~ system + (1|item) + (1|system:run)", d)
+        if fit.theta["system:run.(Intercept)"] <= 1e-2:
+            continue
+        t = fit.test([0.0, 1.0], ddf="kenward-roger")
+        assert t.den_df == pytest.approx(4, rel=BALANCED_REL)
+        assert t.F == pytest.approx(_anova_f(d, 3, 20), rel=BALANCED_REL)
+
+
 def test_a_hundred_thousand_rows_without_n_by_n_matrices():
     """10^5 rows (2 systems x 20 runs x 2,500 items): an N x N matrix would take 80 GB; the test runs on the
     sufficient statistics and is exact here: F = MS_system / MS_run(system) on (1, 38) df."""

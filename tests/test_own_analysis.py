@@ -152,6 +152,14 @@ def test_three_seeds_random_reading_uses_the_small_sample_test():
         assert s["lrt"]["p_value"] < 0.05   # the large-sample LRT would have said "differ"
         line = next(v for v in r.verdict if v.startswith("With a random effect per run"))
         assert "show no significant difference" in line and name in line
+    # the parametric bootstrap: pbkrtest's PBmodcomp (2,000 simulations) p = 0.130 (MC SE 0.0075); 999 of ours have
+    # MC SE 0.011, so four combined SEs are 0.05
+    boot = analyze(d, "score", "system", "item", replications=["seed"], n_resamples=199, test="bootstrap", n_sim=999)
+    sb = boot.to_summary()["glrt_replications_random"]
+    assert sb["test"] == "parametric bootstrap LRT" and sb["n_sim"] == 999
+    ref_pb = json.loads((REF / "small_sample_lmertest.json").read_text())["pbmodcomp"]["p_PBtest"]
+    assert sb["p_value"] == pytest.approx(ref_pb, abs=0.05)
+    assert ref_pb > 0.05 and "show no significant difference" in boot.verdict[1] and "simulations" in boot.verdict[1]
     chisq = analyze(d, "score", "system", "item", replications=["seed"], n_resamples=199, test="chisq")
     assert chisq.to_summary()["glrt_replications_random"]["test"] == "GLRT (chi-square)"
     assert chisq.random_test.p_value < 0.05

@@ -66,6 +66,9 @@ def _random_dict(test, lrt) -> dict | None:
         return None
     if test is None or test is lrt:
         return {"test": "GLRT (chi-square)", **_test_dict(lrt), "lrt": _test_dict(lrt)}
+    if not hasattr(test, "F"):  # the parametric-bootstrap LRT: its p is Monte-Carlo, (c + 1) / (K + 1)
+        return {"test": test.method, **_test_dict(test), "n_sim": int(test.n_sim), "seed": int(test.seed),
+                "lrt": _test_dict(lrt)}
     # the df (and so the F test's p) are functions of the variance estimates, known to the optimizer's precision
     # (Satterthwaite's also rest on finite-difference derivatives): stated at 4 significant digits, so both backends
     # write the same file (lmerTest and pbkrtest print them with 1-2 decimals)
@@ -234,7 +237,8 @@ def verdict_text(p: float, alpha: float) -> str:
 
 def analyze(data, response: str, system: str | None, item: str, replications=(), properties=(),
             baseline: str | None = None, alpha: float = 0.05, n_resamples: int = 10_000, seed: int = 0,
-            target_phi: float = 0.8, max_runs: int = 1000, backend=None, test: str = "kenward-roger") -> OwnAnalysis:
+            target_phi: float = 0.8, max_runs: int = 1000, backend=None, test: str = "kenward-roger",
+            n_sim: int = 1000) -> OwnAnalysis:
     """Run the analyses of workbook 07 on a validated score table (one row per system, run and item).
 
     ``system`` may be None (or a column with one level): reliability only. ``replications`` are the columns that
@@ -248,8 +252,9 @@ def analyze(data, response: str, system: str | None, item: str, replications=(),
     summary and verdict; only the sums are added in another order.
 
     ``test``: the test of the runs-random reading (:func:`vrs_helpers.significance.compare_systems`):
-    ``"kenward-roger"`` (default), ``"satterthwaite"`` or ``"chisq"`` (the large-sample GLRT, too liberal with 3-5
-    runs per system).
+    ``"kenward-roger"`` (default), ``"satterthwaite"``, ``"bootstrap"`` (the parametric-bootstrap LRT with
+    ``n_sim`` simulations, seeded by ``seed``) or ``"chisq"`` (the large-sample GLRT, too liberal with 3-5 runs per
+    system).
     """
     replications = [replications] if isinstance(replications, str) else list(replications)
     properties = [properties] if isinstance(properties, str) else list(properties)
@@ -261,7 +266,7 @@ def analyze(data, response: str, system: str | None, item: str, replications=(),
         client = connect(backend)
         try:
             return _analyze(_as_dask(data, client), response, system, item, replications, properties, baseline,
-                            alpha, n_resamples, seed, target_phi, max_runs, client, test)
+                            alpha, n_resamples, seed, target_phi, max_runs, client, test, n_sim)
         finally:
             if not hasattr(backend, "submit"):  # a client made here is closed here
                 cluster = getattr(client, "cluster", None)
@@ -269,7 +274,7 @@ def analyze(data, response: str, system: str | None, item: str, replications=(),
                 if cluster is not None:
                     cluster.close()
     return _analyze(data, response, system, item, replications, properties, baseline, alpha, n_resamples, seed,
-                    target_phi, max_runs, None, test)
+                    target_phi, max_runs, None, test, n_sim)
 
 
 def _as_dask(data, client):
@@ -284,7 +289,7 @@ def _as_dask(data, client):
 
 
 def _analyze(data, response, system, item, replications, properties, baseline, alpha, n_resamples, seed,
-             target_phi, max_runs, client, test="kenward-roger") -> OwnAnalysis:
+             target_phi, max_runs, client, test="kenward-roger", n_sim=1000) -> OwnAnalysis:
     lazy = hasattr(data, "dask")
     df = data if lazy else data.copy()
     if system is None:
@@ -334,7 +339,7 @@ def _analyze(data, response, system, item, replications, properties, baseline, a
                                 "variance to estimate, left out of the random-effect reading")
         if estimable:
             result.comparison_random = compare_systems(d, y, sy, it, replications=estimable, test=test,
-                                                       seed=seed)
+                                                       n_sim=n_sim, seed=seed)
             fewest = int(result.runs.groupby(system, observed=True).size().min())
             if fewest < 3:
                 result.notes.append(
@@ -418,7 +423,12 @@ def _analyze(data, response, system, item, replications, properties, baseline, a
                               f"(GLRT chi2 = {g.chi2:.2f}, df = {g.df}).")
         if result.comparison_random is not None:
             g2, ft = result.glrt_replications_random, result.random_test
-            if ft is not None and ft is not g2:
+            if ft is not None and ft is not g2 and not hasattr(ft, "F"):
+                result.verdict.append(
+                    f"With a random effect per run, the systems {verdict_text(ft.p_value, alpha)} ({ft.method}: "
+                    f"chi2 = {ft.chi2:.2f}, df = {ft.df}, {ft.n_sim} simulations from the null fit; the chi-square "
+                    f"GLRT, valid only with many runs, gives p = {g2.p_value:.3g}).")
+            elif ft is not None and ft is not g2:
                 result.verdict.append(
                     f"With a random effect per run, the systems {verdict_text(ft.p_value, alpha)} ({ft.method}: "
                     f"F = {ft.F:.2f} on ({ft.num_df}, {ft.den_df:.1f}) df; the chi-square GLRT, "

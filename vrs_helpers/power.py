@@ -326,8 +326,16 @@ def satterthwaite(result, L):
     return contrast_test(result, L, "system")
 
 
+def kenward_roger(result, L):
+    """The F test of ``L beta = 0`` with Kenward-Roger's adjusted covariance and df (pbkrtest's ``KRmodcomp``;
+    :func:`vrs_helpers.mixed.ddf.contrast_test`): the default test of ``vrs analyze``'s runs-random reading."""
+    from .mixed.ddf import contrast_test
+
+    return contrast_test(result, L, "system", ddf="kenward-roger")
+
+
 #: small-sample tests by name: (REML result, contrast matrix) -> a TestOutcome with ``p_value``
-TESTS: dict[str, Callable] = {"satterthwaite": satterthwaite}
+TESTS: dict[str, Callable] = {"kenward-roger": kenward_roger, "satterthwaite": satterthwaite}
 
 
 def _test_function(test) -> Callable:
@@ -374,7 +382,7 @@ def _design_rows(systems: int, runs, items: int) -> pd.DataFrame:
 
 
 def simulated_power(delta, components: VarianceComponents, runs=3, items: int = 100, systems: int = 2,
-                    alpha: float = 0.05, n_sim: int = 500, seed: int = 0, test="satterthwaite",
+                    alpha: float = 0.05, n_sim: int = 500, seed: int = 0, test="kenward-roger",
                     design: pd.DataFrame | None = None, batch_size: int = 50) -> SimulatedPower:
     """Power of the small-sample test by simulation through the engine (module docstring).
 

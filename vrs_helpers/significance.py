@@ -633,13 +633,18 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
     return SystemComparison(formula, null, glrt, emm.means, emm.contrasts, slopes, full, f_test, notes=notes)
 
 
-SMALL_SAMPLE_TESTS = ("kenward-roger", "satterthwaite", "chisq")
+SMALL_SAMPLE_TESTS = ("kenward-roger", "satterthwaite", "bootstrap", "chisq")
 
 
 def _small_sample_test(test: str, full, system: str, data, null: str, formula: str, n_sim: int, seed: int):
     """The runs-random reading's test of the system term: an F test with Kenward-Roger or Satterthwaite df on the
-    REML fit (every non-intercept fixed effect), or the parametric-bootstrap LRT."""
+    REML fit (every non-intercept fixed effect), or the parametric-bootstrap LRT (ML refits of both models)."""
+    from . import mixed
     from .mixed.ddf import contrast_test
+
+    if test == "bootstrap":
+        m0, m1 = mixed.fit(null, data, method="ML"), mixed.fit(formula, data, method="ML")
+        return mixed.parametric_bootstrap_lrt(m0, m1, n_sim=n_sim, seed=seed)
 
     names = list(full.fixed_effects.index)
     cols = [i for i, n in enumerate(names) if n != "(Intercept)"]

@@ -344,8 +344,10 @@ class KRStatistics(TestOutcome):
                 f"({self.num_df}, {self.den_df:.4g}) df, p = {self.p_value:.4g})")
 
 
-def _div_zero(x: float, y: float, tol: float = 1e-14) -> float:
-    return 1.0 if abs(x) < tol and abs(y) < tol else x / y
+def _div_zero(x, y, tol: float = 1e-14):
+    """pbkrtest's ``.divZero``: 1 where both are below ``tol``, else x / y (IEEE: +-inf for y = 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.float64(1.0) if abs(x) < tol and abs(y) < tol else np.float64(x) / np.float64(y)
 
 
 def f_test(adj: KRAdjustment, L: np.ndarray) -> KRStatistics:
@@ -361,20 +363,23 @@ def f_test(adj: KRAdjustment, L: np.ndarray) -> KRStatistics:
     W = adj.W
     A1 = float(tr_u @ W @ tr_u)
     A2 = float(sum(W[i, j] * float((u[i] * u[j].T).sum()) for i in range(len(u)) for j in range(len(u))))
-    try:
-        B = (A1 + 6.0 * A2) / (2.0 * q)
-        g = ((q + 1) * A1 - (q + 4) * A2) / ((q + 2) * A2)
-        c1 = g / (3 * q + 2 * (1 - g))
-        c2 = (q - g) / (3 * q + 2 * (1 - g))
-        c3 = (q + 2 - g) / (3 * q + 2 * (1 - g))
+    # IEEE arithmetic as in R, where pbkrtest computes it: on balanced designs V2 = 1 - c3 B is 0 (exactly, or to
+    # rounding), rho is infinite and m = 4 + (q + 2) / inf = 4 is the exact df k(n - 1) of the ANOVA F test
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        A1, A2, qf = np.float64(A1), np.float64(A2), np.float64(q)
+        B = (A1 + 6.0 * A2) / (2.0 * qf)
+        g = ((qf + 1) * A1 - (qf + 4) * A2) / ((qf + 2) * A2)
+        c1 = g / (3 * qf + 2 * (1 - g))
+        c2 = (qf - g) / (3 * qf + 2 * (1 - g))
+        c3 = (qf + 2 - g) / (3 * qf + 2 * (1 - g))
         V0 = 1 + c1 * B
-        V0 = 0.0 if abs(V0) < 1e-10 else V0
+        V0 = np.float64(0.0) if abs(V0) < 1e-10 else V0
         V1 = 1 - c2 * B
         V2 = 1 - c3 * B
-        rho = (_div_zero(1 - A2 / q, V1)) ** 2 * V0 / V2 / q
-        m = 4 + (q + 2) / (q * rho - 1)
-    except ZeroDivisionError:
-        m = float("nan")
+        if abs(V2) < 1e-12 * max(1.0, abs(c3 * B)):  # 0 up to rounding: R would get 0 or a tiny value -> |rho| huge
+            V2 = np.float64(0.0)
+        rho = (_div_zero(1 - A2 / qf, V1)) ** 2 * V0 / V2 / qf
+        m = float(4 + (qf + 2) / (qf * rho - 1))
     if not (np.isfinite(m) and m > 0):
         raise MixedModelError(f"Kenward-Roger's denominator df are not defined for this contrast (m = {m:.4g}: the "
                               f"variance parameters carry almost no information about it); use ddf='satterthwaite'.")
