@@ -21,3 +21,16 @@ requires_data = pytest.mark.skipif(
     not _data_available(),
     reason="real data not available: set VRS_DATA_DIR to a local copy of the data (see README); tests never download",
 )
+
+
+def holm_by_hand(p):
+    """Holm's step-down adjusted p-values written out (an oracle independent of statsmodels): the i-th smallest
+    of k p-values times (k - i + 1), the running maximum over the sorted order, capped at 1."""
+    import numpy as np
+
+    p = np.asarray(p, dtype=float)
+    order = np.argsort(p, kind="stable")
+    adjusted = np.minimum(1.0, np.maximum.accumulate((len(p) - np.arange(len(p))) * p[order]))
+    out = np.empty_like(adjusted)
+    out[order] = adjusted
+    return out

@@ -322,7 +322,10 @@ def verdict_html(frame: pd.DataFrame, lines=(), title: str = "Verdict", caption:
     for _, r in frame.iterrows():
         colour = "#1a7f37" if r["differ"] else "#57606a"
         cells = "".join(f"<td style='padding:2px 8px'>{_fmt(r[c])}</td>" for c in cols)
-        decision = "differ" if r["differ"] else "no difference"
+        if r.get("kind") == "aso":
+            decision = "dominates" if r["differ"] else "does not dominate"
+        else:
+            decision = "differ" if r["differ"] else "no difference"
         body.append(f"<tr>{cells}<td style='padding:2px 8px;color:{colour};font-weight:bold'>{decision}</td></tr>")
     items = "".join(f"<li>{html.escape(str(s))}</li>" for s in lines)
     return (f"<div id='vrs-verdict' style='border:2px solid #0969da;border-radius:6px;padding:10px 14px;"
