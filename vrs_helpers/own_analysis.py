@@ -283,7 +283,8 @@ def analyze(data, response, system: str | None, item: str, replications=(), prop
     properties = [properties] if isinstance(properties, str) else list(properties)
     if not 0 < alpha < 1:
         raise AnalysisError(f"alpha must be between 0 and 1, got {alpha!r}.")
-    options = (system, item, replications, properties, baseline, alpha, n_resamples, seed, target_phi, max_runs)
+    options = dict(system=system, item=item, replications=replications, properties=properties, baseline=baseline,
+                   alpha=alpha, n_resamples=n_resamples, seed=seed, target_phi=target_phi, max_runs=max_runs)
     if backend is not None:
         from .dask_support import connect
 
@@ -299,12 +300,13 @@ def analyze(data, response, system: str | None, item: str, replications=(), prop
     return _analyze_metrics(data, responses, higher, options, None)
 
 
-def _analyze_metrics(data, responses, higher, options, client):
-    """Each response analysed with the same options; one response gives its :class:`OwnAnalysis`."""
-    results = {m: _analyze(data, m, *options, client, higher_is_better=higher[m]) for m in responses}
+def _analyze_metrics(data, responses, higher, options: dict, client):
+    """Each response analysed with the same ``options`` (keyword arguments of :func:`_analyze`); one response gives
+    its :class:`OwnAnalysis`, several a :class:`MetricsAnalysis`."""
+    results = {m: _analyze(data, m, client=client, higher_is_better=higher[m], **options) for m in responses}
     if len(responses) == 1:
         return results[responses[0]]
-    return MetricsAnalysis.from_results(results, options[5])
+    return MetricsAnalysis.from_results(results, options["alpha"])
 
 
 def _as_dask(data, client):
