@@ -34,3 +34,16 @@ def write_notebook(path: Path, code_cells, params: str = "x = 1") -> Path:
     nb.cells = [p] + [nbformat.v4.new_code_cell(c) for c in code_cells]
     nbformat.write(nb, str(path))
     return path
+
+
+def holm_by_hand(p):
+    """Holm's step-down adjusted p-values written out (an oracle independent of statsmodels): the i-th smallest
+    of k p-values times (k - i + 1), the running maximum over the sorted order, capped at 1."""
+    import numpy as np
+
+    p = np.asarray(p, dtype=float)
+    order = np.argsort(p, kind="stable")
+    adjusted = np.minimum(1.0, np.maximum.accumulate((len(p) - np.arange(len(p))) * p[order]))
+    out = np.empty_like(adjusted)
+    out[order] = adjusted
+    return out

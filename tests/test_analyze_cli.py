@@ -2,13 +2,14 @@
 exits 2 with a message naming the problem; a failed run leaves a previous report untouched."""
 
 import json
+import re
 
 import nbformat
 import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import requires_data
+from conftest import holm_by_hand, requires_data
 from vrs_helpers import cli, runner
 from vrs_helpers.data import book_table, load
 
@@ -98,3 +99,111 @@ def test_failed_notebook_run_keeps_the_previous_report(tmp_path, capsys, monkeyp
     err = capsys.readouterr().err
     assert "boom" in err and "untouched" in err
     assert (out / "report.html").read_text() == "old" and sorted(p.name for p in out.iterdir()) == ["report.html"]
+
+
+# ------------------------------------------------------------------------- issue 22: readings, metrics, report
+
+def _log(n_items=40, seeds=3, seed=5):
+    """2 systems x seeds x items with run-to-run variation and two metrics (score; error = 1 - score + noise)."""
+    rng = np.random.default_rng(seed)
+    items = rng.normal(0, 0.1, n_items)
+    rows = []
+    for system, shift in [("base", 0.0), ("new", 0.03)]:
+        for s in range(seeds):
+            run = rng.normal(0, 0.02)
+            score = 0.5 + shift + run + items + rng.normal(0, 0.05, n_items)
+            error = 1 - score + rng.normal(0, 0.05, n_items)
+            rows += [{"system": system, "seed": str(s), "item": f"i{i:02d}", "score": a, "error": b}
+                     for i, (a, b) in enumerate(zip(score, error, strict=True))]
+    return pd.DataFrame(rows)
+
+
+CODE = '<div class="jp-CodeMirrorEditor'   # a code cell's input in nbconvert's lab template (not its CSS)
+
+
+def _first_screen(page: str) -> str:
+    """The page's body up to the verdict box."""
+    body = page[page.index("<body"):]
+    return body[:body.index("vrs-verdict")]
+
+
+def test_run_folder_log_report_opens_with_the_verdict_and_no_code(tmp_path, capsys):
+    """Acceptance (issue 22): `vrs analyze` on a run-folder log writes `aso` and `expected_max` in summary.json,
+    and report.html opens with the verdict table: its first output precedes any code, and there is no code."""
+    df = _log()
+    for (system, seed), part in df.groupby(["system", "seed"]):
+        folder = tmp_path / "runs" / system / f"seed={seed}"
+        folder.mkdir(parents=True)
+        part[["item", "score"]].to_csv(folder / "scores.tsv", sep="\t", index=False)
+    out = tmp_path / "report"
+    code = cli.main(["analyze", str(tmp_path / "runs/{system}/seed={seed}/scores.tsv"), "--response", "score",
+                     "--system", "system", "--item", "item", "--replication", "seed", "--out", str(out),
+                     "--n-resamples", "199"])
+    assert code == 0, capsys.readouterr().err
+    s = json.loads((out / "summary.json").read_text())
+    assert set(s["aso"]) == {"new"} and s["aso"]["new"]["baseline"] == "base"
+    assert {"candidate_better", "baseline_better"} <= set(s["aso"]["new"])
+    assert set(s["expected_max"]) == {"base", "new"}
+    assert [r["n"] for r in s["expected_max"]["new"]["table"]] == [1, 2, 3]
+    page = (out / "report.html").read_text(encoding="utf-8")
+    first = _first_screen(page)
+    assert "jp-OutputArea" in first and CODE not in page and "<img" not in first
+    assert len(re.sub(r"<[^>]+>|\s+", " ", first[first.rfind("</h1>"):]).strip()) < 400  # the title, a sentence
+    assert first.index("jp-OutputArea") > first.rfind("jp-RenderedMarkdown")   # no output before the title
+    box = page[page.index("vrs-verdict"):]
+    box = box[:box.index("</div>")]
+    for reading in ("runs as replications", "runs as a random effect", "paired bootstrap", "ASO on run means"):
+        assert reading in box
+    assert "<img" in page[page.index("vrs-verdict"):]  # the figures follow
+    executed = nbformat.read(str(out / "report.ipynb"), as_version=4)
+    assert not any({"exercise", "solution"} & set(c.metadata.get("tags", [])) for c in executed.cells)
+    # the same notebook exported with its code: the code is what --show-code keeps
+    from vrs_helpers.report import notebook_page
+
+    assert CODE in notebook_page(executed, exclude_input=False)
+
+
+@pytest.mark.parametrize("flag, exclude", [([], True), (["--show-code"], False)])
+def test_show_code_reaches_the_export(tmp_path, capsys, monkeypatch, flag, exclude):
+    seen = {}
+
+    def fake(*args, **kwargs):
+        seen.update(kwargs)
+        raise runner.NotebookError("stopped after the call")
+
+    monkeypatch.setattr(runner, "run_notebook", fake)
+    csv = tmp_path / "s.csv"
+    _log(n_items=5).to_csv(csv, index=False)
+    assert cli.main(["analyze", str(csv), "--response", "score", "--system", "system", "--item", "item",
+                     "--replication", "seed", "--out", str(tmp_path / "r"), *flag]) == 1
+    assert seen["exclude_input"] is exclude and "stopped" in capsys.readouterr().err
+
+
+def test_two_metrics_give_one_result_each_and_holm_adjusted_verdicts(tmp_path, capsys):
+    """Acceptance (issue 22): `vrs analyze ... --response m1 m2` writes one result per metric and the system
+    verdicts Holm-adjusted across the metrics, each reading's family separately (recomputed here)."""
+    csv = tmp_path / "scores.csv"
+    _log().to_csv(csv, index=False)
+    out = tmp_path / "report"
+    code = cli.main(["analyze", str(csv), "--response", "score", "error", "--lower-is-better", "error",
+                     "--system", "system", "--item", "item", "--replication", "seed", "--out", str(out),
+                     "--n-resamples", "199"])
+    assert code == 0, capsys.readouterr().err
+    s = json.loads((out / "summary.json").read_text())
+    assert s["responses"] == ["score", "error"] and list(s["metrics"]) == ["score", "error"]
+    for m, better in (("score", "higher"), ("error", "lower")):
+        one = s["metrics"][m]
+        assert one["response"] == m and one["better"] == better
+        assert {"glrt", "glrt_replications_random", "aso", "expected_max", "readings", "verdict"} <= set(one)
+    fam = s["holm"]["families"]
+    for family, p in (("runs_random", [s["metrics"][m]["glrt_replications_random"]["p_value"] for m in s["responses"]]),
+                      ("runs_as_replications", [s["metrics"][m]["glrt"]["p_value"] for m in s["responses"]])):
+        assert [r["metric"] for r in fam[family]] == ["score", "error"]
+        # stated at 4 significant digits for the F test, at 10 for the GLRT
+        assert [r["p_holm"] for r in fam[family]] == pytest.approx(holm_by_hand(p), rel=1e-3)
+        assert [r["differ"] for r in fam[family]] == [v < 0.05 for v in holm_by_hand(p)]
+    assert sum(v.startswith("Holm across the 2 metrics") for v in s["verdict"]) == 2
+    page = (out / "report.html").read_text(encoding="utf-8")
+    box = page[page.index("vrs-verdict"):]
+    box = box[:box.index("</table>")]
+    assert ">p holm<" in box and ">error<" in box and ">score<" in box

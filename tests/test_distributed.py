@@ -318,6 +318,7 @@ def test_clean_input_same_summary_file_on_both_backends(client, tmp_path):
     local = (tmp_path / "local" / "summary.json").read_bytes()
     assert local == (tmp_path / "dask" / "summary.json").read_bytes()
     assert b'"glrt_replications_random"' in local and (tmp_path / "local" / "report.html").is_file()
+    assert b'"aso"' in local and b'"expected_max"' in local   # issue 22: computed on the client from the run means
 
 
 def test_parametric_bootstrap_batches_on_workers_equal_local(client):
@@ -331,3 +332,18 @@ def test_parametric_bootstrap_batches_on_workers_equal_local(client):
     remote = mixed.parametric_bootstrap_lrt(m0, m1, n_sim=300, seed=2, batch_size=100, client=client, tasks=2)
     np.testing.assert_array_equal(remote.reference, local.reference)
     assert remote.p_value == local.p_value and remote.n_sim == 300
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_several_metrics_same_summary_on_both_backends(client):
+    """Two metrics (issue 22): per-metric results and the Holm-adjusted verdicts give the same summary.json text
+    in memory and on the cluster."""
+    from vrs_helpers.own_analysis import analyze, summary_json
+
+    df = _logs(seed=7, n_items=20, n_configs=1, seeds=3).drop(columns="config")
+    df["error"] = 1 - df["score"] + np.random.default_rng(1).normal(0, 0.5, len(df))
+    kw = dict(replications=["seed"], n_resamples=300, seed=4, lower_is_better=["error"])
+    local = summary_json(analyze(df, ["score", "error"], "system", "item", **kw))
+    dist = summary_json(analyze(df, ["score", "error"], "system", "item", backend=client, **kw))
+    assert local == dist
+    assert '"holm"' in local and '"runs_random"' in local

@@ -108,6 +108,21 @@ def test_notebook_page_loads_nothing_from_a_cdn(tmp_path):
     assert "\\varphi" in text and "API reference" in text and "index.html" in text
 
 
+def test_exclude_input_keeps_markdown_and_outputs_only(tmp_path):
+    """`vrs analyze` (without --show-code) and `vrs run --no-input`: nbconvert's exclude_input leaves out every
+    code cell's input and the prompts; the Markdown (with its math) and every output stay, MathJax still local."""
+    nb = _executed_notebook(tmp_path / "01_toy.ipynb")
+    code = '<div class="jp-CodeMirrorEditor'   # a code cell's input (the class also appears in the page's CSS)
+    full = report.notebook_page(nb)
+    bare = report.export_page(nb, tmp_path / "html", exclude_input=True).read_text()
+    assert full.count(code) == 3 and code not in bare
+    assert ">flush<" in full and ">flush<" not in bare and ">plot<" in full and ">plot<" not in bare
+    assert bare.count('class="jp-OutputArea jp-Cell-outputArea"') == full.count(
+        'class="jp-OutputArea jp-Cell-outputArea"') == 3
+    assert "\\varphi" in bare and "data:image/png;base64" in bare and "Table 9.2" in bare
+    assert "jp-InputPrompt" not in bare.split("<body", 1)[1] and report.external_resources(bare) == []
+
+
 def test_external_resources_finds_every_kind():
     page = ("<script src='https://cdn.example/x.js'></script><link rel=stylesheet href=//cdn.example/a.css>"
             "<img src=\"http://host/i.png\"><style>@import url('https://fonts.example/f.css');</style>"

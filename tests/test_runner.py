@@ -26,6 +26,18 @@ def test_run_collects_scorecard_and_scalars(tmp_path):
     assert "papermill" not in executed.metadata  # volatile metadata stripped
 
 
+def test_run_no_input_exports_the_outputs_without_code(tmp_path):
+    nb = _write_nb(tmp_path / "01_toy.ipynb", ["print('the answer is', 6 * x)"])
+    assert main(["run", str(nb), "--out", str(tmp_path / "out"), "--html", str(tmp_path / "html"),
+                 "--no-input"]) == 0
+    page = (tmp_path / "html" / "01_toy.html").read_text()
+    assert "the answer is 6" in page and "6 * x" not in page and '<div class="jp-CodeMirrorEditor' not in page
+    executed = nbformat.read(str(tmp_path / "out" / "01_toy.ipynb"), as_version=4)
+    assert "6 * x" in executed.cells[-1].source   # the notebook keeps its code; only the export leaves it out
+    assert main(["run", str(nb), "--out", str(tmp_path / "out2"), "--html", str(tmp_path / "html2")]) == 0
+    assert '<div class="jp-CodeMirrorEditor' in (tmp_path / "html2" / "01_toy.html").read_text()   # the default
+
+
 def test_failure_names_notebook_and_cell(tmp_path):
     nb = _write_nb(tmp_path / "02_bad.ipynb", ["y = 1", "raise ValueError('boom')"])
     with pytest.raises(runner.NotebookError, match=r"02_bad.ipynb failed in cell \[\d+\]: ValueError: boom"):

@@ -9,7 +9,7 @@ from conftest import ROOT
 from vrs_helpers import student
 from vrs_helpers.cli import main
 
-WORKBOOKS = sorted((ROOT / "notebooks").glob("0[1-6]_*.ipynb"))
+WORKBOOKS = sorted((ROOT / "notebooks").glob("0[1-7]_*.ipynb"))
 
 
 def _cell(kind, source, tags=(), outputs=None):
@@ -123,3 +123,18 @@ def test_student_copies_of_the_workbooks(tmp_path):
         assert len(student.exercise_cells(copy)) == len(student.exercise_cells(source))
         kept = [c.id for c in source.cells if "solution" not in c.metadata.get("tags", [])]
         assert [c.id for c in copy.cells if "answer" not in c.metadata.get("tags", [])] == kept
+
+
+def test_vrs_student_strips_workbook_07(tmp_path, capsys):
+    """Issue 22: workbook 07 has exercises too (>= 2 solution cells); `vrs student` strips them, and `vrs
+    analyze` runs 07 without its exercises (student.without_exercises)."""
+    src = ROOT / "notebooks" / "07_your_evaluation.ipynb"
+    nb = nbformat.read(str(src), as_version=4)
+    assert len(student.solution_cells(nb)) >= 2
+    assert main(["student", str(src), "--out", str(tmp_path)]) == 0
+    copy = nbformat.read(str(tmp_path / src.name), as_version=4)
+    assert student.solution_cells(copy) == [] and len(student.exercise_cells(copy)) == len(student.exercise_cells(nb))
+    assert str(tmp_path / src.name) in capsys.readouterr().out
+    bare = student.without_exercises(nb)
+    assert student.solution_cells(bare) == student.exercise_cells(bare) == []
+    assert len(bare.cells) == len(nb.cells) - len(student.solution_cells(nb)) - len(student.exercise_cells(nb))

@@ -77,7 +77,8 @@ def _run_inplace(args) -> int:
     src = Path(args.notebook)
     with tempfile.TemporaryDirectory(prefix="vrs-inplace-") as tmp:
         try:
-            res = run_notebook(src, {}, out_dir=tmp, html_dir=args.html, output_name=src.name, progress=True)
+            res = run_notebook(src, {}, out_dir=tmp, html_dir=args.html, output_name=src.name, progress=True,
+                               exclude_input=args.no_input)
         except NotebookError as exc:
             print(f"error: {exc}; {src} is unchanged.", file=sys.stderr)
             return 1
@@ -112,7 +113,7 @@ def _cmd_run(args) -> int:
         out_dir, name = args.out, (f"{stem}__{slug(params)}.ipynb" if params else None)
     try:
         res = run_notebook(args.notebook, params, out_dir=out_dir, html_dir=args.html, output_name=name,
-                           progress=True)
+                           progress=True, exclude_input=args.no_input)
     except ParameterError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -230,7 +231,8 @@ def _cmd_analyze(args) -> int:
     summary = analyze_report(args.data, response=args.response, system=args.system, item=args.item,
                              replications=args.replication or [], properties=args.property or [],
                              baseline=args.baseline, out_dir=args.out, dropna=args.dropna, alpha=args.alpha,
-                             n_resamples=args.n_resamples, seed=args.seed, backend=args.dask)
+                             n_resamples=args.n_resamples, seed=args.seed, backend=args.dask,
+                             lower_is_better=args.lower_is_better or [], show_code=args.show_code)
     out = Path(args.out)
     print("\n".join(summary.get("verdict", [])))
     if args.dask is not None:
@@ -273,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--inplace", action="store_true",
                    help="write the executed notebook (volatile metadata stripped) back over the source, "
                         "to commit it with its outputs")
+    p.add_argument("--no-input", action="store_true",
+                   help="leave the code cells' inputs out of the HTML export (a report: Markdown and outputs only)")
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("reproduce", help="execute all notebooks and build build/html/index.html with the scorecard")
@@ -307,7 +311,12 @@ def main(argv: list[str] | None = None) -> int:
                        "item. DATA is a CSV, TSV, Parquet or JSON-lines file, or a run-folder pattern with named "
                        "fields such as 'runs/{system}/seed={seed}/scores.tsv' (quote it).")
     p.add_argument("data")
-    p.add_argument("--response", required=True, help="the score column")
+    p.add_argument("--response", required=True, nargs="+", metavar="COL",
+                   help="the score column; several (--response bleu chrf comet): each metric analysed, the system "
+                        "verdicts Holm-corrected across them, summary.json keyed by metric")
+    p.add_argument("--lower-is-better", nargs="+", metavar="COL", default=None,
+                   help="response(s) for which lower scores are better (TER, error rates): the direction of ASO and "
+                        "of the expected best of n runs")
     p.add_argument("--system", default=None, help="the system column (omit for one system: reliability only)")
     p.add_argument("--item", required=True, help="the test-item column")
     p.add_argument("--replication", action="append", metavar="COL",
@@ -320,6 +329,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--n-resamples", type=int, default=10_000)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--show-code", action="store_true",
+                   help="keep the code cells in report.html (default: the verdict, figures and text only)")
     p.add_argument("--dask", default=None, metavar="ADDRESS",
                    help="for a Parquet dataset larger than memory: the fits, per-run and per-item tables and "
                         "resampling batches on a Dask cluster (scheduler address or 'local'); writes summary.json "

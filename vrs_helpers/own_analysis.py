@@ -15,7 +15,13 @@ Research* (ICLR 2023):
   permutation tests (Algorithms 4.1/4.2) on per-item means over runs (they ignore the run variance);
 - **reliability** (book 3.3, Definition 3.2): per system, the variance components of
   ``response ~ 1 + (1|item) + (1|R)...`` (REML), the absolute reliability coefficient phi of the item means over
-  the observed runs, and a decision study: how many runs would make phi >= 0.8.
+  the observed runs, and a decision study: how many runs would make phi >= 0.8;
+- **what NLP users already run** (:mod:`vrs_helpers.readings`): Almost Stochastic Order in both directions on the
+  per-run means of each system against the baseline (deepsig's definition and recommended threshold eps_min <
+  0.2), the expected best of n runs with a bootstrap interval (Dodge et al. 2019), every reading in one table and
+  one sentence per disagreement saying which source of variation each reading ignores;
+- **several metrics** (``response=[...]``): each analysed as above, the system verdicts Holm-corrected across the
+  metrics (:mod:`vrs_helpers.own_metrics`).
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ import pandas as pd
 from . import mixed
 from .errors import VRSError
 from .own_data import computed
+from .own_metrics import MetricsAnalysis, metric_directions
+from .readings import aso_readings, disagreements, expected_best_by_system, readings_frame, run_means
 from .reliability import phi
 from .significance import bootstrap_test, compare_systems, permutation_test, resampling_test_dask
 
@@ -98,6 +106,10 @@ class OwnAnalysis:
     runs_needed: dict = field(default_factory=dict)  # system -> {replication column: levels for phi >= target}
     verdict: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    higher_is_better: bool = True                            # the direction of "better" for ASO and best of n
+    aso: dict = field(default_factory=dict, repr=False)      # system -> readings.ASOReading against the baseline
+    expected_max: dict = field(default_factory=dict, repr=False)  # system -> readings.ExpectedBest
+    disagreements: list = field(default_factory=list)        # one sentence per pair of readings that disagree
 
     @property
     def glrt(self):
@@ -112,6 +124,11 @@ class OwnAnalysis:
         """The test of the runs-random reading: the small-sample test chosen by ``analyze(test=...)`` (default the F
         test with Kenward-Roger's df), the chi-square GLRT with ``test="chisq"``, or None."""
         return None if self.comparison_random is None else self.comparison_random.test
+
+    @property
+    def readings(self) -> pd.DataFrame:
+        """Every reading in one table (:func:`vrs_helpers.readings.readings_frame`): the verdict box."""
+        return readings_frame(self)
 
     @property
     def disagree(self) -> bool:
@@ -142,6 +159,11 @@ class OwnAnalysis:
                                 "runs": {k: float(v) for k, v in r.n.items()},
                                 "runs_for_phi_0.8": self.runs_needed.get(s)}
                             for s, r in self.reliability.items()},
+            "better": "higher" if self.higher_is_better else "lower",
+            "aso": {s: a.to_dict() for s, a in self.aso.items()},
+            "expected_max": {s: e.to_dict() for s, e in self.expected_max.items()},
+            "readings": self.readings.drop(columns="kind").to_dict("records"),
+            "disagreements": list(self.disagreements),
             "verdict": list(self.verdict), "notes": list(self.notes),
         }
 
@@ -199,8 +221,9 @@ def summary_json(result: OwnAnalysis) -> str:
 
 
 def summary_text(result: OwnAnalysis) -> str:
-    """``summary.txt``: the tests as a table, the verdict and the notes."""
-    return "\n".join([result.to_frame().to_string(index=False), "", *result.verdict, *result.notes]) + "\n"
+    """``summary.txt``: the tests as a table, the verdict, the disagreements between readings and the notes."""
+    return "\n".join([result.to_frame().to_string(index=False), "", *result.verdict, *result.disagreements,
+                      *result.notes]) + "\n"
 
 
 def write_summary(result: OwnAnalysis, path, text_path=None) -> None:
@@ -235,46 +258,67 @@ def verdict_text(p: float, alpha: float) -> str:
     return f"differ (p = {p:.3g} < {alpha:g})" if p < alpha else f"show no significant difference (p = {p:.3g})"
 
 
-def analyze(data, response: str, system: str | None, item: str, replications=(), properties=(),
+def analyze(data, response, system: str | None, item: str, replications=(), properties=(),
             baseline: str | None = None, alpha: float = 0.05, n_resamples: int = 10_000, seed: int = 0,
-            target_phi: float = 0.8, max_runs: int = 1000, backend=None, test: str = "kenward-roger",
-            n_sim: int = 1000) -> OwnAnalysis:
+            target_phi: float = 0.8, max_runs: int = 1000, backend=None, lower_is_better=False,
+            test: str = "kenward-roger", n_sim: int = 1000):
     """Run the analyses of workbook 07 on a validated score table (one row per system, run and item).
 
     ``system`` may be None (or a column with one level): reliability only. ``replications`` are the columns that
     identify a run within a system (seed, meta-parameters); ``properties`` data properties of the items (numeric:
-    slope; otherwise categorical). ``baseline`` is the reference system of the paired tests (default: the first
-    level). Resampling p-values are (k + 1) / (n + 1) and never 0.
+    slope; otherwise categorical). ``baseline`` is the reference system of the paired tests and of ASO (default:
+    the first level). Resampling p-values are (k + 1) / (n + 1) and never 0.
+
+    ``response``: one score column (returns an :class:`OwnAnalysis`) or a list of them (several metrics: each
+    analysed, the system verdicts Holm-corrected across them; returns a
+    :class:`vrs_helpers.own_metrics.MetricsAnalysis`, a list of one gives the single analysis).
+    ``lower_is_better``: True (one response), or the names of the responses for which lower scores are better
+    (TER, error rates): ASO and the expected best of n runs need the direction; the two-sided tests do not.
 
     ``backend``: ``None`` (in memory) or a Dask client, scheduler address or ``"local"`` (a LocalCluster): the
     same analysis with every pass over the rows on the cluster (``data`` a dask DataFrame, a pandas one or a
     Parquet path), for tables larger than memory. Both backends run this one function: the same checks, the same
-    summary and verdict; only the sums are added in another order.
+    summary and verdict; only the sums are added in another order (ASO and the expected maximum are computed on
+    the client from the per-run means).
 
     ``test``: the test of the runs-random reading (:func:`vrs_helpers.significance.compare_systems`):
     ``"kenward-roger"`` (default), ``"satterthwaite"``, ``"bootstrap"`` (the parametric-bootstrap LRT with
     ``n_sim`` simulations, seeded by ``seed``) or ``"chisq"`` (the large-sample GLRT, too liberal with 3-5 runs per
     system).
     """
+    responses = [response] if isinstance(response, str) else list(response)
+    if not responses:
+        raise AnalysisError("Give at least one response (score) column.")
+    higher = metric_directions(responses, lower_is_better)
     replications = [replications] if isinstance(replications, str) else list(replications)
     properties = [properties] if isinstance(properties, str) else list(properties)
     if not 0 < alpha < 1:
         raise AnalysisError(f"alpha must be between 0 and 1, got {alpha!r}.")
+    options = dict(system=system, item=item, replications=replications, properties=properties, baseline=baseline,
+                   alpha=alpha, n_resamples=n_resamples, seed=seed, target_phi=target_phi, max_runs=max_runs,
+                   test=test, n_sim=n_sim)
     if backend is not None:
         from .dask_support import connect
 
         client = connect(backend)
         try:
-            return _analyze(_as_dask(data, client), response, system, item, replications, properties, baseline,
-                            alpha, n_resamples, seed, target_phi, max_runs, client, test, n_sim)
+            return _analyze_metrics(_as_dask(data, client), responses, higher, options, client)
         finally:
             if not hasattr(backend, "submit"):  # a client made here is closed here
                 cluster = getattr(client, "cluster", None)
                 client.close()
                 if cluster is not None:
                     cluster.close()
-    return _analyze(data, response, system, item, replications, properties, baseline, alpha, n_resamples, seed,
-                    target_phi, max_runs, None, test, n_sim)
+    return _analyze_metrics(data, responses, higher, options, None)
+
+
+def _analyze_metrics(data, responses, higher, options: dict, client):
+    """Each response analysed with the same ``options`` (keyword arguments of :func:`_analyze`); one response gives
+    its :class:`OwnAnalysis`, several a :class:`MetricsAnalysis`."""
+    results = {m: _analyze(data, m, client=client, higher_is_better=higher[m], **options) for m in responses}
+    if len(responses) == 1:
+        return results[responses[0]]
+    return MetricsAnalysis.from_results(results, options["alpha"])
 
 
 def _as_dask(data, client):
@@ -289,7 +333,8 @@ def _as_dask(data, client):
 
 
 def _analyze(data, response, system, item, replications, properties, baseline, alpha, n_resamples, seed,
-             target_phi, max_runs, client, test="kenward-roger", n_sim=1000) -> OwnAnalysis:
+             target_phi, max_runs, client, higher_is_better: bool = True, test: str = "kenward-roger",
+             n_sim: int = 1000) -> OwnAnalysis:
     lazy = hasattr(data, "dask")
     df = data if lazy else data.copy()
     if system is None:
@@ -323,7 +368,7 @@ def _analyze(data, response, system, item, replications, properties, baseline, a
     runs = run_table(d, y, sy, reps).rename(columns={**back, sy: system})
     runs[system] = runs[system].astype(str)
     result = OwnAnalysis(response, system if system != "_system" else None, item, replications, properties,
-                         systems, alpha, runs=runs)
+                         systems, alpha, runs=runs, higher_is_better=higher_is_better)
     rename_back = lambda frame: frame.rename(columns=back)  # noqa: E731
 
     # --- significance
@@ -452,6 +497,23 @@ def _analyze(data, response, system, item, replications, properties, baseline, a
         result.verdict.append(f"Reliability of {s}: phi = {r.phi:.3f} ({r.interpretation}){more}.")
     if len(systems) < 2:
         result.notes.append("one system: reliability only")
+    add_stochastic_order(result, system, seed)
+    return result
+
+
+def add_stochastic_order(result: OwnAnalysis, system: str, seed: int = 0) -> OwnAnalysis:
+    """Add what NLP users already run (:mod:`vrs_helpers.readings`) to an analysis: ASO in both directions of
+    each system against the baseline and the expected best of n runs per system, on the per-run means of
+    ``result.runs`` (small: computed in memory on both backends), then one sentence per disagreement between the
+    readings. ``system`` is the system column of ``result.runs``."""
+    means = run_means(result.runs, system)
+    result.expected_max = expected_best_by_system(means, result.higher_is_better, seed=seed)
+    if len(result.systems) >= 2:
+        result.aso, notes = aso_readings(means, str(result.systems[0]), result.higher_is_better, seed=seed)
+        result.notes.extend(notes)
+        at = next((i for i, v in enumerate(result.verdict) if v.startswith("Reliability of")), len(result.verdict))
+        result.verdict[at:at] = [a.sentence() for a in result.aso.values()]
+    result.disagreements = disagreements(result)
     return result
 
 

@@ -189,35 +189,9 @@ def computed(x):
     return x.compute() if hasattr(x, "compute") and hasattr(x, "dask") else x
 
 
-def validate(df, *, response: str, system: str | None = None, item: str, replications=(),
-             properties=(), dropna: bool = False) -> tuple[pd.DataFrame, DataSummary]:
-    """Check the roles of the columns of a score table and return (a clean copy, a :class:`DataSummary`).
-
-    Raises :class:`InputError` for: a missing column (with a did-you-mean), a column in two roles, a non-numeric
-    response (naming bad values and, in memory, their rows), missing scores (unless ``dropna``), a missing or single
-    property value, a replication column with a single level within every system (run variance not estimable),
-    items not shared by all systems, and two rows for the same system, run and item.
-
-    ``df`` may be a pandas or a dask DataFrame (``vrs analyze --dask``): every check is an aggregation (counts per
-    system and item, per system, run and item), so the same checks give the same messages on both, and a dask
-    DataFrame is returned lazily (validated, not loaded).
-    """
-    replications = [replications] if isinstance(replications, str) else list(replications or [])
-    properties = [properties] if isinstance(properties, str) else list(properties or [])
-    lazy = hasattr(df, "dask")
-    roles = [("response", response), ("system", system), ("item", item)]
-    roles += [("replication", r) for r in replications] + [("property", p) for p in properties]
-    cols = list(df.columns)
-    for role, c in roles:
-        if c is not None and c not in cols:
-            raise InputError(f"The {role} column {c!r} is not in the data.{suggest(c, cols)} Columns: "
-                             f"{', '.join(map(str, cols))}.")
-    used = [c for _, c in roles if c is not None]
-    dup = sorted({c for c in used if used.count(c) > 1})
-    if dup:
-        raise InputError(f"Column(s) {dup} are given in two roles; each column has one role (response, system, "
-                         "item, replication or property).")
-    out = df[used] if lazy else df[used].copy()
+def _numeric_response(out, response: str, lazy: bool):
+    """``out`` with the response column as floats; non-numeric values are an error naming them (and, in memory,
+    their rows)."""
     y = out[response]
     if not pd.api.types.is_numeric_dtype(y.dtype):
         conv = pd.to_numeric(y, errors="coerce") if not lazy else y.map_partitions(pd.to_numeric, errors="coerce")
@@ -234,17 +208,62 @@ def validate(df, *, response: str, system: str | None = None, item: str, replica
                              f"{examples}). Fix or drop those rows.")
         out[response] = conv
     out[response] = out[response].astype(float)
-    n_rows_in, n_nan = (int(v) for v in computed([out[response].size, out[response].isna().sum()])) if lazy else \
-        (len(out), int(out[response].isna().sum()))
-    if n_nan and not dropna:
-        raise InputError(f"The response {response!r} has {n_nan} missing value(s) (of {n_rows_in} rows). Drop them "
-                         "with dropna=True (vrs analyze --dropna) if they are failed runs, or fill them.")
+    return out
+
+
+def validate(df, *, response, system: str | None = None, item: str, replications=(),
+             properties=(), dropna: bool = False) -> tuple[pd.DataFrame, DataSummary]:
+    """Check the roles of the columns of a score table and return (a clean copy, a :class:`DataSummary`).
+
+    Raises :class:`InputError` for: a missing column (with a did-you-mean), a column in two roles, a non-numeric
+    response (naming bad values and, in memory, their rows), missing scores (unless ``dropna``), a missing or single
+    property value, a replication column with a single level within every system (run variance not estimable),
+    items not shared by all systems, and two rows for the same system, run and item.
+
+    ``df`` may be a pandas or a dask DataFrame (``vrs analyze --dask``): every check is an aggregation (counts per
+    system and item, per system, run and item), so the same checks give the same messages on both, and a dask
+    DataFrame is returned lazily (validated, not loaded).
+
+    ``response`` may be a list of score columns (several metrics): each is checked; with ``dropna`` a row with a
+    missing score in any of them is dropped.
+    """
+    replications = [replications] if isinstance(replications, str) else list(replications or [])
+    properties = [properties] if isinstance(properties, str) else list(properties or [])
+    lazy = hasattr(df, "dask")
+    responses = [response] if isinstance(response, str) else list(response)
+    if not responses:
+        raise InputError("Give at least one response (score) column.")
+    roles = [("response", r) for r in responses] + [("system", system), ("item", item)]
+    roles += [("replication", r) for r in replications] + [("property", p) for p in properties]
+    cols = list(df.columns)
+    for role, c in roles:
+        if c is not None and c not in cols:
+            raise InputError(f"The {role} column {c!r} is not in the data.{suggest(c, cols)} Columns: "
+                             f"{', '.join(map(str, cols))}.")
+    used = [c for _, c in roles if c is not None]
+    dup = sorted({c for c in used if used.count(c) > 1})
+    if dup:
+        raise InputError(f"Column(s) {dup} are given in two roles; each column has one role (response, system, "
+                         "item, replication or property).")
+    out = df[used] if lazy else df[used].copy()
+    for r in responses:
+        out = _numeric_response(out, r, lazy)
+    n_rows_in = int(computed(out[responses[0]].size)) if lazy else len(out)
+    missing = out[responses].isna()
+    per_column = [int(v) for v in computed(missing.sum())]
+    for r, n in zip(responses, per_column, strict=True):
+        if n and not dropna:
+            raise InputError(f"The response {r!r} has {n} missing value(s) (of {n_rows_in} rows). Drop them "
+                             "with dropna=True (vrs analyze --dropna) if they are failed runs, or fill them.")
+    any_missing = missing.any(axis=1)
+    n_nan = int(computed(any_missing.sum()))
     if n_nan:
-        out = out[out[response].notna()]
+        out = out[~any_missing]
         if not lazy:
             out = out.reset_index(drop=True)
-    if int(computed((~np.isfinite(out[response])).sum())):
-        raise InputError(f"The response {response!r} has infinite values; fix them.")
+    for r in responses:
+        if int(computed((~np.isfinite(out[r])).sum())):
+            raise InputError(f"The response {r!r} has infinite values; fix them.")
     if system is None:
         sys_col = "_system"
         out = out.assign(**{sys_col: "all"})
@@ -263,7 +282,7 @@ def validate(df, *, response: str, system: str | None = None, item: str, replica
                              "condition on; drop it from the properties.")
     # the design, from counts per (system, runs..., item): every remaining check reads these
     keys = [sys_col, *replications, item]
-    cells = computed(out.groupby(keys, observed=True)[response].size())
+    cells = computed(out.groupby(keys, observed=True)[responses[0]].size())
     cells = cells[cells > 0]
     frame = cells.rename("n").reset_index()
     systems = sorted(frame[sys_col].unique())

@@ -230,10 +230,12 @@ def copy_mathjax(html_dir: str | Path) -> Path:
 
 
 def notebook_page(nb, *, mathjax_url: str = f"{MATHJAX_DIR}/MathJax.js?config={MATHJAX_CONFIG}",
-                  nav_html: str = "", anchors: bool = True) -> str:
+                  nav_html: str = "", anchors: bool = True, exclude_input: bool = False) -> str:
     """An executed notebook (``nbformat`` node or path) as one HTML page that loads nothing from the internet:
     MathJax from ``mathjax_url`` (relative to the page), no require.js, mermaid or widget scripts; ``nav_html``
-    is put at the top of the body; scorecard outputs get ids (:func:`add_check_anchors`)."""
+    is put at the top of the body; scorecard outputs get ids (:func:`add_check_anchors`). ``exclude_input``: a
+    report without code (nbconvert's ``TemplateExporter.exclude_input``, with the input and output prompts): the
+    Markdown and the outputs only."""
     import jinja2
     import nbformat
     from nbconvert import HTMLExporter
@@ -243,18 +245,22 @@ def notebook_page(nb, *, mathjax_url: str = f"{MATHJAX_DIR}/MathJax.js?config={M
     if anchors:
         nb = add_check_anchors(nb)
     exporter = HTMLExporter(template_name="lab", template_file="vrs_page.html.j2",
-                            extra_loaders=[jinja2.DictLoader({"vrs_page.html.j2": _PAGE_TEMPLATE})])
+                            extra_loaders=[jinja2.DictLoader({"vrs_page.html.j2": _PAGE_TEMPLATE})],
+                            exclude_input=exclude_input, exclude_input_prompt=exclude_input,
+                            exclude_output_prompt=exclude_input)
     body, _ = exporter.from_notebook_node(nb, resources={"vrs_mathjax_url": mathjax_url, "vrs_nav": nav_html})
     return body
 
 
-def export_page(nb_path: str | Path, html_dir: str | Path, *, name: str | None = None, nav_html: str = "") -> Path:
-    """Write :func:`notebook_page` of ``nb_path`` to ``html_dir/<name or stem>.html`` with MathJax beside it."""
+def export_page(nb_path: str | Path, html_dir: str | Path, *, name: str | None = None, nav_html: str = "",
+                exclude_input: bool = False) -> Path:
+    """Write :func:`notebook_page` of ``nb_path`` to ``html_dir/<name or stem>.html`` with MathJax beside it
+    (``exclude_input``: without the code cells' inputs)."""
     html_dir = Path(html_dir)
     html_dir.mkdir(parents=True, exist_ok=True)
     copy_mathjax(html_dir)
     out = html_dir / f"{name or Path(nb_path).stem}.html"
-    out.write_text(notebook_page(nb_path, nav_html=nav_html), encoding="utf-8")
+    out.write_text(notebook_page(nb_path, nav_html=nav_html, exclude_input=exclude_input), encoding="utf-8")
     return out
 
 

@@ -65,12 +65,12 @@ def strip_volatile(nb) -> None:
                                     and _PROGRESS.search(o.get("text", "")))]
 
 
-def export_html(nb_path: Path, html_dir: Path) -> Path:
+def export_html(nb_path: Path, html_dir: Path, exclude_input: bool = False) -> Path:
     """Export an executed notebook to HTML that loads nothing from the internet (MathJax copied beside it,
-    :func:`vrs_helpers.report.export_page`)."""
+    :func:`vrs_helpers.report.export_page`); ``exclude_input``: without the code (``vrs run --no-input``)."""
     from .report import export_page
 
-    return export_page(nb_path, html_dir)
+    return export_page(nb_path, html_dir, exclude_input=exclude_input)
 
 
 class ParameterError(VRSError, ValueError):
@@ -163,7 +163,7 @@ def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, *,
                  out_dir: str | os.PathLike = "build/notebooks", html_dir: str | os.PathLike | None = "build/html",
                  output_name: str | None = None,
                  kernel_name: str = KERNEL_NAME, raise_on_error: bool = True,
-                 progress: bool | dict = False) -> RunResult:
+                 progress: bool | dict = False, exclude_input: bool = False) -> RunResult:
     """Execute ``notebook`` with papermill (parameters injected after the ``parameters`` cell).
 
     The executed copy goes to ``out_dir``, an HTML export to ``html_dir``. The notebook runs with its own folder
@@ -172,6 +172,7 @@ def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, *,
 
     ``progress=True`` shows a per-cell progress bar on stderr when stderr is a terminal (never in logs, CI or
     tests: tqdm disables itself elsewhere); a dict gives the bar's tqdm options (:func:`cell_progress_options`).
+    ``exclude_input``: the HTML export without the code cells' inputs (the executed notebook keeps them).
     """
     import papermill as pm
 
@@ -200,7 +201,8 @@ def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, *,
         executed = nbformat.read(str(out), as_version=4)
         strip_volatile(executed)
         nbformat.write(executed, str(out))
-    html_path = export_html(out, Path(html_dir)) if html_dir is not None and out.exists() else None
+    html_path = (export_html(out, Path(html_dir), exclude_input=exclude_input)
+                 if html_dir is not None and out.exists() else None)
     rows, scalars = extract(out) if out.exists() else ([], {})
     return RunResult(src.name, out, html_path, parameters, rows, scalars, error,
                      seconds=time.perf_counter() - started)
@@ -371,13 +373,20 @@ def analyze_notebook() -> Path:
     return find_workbook(ANALYZE_NOTEBOOK)
 
 
-def analyze_report(data, *, response: str, system: str | None, item: str, replications=(), properties=(),
+def analyze_report(data, *, response, system: str | None, item: str, replications=(), properties=(),
                    baseline: str | None = None, out_dir: str | os.PathLike = "vrs-report", dropna: bool = False,
-                   alpha: float = 0.05, n_resamples: int = 10_000, seed: int = 0, backend=None) -> dict:
+                   alpha: float = 0.05, n_resamples: int = 10_000, seed: int = 0, backend=None,
+                   lower_is_better=(), show_code: bool = False) -> dict:
     """``vrs analyze``: validate the score table, analyse it, and write ``out_dir/summary.json``.
 
-    In memory (``backend=None``): workbook 07 runs on the validated table with papermill and also writes
-    ``out_dir/report.ipynb`` and ``out_dir/report.html``. On a Dask cluster (``backend``: a scheduler address,
+    ``response``: a score column, or a list of them (several metrics: each analysed, the system verdicts
+    Holm-corrected across them, summary.json keyed by metric); ``lower_is_better``: the responses for which lower
+    scores are better (or True for all), the direction ASO and the expected best of n runs need.
+
+    In memory (``backend=None``): workbook 07, without its exercises (:func:`vrs_helpers.student.report_notebook`),
+    runs on the validated table with papermill and also writes ``out_dir/report.ipynb`` and ``out_dir/report.html``,
+    which opens with the verdict box; the code cells are left out of the HTML unless ``show_code``. On a Dask
+    cluster (``backend``: a scheduler address,
     ``"local"`` or a client; ``data`` a Parquet file or folder): the same validation
     (:func:`vrs_helpers.own_data.validate`) and the same analysis (:func:`vrs_helpers.own_analysis.analyze`) run
     with their passes over the rows on the cluster, and ``out_dir/summary.txt`` replaces the notebook report (its
@@ -393,8 +402,13 @@ def analyze_report(data, *, response: str, system: str | None, item: str, replic
     import tempfile
 
     from .own_data import InputError, load_scores, validate
+    from .own_metrics import metric_directions
 
     replications, properties = list(replications or []), list(properties or [])
+    responses = [response] if isinstance(response, str) else list(response)
+    higher = metric_directions(responses, lower_is_better if isinstance(lower_is_better, bool)
+                               else list(lower_is_better or []))
+    lower = [m for m in responses if not higher[m]]
     if not 0 < float(alpha) < 1:
         raise InputError(f"alpha must be between 0 and 1, got {alpha!r}.")
     if int(n_resamples) < 1:
@@ -415,7 +429,7 @@ def analyze_report(data, *, response: str, system: str | None, item: str, replic
         client = connect(backend)
         raw = dd.read_parquet(str(path))
     try:
-        clean, _info = validate(raw, response=response, system=system, item=item, replications=replications,
+        clean, _info = validate(raw, response=responses, system=system, item=item, replications=replications,
                                 properties=properties, dropna=dropna)
         if baseline is not None and system and str(baseline) not in _info.systems:
             raise InputError(f"baseline {baseline!r} is not a level of {system!r}; levels: "
@@ -424,20 +438,26 @@ def analyze_report(data, *, response: str, system: str | None, item: str, replic
         if backend is not None:
             from .own_analysis import analyze, write_summary
 
-            result = analyze(clean, response, system, item, replications=replications, properties=properties,
-                             baseline=baseline, alpha=alpha, n_resamples=n_resamples, seed=seed, backend=client)
+            result = analyze(clean, responses, system, item, replications=replications, properties=properties,
+                             baseline=baseline, alpha=alpha, n_resamples=n_resamples, seed=seed, backend=client,
+                             lower_is_better=lower)
             write_summary(result, work / "summary.json", work / "summary.txt")
             produced = [(work / "summary.json", "summary.json"), (work / "summary.txt", "summary.txt")]
         else:
             table = work / "scores.parquet"
             clean.to_parquet(table)
-            params = {"data": str(table), "data_label": str(data), "response": response, "system": system or "",
+            params = {"data": str(table), "data_label": str(data), "response": responses[0],
+                      "responses": responses if len(responses) > 1 else [], "lower_is_better": lower,
+                      "system": system or "",
                       "item": item, "replications": replications, "properties": properties,
                       "baseline": baseline or "", "alpha": float(alpha), "n_resamples": int(n_resamples),
                       "seed": int(seed), "dropna": bool(dropna), "summary_path": str(work / "summary.json")}
+            from .student import report_notebook
+
             try:
-                res = run_notebook(analyze_notebook(), params, out_dir=work, html_dir=work,
-                                   output_name="report.ipynb")
+                source = report_notebook(analyze_notebook(), work / "workbook.ipynb")
+                res = run_notebook(source, params, out_dir=work, html_dir=work, output_name="report.ipynb",
+                                   exclude_input=not show_code)
             except NotebookError as exc:
                 raise NotebookError(f"{exc}. The previous report in {out_dir} (if any) is untouched.") from exc
             produced = [(res.output, "report.ipynb"), (res.html, "report.html"), (work / "summary.json",
