@@ -108,7 +108,7 @@ def test_verdict_box_lists_every_reading(result):
     assert page.startswith("<div id='vrs-verdict'") and page.count("<tr>") == len(result.readings) + 1
     for test in result.readings["test"]:
         assert test.split(" (")[0].replace("'", "&#x27;") in page
-    assert "eps_min &lt; 0.2" in page and "Satterthwaite" in page
+    assert "eps_min &lt; 0.2" in page and "Kenward-Roger" in page
 
 
 def test_one_run_of_the_baseline_gives_no_aso_and_says_why(three_seeds):
