@@ -207,3 +207,35 @@ def test_two_metrics_give_one_result_each_and_holm_adjusted_verdicts(tmp_path, c
     box = page[page.index("vrs-verdict"):]
     box = box[:box.index("</table>")]
     assert ">p holm<" in box and ">error<" in box and ">score<" in box
+
+
+def test_binary_log_through_vrs_analyze_matches_glmer(tmp_path, capsys):
+    """Issue 21: correct/incorrect scores (tests/reference/glmm_eval.csv.gz: 3 systems x 5 seeds x 300 items) are
+    detected as binary and analysed on logistic GLMMs. The GLRT chi-squares of both readings and the one conditional
+    on the domain equal glmer's (lme4 1.1-31 run to convergence, tests/reference/glmm_eval.R) within 1e-3, the
+    issue's bar; phi is on the latent scale (residual pi^2/3); summary.json names the family."""
+    from pathlib import Path
+
+    ref_dir = Path(__file__).parent / "reference"
+    ref = json.loads((ref_dir / "glmm_eval_lme4.json").read_text())
+    out = tmp_path / "report"
+    code = cli.main(["analyze", str(ref_dir / "glmm_eval.csv.gz"), "--response", "correct", "--system", "system",
+                     "--item", "item", "--replication", "seed", "--property", "domain", "--baseline", "base",
+                     "--out", str(out), "--n-resamples", "199"])
+    assert code == 0, capsys.readouterr().err
+    s = json.loads((out / "summary.json").read_text())
+    assert s["family"] == "binomial" and any("0/1" in n for n in s["notes"])
+    assert s["glrt"]["chi2"] == pytest.approx(ref["overall"]["converged"]["chisq"], abs=1e-3)
+    random = s["glrt_replications_random"]
+    assert random["chi2"] == pytest.approx(ref["runs_random"]["converged"]["chisq"], abs=1e-3)
+    assert random["df"] == ref["runs_random"]["converged"]["df"] == 2
+    assert s["conditional"]["domain"]["chi2"] == pytest.approx(ref["by_domain"]["converged"]["chisq"], abs=1e-3)
+    assert any("no Satterthwaite/Kenward-Roger" in n for n in s["notes"])
+    vc = s["variance_components"]["base"]
+    # the logistic residual on the latent scale (summary.json: 10 significant digits)
+    assert vc["Residual"] == pytest.approx(np.pi ** 2 / 3, rel=1e-9)
+    # phi of the base system from its latent variances, n seeds (Definition 3.2, eq. 3.11)
+    n = s["reliability"]["base"]["runs"]["seed"]
+    expected = vc["item"] / (vc["item"] + (vc["seed"] + vc["Residual"]) / n)
+    assert s["reliability"]["base"]["phi"] == pytest.approx(expected, rel=1e-8)
+    assert s["power"] is None   # power planning is for continuous scores

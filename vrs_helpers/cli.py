@@ -232,7 +232,8 @@ def _cmd_analyze(args) -> int:
                              replications=args.replication or [], properties=args.property or [],
                              baseline=args.baseline, out_dir=args.out, dropna=args.dropna, alpha=args.alpha,
                              n_resamples=args.n_resamples, seed=args.seed, backend=args.dask,
-                             lower_is_better=args.lower_is_better or [], show_code=args.show_code)
+                             lower_is_better=args.lower_is_better or [], show_code=args.show_code,
+                             test=args.test, n_sim=args.n_sim, family=args.family, delta=args.delta)
     out = Path(args.out)
     print("\n".join(summary.get("verdict", [])))
     if args.dask is not None:
@@ -328,6 +329,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dropna", action="store_true", help="drop rows with a missing score instead of failing")
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--n-resamples", type=int, default=10_000)
+    p.add_argument("--test", default="kenward-roger", choices=["kenward-roger", "satterthwaite", "bootstrap", "chisq"],
+                   help="test of the runs-random reading: Kenward-Roger F test (default; keeps its level with 3-5 "
+                        "runs per system), Satterthwaite F test, parametric-bootstrap LRT (--n-sim simulations), or "
+                        "the large-sample chi-square GLRT (too liberal with few runs)")
+    p.add_argument("--n-sim", type=int, default=1000, help="simulations of --test bootstrap (default 1000)")
+    p.add_argument("--family", default="auto", choices=["auto", "gaussian", "binomial"],
+                   help="binomial: 0/1 scores (correct/incorrect) as logistic GLMMs, phi on the latent scale; auto "
+                        "(default): binomial when every score is 0 or 1, with a note")
+    p.add_argument("--delta", type=float, default=None,
+                   help="a system difference (in score units) to plan for: power of the runs-random test and runs "
+                        "per system needed for power 0.8, beside those of the observed difference")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--show-code", action="store_true",
                    help="keep the code cells in report.html (default: the verdict, figures and text only)")

@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from . import mixed
+from .binary import latent_variance_components, resolve_family
 from .errors import VRSError
 from .own_data import computed
 from .own_metrics import MetricsAnalysis, metric_directions
@@ -110,6 +111,8 @@ class OwnAnalysis:
     aso: dict = field(default_factory=dict, repr=False)      # system -> readings.ASOReading against the baseline
     expected_max: dict = field(default_factory=dict, repr=False)  # system -> readings.ExpectedBest
     disagreements: list = field(default_factory=list)        # one sentence per pair of readings that disagree
+    family: str = "gaussian"                                 # "binomial": logistic GLMMs, latent-scale phi
+    power: dict = field(default_factory=dict)                # power planning of the runs-random test (add_power)
 
     @property
     def glrt(self):
@@ -159,6 +162,8 @@ class OwnAnalysis:
                                 "runs": {k: float(v) for k, v in r.n.items()},
                                 "runs_for_phi_0.8": self.runs_needed.get(s)}
                             for s, r in self.reliability.items()},
+            "family": self.family,
+            "power": self.power or None,
             "better": "higher" if self.higher_is_better else "lower",
             "aso": {s: a.to_dict() for s, a in self.aso.items()},
             "expected_max": {s: e.to_dict() for s, e in self.expected_max.items()},
@@ -261,7 +266,8 @@ def verdict_text(p: float, alpha: float) -> str:
 def analyze(data, response, system: str | None, item: str, replications=(), properties=(),
             baseline: str | None = None, alpha: float = 0.05, n_resamples: int = 10_000, seed: int = 0,
             target_phi: float = 0.8, max_runs: int = 1000, backend=None, lower_is_better=False,
-            test: str = "kenward-roger", n_sim: int = 1000):
+            test: str = "kenward-roger", n_sim: int = 1000, family: str = "auto", delta: float | None = None,
+            target_power: float = 0.8):
     """Run the analyses of workbook 07 on a validated score table (one row per system, run and item).
 
     ``system`` may be None (or a column with one level): reliability only. ``replications`` are the columns that
@@ -285,6 +291,14 @@ def analyze(data, response, system: str | None, item: str, replications=(), prop
     ``"kenward-roger"`` (default), ``"satterthwaite"``, ``"bootstrap"`` (the parametric-bootstrap LRT with
     ``n_sim`` simulations, seeded by ``seed``) or ``"chisq"`` (the large-sample GLRT, too liberal with 3-5 runs per
     system).
+
+    ``family``: ``"auto"`` (default: binomial for a 0/1 response, with a note), ``"gaussian"`` or ``"binomial"``
+    (correct/incorrect per item: the GLRTs on logistic GLMMs, :func:`vrs_helpers.significance.compare_systems`, the
+    runs-random reading by the chi-square GLRT, per-system variance components and phi on the latent scale,
+    :func:`vrs_helpers.binary.latent_variance_components`).
+
+    ``delta``, ``target_power``: the power planning of the runs-random reading (:func:`add_power`) for the observed
+    system difference and, when given, for ``delta`` (in the response's units).
     """
     responses = [response] if isinstance(response, str) else list(response)
     if not responses:
@@ -296,7 +310,7 @@ def analyze(data, response, system: str | None, item: str, replications=(), prop
         raise AnalysisError(f"alpha must be between 0 and 1, got {alpha!r}.")
     options = dict(system=system, item=item, replications=replications, properties=properties, baseline=baseline,
                    alpha=alpha, n_resamples=n_resamples, seed=seed, target_phi=target_phi, max_runs=max_runs,
-                   test=test, n_sim=n_sim)
+                   test=test, n_sim=n_sim, family=family, delta=delta, target_power=target_power)
     if backend is not None:
         from .dask_support import connect
 
@@ -334,7 +348,8 @@ def _as_dask(data, client):
 
 def _analyze(data, response, system, item, replications, properties, baseline, alpha, n_resamples, seed,
              target_phi, max_runs, client, higher_is_better: bool = True, test: str = "kenward-roger",
-             n_sim: int = 1000) -> OwnAnalysis:
+             n_sim: int = 1000, family: str = "auto", delta: float | None = None,
+             target_power: float = 0.8) -> OwnAnalysis:
     lazy = hasattr(data, "dask")
     df = data if lazy else data.copy()
     if system is None:
@@ -369,11 +384,18 @@ def _analyze(data, response, system, item, replications, properties, baseline, a
     runs[system] = runs[system].astype(str)
     result = OwnAnalysis(response, system if system != "_system" else None, item, replications, properties,
                          systems, alpha, runs=runs, higher_is_better=higher_is_better)
+    try:
+        result.family, family_note = resolve_family(family, d[y])
+    except VRSError as e:
+        raise AnalysisError(str(e)) from e
+    if family_note:
+        result.notes.append(family_note)
+    fam = {"family": result.family}
     rename_back = lambda frame: frame.rename(columns=back)  # noqa: E731
 
     # --- significance
     if len(systems) >= 2:
-        result.comparison = compare_systems(d, y, sy, it)
+        result.comparison = compare_systems(d, y, sy, it, **fam)
         result.comparison.contrasts = rename_back(result.comparison.contrasts)
         result.comparison.means = rename_back(result.comparison.means)
         estimable = [r for r, o in zip(reps, replications, strict=True)
@@ -384,7 +406,8 @@ def _analyze(data, response, system, item, replications, properties, baseline, a
                                 "variance to estimate, left out of the random-effect reading")
         if estimable:
             result.comparison_random = compare_systems(d, y, sy, it, replications=estimable, test=test,
-                                                       n_sim=n_sim, seed=seed)
+                                                       n_sim=n_sim, seed=seed, **fam)
+            result.notes.extend(result.comparison_random.notes)
             fewest = int(result.runs.groupby(system, observed=True).size().min())
             if fewest < 3:
                 result.notes.append(
@@ -394,9 +417,10 @@ def _analyze(data, response, system, item, replications, properties, baseline, a
         for p in properties:
             pn = names[p]
             if pd.api.types.is_numeric_dtype(d[pn].dtype):
-                result.conditional[p] = compare_systems(d, y, sy, it, covariate=pn)
+                result.conditional[p] = compare_systems(d, y, sy, it, covariate=pn, **fam)
             else:
-                result.conditional[p] = compare_systems(d.assign(**{pn: d[pn].astype(str)}), y, sy, it, by=pn)
+                result.conditional[p] = compare_systems(d.assign(**{pn: d[pn].astype(str)}), y, sy, it, by=pn,
+                                                        **fam)
             c = result.conditional[p]
             c.contrasts = rename_back(c.contrasts)
             c.means = rename_back(c.means)
@@ -430,11 +454,13 @@ def _analyze(data, response, system, item, replications, properties, baseline, a
         reps_s = [r for r in reps if levels[r] >= 2]
         formula = f"{y} ~ 1 + (1|{it})" + "".join(f" + (1|{r})" for r in reps_s)
         try:
-            fit = mixed.fit(formula, part, method="REML")
-        except mixed.MixedModelError as e:  # reported, the other systems still get their analysis
+            if result.family == "binomial":  # latent scale: glmer's variances plus the logistic residual pi^2/3
+                vc = latent_variance_components(computed(part), y, it, reps_s).variance_components.copy()
+            else:
+                vc = mixed.fit(formula, part, method="REML").variance_components.copy()
+        except VRSError as e:  # reported, the other systems still get their analysis
             result.notes.append(f"variance components of system {s}: {e}")
             continue
-        vc = fit.variance_components.copy()
         vc.index = [":".join(back.get(n, n) for n in str(c).split(":")) for c in vc.index]
         result.variance_components[s] = vc
         n = {back[r]: float(levels[r]) for r in reps_s}
@@ -497,7 +523,58 @@ def _analyze(data, response, system, item, replications, properties, baseline, a
         result.verdict.append(f"Reliability of {s}: phi = {r.phi:.3f} ({r.interpretation}){more}.")
     if len(systems) < 2:
         result.notes.append("one system: reliability only")
+    add_power(result, len(computed(d[it].unique())), delta=delta, target=target_power)
     add_stochastic_order(result, system, seed)
+    return result
+
+
+def add_power(result: OwnAnalysis, items: int, delta: float | None = None, target: float = 0.8) -> OwnAnalysis:
+    """Power planning of the runs-random reading (:mod:`vrs_helpers.power`; the significance counterpart of the
+    decision study, book 3.3.3): from the REML fit of ``response ~ system + (1|item) + (1|system:R)...`` (its run
+    variance: the sum of the ``system:R`` components; its residual variance) the power of the F test to detect the
+    observed system differences (the fixed effects) with the observed runs per system (the fewest) and ``items``
+    items, and the runs per system that reach ``target``; the same for ``delta`` when given (every other system
+    ``delta`` from the baseline). Closed form of the balanced design (noncentral F); the verdict says so. Gaussian
+    responses only (a note otherwise)."""
+    from .power import PlanningError, f_test_power, runs_needed
+
+    comp = result.comparison_random
+    if comp is None or comp.model is None:
+        return result
+    if result.family != "gaussian":
+        result.notes.append("power planning is for continuous scores (the noncentral F of the LMM); not computed "
+                            "for binary scores")
+        return result
+    vc = comp.model.variance_components["variance"]
+    system_col = comp.formula.split("~")[1].split("+")[0].strip()
+    run_var = float(sum(v for k, v in vc.items() if str(k).startswith(f"{system_col}:")))
+    residual_sd, run_sd = float(np.sqrt(vc["Residual"])), float(np.sqrt(run_var))
+    fe = comp.model.fixed_effects["estimate"]
+    observed = np.array([0.0] + [float(v) for k, v in fe.items() if k != "(Intercept)"])
+    k = len(result.systems)
+    runs = int(result.runs.groupby(result.system or "_system", observed=True).size().min())
+    out = {"test": "F test of system (runs random), closed form of the balanced design (noncentral F)",
+           "run_sd": run_sd, "residual_sd": residual_sd, "items": int(items), "runs_per_system": runs,
+           "alpha": result.alpha, "target": target}
+    for name, d in [("observed", observed), ("delta", None if delta is None else
+                                              np.array([0.0] + [float(delta)] * (k - 1)))]:
+        if d is None:
+            continue
+        try:  # one run per system leaves the F test no denominator df: no power, only the runs needed
+            power = f_test_power(d, runs, items, run_sd, residual_sd, k, result.alpha) if runs >= 2 else None
+            need = runs_needed(d, items, run_sd, residual_sd, k, result.alpha, target)
+        except PlanningError as e:
+            result.notes.append(f"power for the {name} difference: {e}")
+            continue
+        out[name] = {"differences": [float(v) for v in d[1:]], "power": power, "runs_needed": need}
+        what = ("the observed difference" if name == "observed"
+                else f"a difference of {float(delta):g}")
+        more = (f"{need} runs per system would reach power {target:g}" if need is not None else
+                f"no number of runs up to 10,000 reaches power {target:g}")
+        now = (f"with {runs} runs per system and {items} items the F test detects {what} with probability "
+               f"{power:.2f}" if power is not None else f"for {what} with {items} items")
+        result.verdict.append(f"Power (closed form, balanced design): {now}; {more}.")
+    result.power = out
     return result
 
 

@@ -11,6 +11,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .errors import VRSError
@@ -376,12 +377,15 @@ def analyze_notebook() -> Path:
 def analyze_report(data, *, response, system: str | None, item: str, replications=(), properties=(),
                    baseline: str | None = None, out_dir: str | os.PathLike = "vrs-report", dropna: bool = False,
                    alpha: float = 0.05, n_resamples: int = 10_000, seed: int = 0, backend=None,
-                   lower_is_better=(), show_code: bool = False) -> dict:
+                   lower_is_better=(), show_code: bool = False, test: str = "kenward-roger", n_sim: int = 1000,
+                   family: str = "auto", delta: float | None = None) -> dict:
     """``vrs analyze``: validate the score table, analyse it, and write ``out_dir/summary.json``.
 
     ``response``: a score column, or a list of them (several metrics: each analysed, the system verdicts
     Holm-corrected across them, summary.json keyed by metric); ``lower_is_better``: the responses for which lower
     scores are better (or True for all), the direction ASO and the expected best of n runs need.
+    ``test``, ``n_sim``, ``family``, ``delta``: as :func:`vrs_helpers.own_analysis.analyze` (the test of the
+    runs-random reading, the family of the scores, a difference to plan the number of runs for).
 
     In memory (``backend=None``): workbook 07, without its exercises (:func:`vrs_helpers.student.report_notebook`),
     runs on the validated table with papermill and also writes ``out_dir/report.ipynb`` and ``out_dir/report.html``,
@@ -413,6 +417,14 @@ def analyze_report(data, *, response, system: str | None, item: str, replication
         raise InputError(f"alpha must be between 0 and 1, got {alpha!r}.")
     if int(n_resamples) < 1:
         raise InputError(f"n_resamples must be a positive integer, got {n_resamples!r}.")
+    if int(n_sim) < 1:
+        raise InputError(f"n_sim must be a positive integer, got {n_sim!r}.")
+    if test not in ("kenward-roger", "satterthwaite", "bootstrap", "chisq"):
+        raise InputError(f"test must be kenward-roger, satterthwaite, bootstrap or chisq; got {test!r}.")
+    if family not in ("auto", "gaussian", "binomial"):
+        raise InputError(f"family must be auto, gaussian or binomial; got {family!r}.")
+    if delta is not None and not (np.isfinite(float(delta)) and float(delta) != 0):
+        raise InputError(f"delta must be a non-zero number (a system difference in score units); got {delta!r}.")
     client = None
     if backend is None:
         raw = load_scores(data)
@@ -440,7 +452,7 @@ def analyze_report(data, *, response, system: str | None, item: str, replication
 
             result = analyze(clean, responses, system, item, replications=replications, properties=properties,
                              baseline=baseline, alpha=alpha, n_resamples=n_resamples, seed=seed, backend=client,
-                             lower_is_better=lower)
+                             lower_is_better=lower, test=test, n_sim=int(n_sim), family=family, delta=delta)
             write_summary(result, work / "summary.json", work / "summary.txt")
             produced = [(work / "summary.json", "summary.json"), (work / "summary.txt", "summary.txt")]
         else:
@@ -451,7 +463,9 @@ def analyze_report(data, *, response, system: str | None, item: str, replication
                       "system": system or "",
                       "item": item, "replications": replications, "properties": properties,
                       "baseline": baseline or "", "alpha": float(alpha), "n_resamples": int(n_resamples),
-                      "seed": int(seed), "dropna": bool(dropna), "summary_path": str(work / "summary.json")}
+                      "seed": int(seed), "dropna": bool(dropna), "summary_path": str(work / "summary.json"),
+                      "test": test, "n_sim": int(n_sim), "family": family,
+                      "delta": 0.0 if delta is None else float(delta)}
             from .student import report_notebook
 
             try:
