@@ -56,13 +56,17 @@ def _scorecard_table(rows) -> str:
     if not rows:
         return "no scorecard checks"
     t = pd.DataFrame(rows)
-    counts = t["match"].value_counts().to_dict()
+    if "kind" not in t.columns:
+        t["kind"] = "book"
+    t["kind"] = t["kind"].fillna("book")
+    counts = "; ".join(f"{kind} rows: " + ", ".join(f"{v} {k}" for k, v in g["match"].value_counts().items())
+                       for kind, g in t.groupby("kind", sort=True))
     t["quantity"] = t["quantity"].astype(str).str.slice(0, 60)
     fmt = lambda v: "" if v is None or (isinstance(v, float) and v != v) else f"{v:.6g}" if isinstance(  # noqa: E731
         v, (int, float)) else str(v)
     t["book"], t["ours"] = t["book"].map(fmt), t["ours"].map(fmt)
-    lines = t[["match", "ref", "quantity", "book", "ours"]].to_string(index=False, max_colwidth=60)
-    return f"{len(t)} scorecard checks: " + ", ".join(f"{v} {k}" for k, v in counts.items()) + "\n" + lines
+    lines = t[["kind", "match", "ref", "quantity", "book", "ours"]].to_string(index=False, max_colwidth=60)
+    return f"{len(t)} scorecard checks ({counts})\n" + lines
 
 
 def _run_inplace(args) -> int:
@@ -136,6 +140,10 @@ def _report_regressions(rows, folder: Path) -> int:
     bad = regressions(frame, folder / BASELINE)
     for _, r in bad.iterrows():
         was = r["baseline"] if isinstance(r["baseline"], str) else "not in the baseline"
+        if r["match"] == "vanished":
+            print(f"regression: {r['notebook']} {r['analysis']} {r['ref']} {r['quantity']}: vanished from the run "
+                  f"(was {was} in the baseline)", file=sys.stderr)
+            continue
         print(f"regression: {r['notebook']} {r['analysis']} {r['ref']} {r['quantity']}: {r['match']} (was {was}); "
               f"book {r['book']}, ours {r['ours']}", file=sys.stderr)
     return len(bad)
@@ -151,9 +159,10 @@ def _cmd_reproduce(args) -> int:
         print(f"error: no notebooks found in {args.folder}", file=sys.stderr)
         return 1
     results, card = reproduce(nbs, build_dir=args.build, defaults_only=args.defaults_only)
+    from .report import headline
+
     failed = [r for r in results if r.error]
-    counts = card["match"].value_counts().to_dict()
-    print(f"{len(results)} notebook runs, {len(failed)} failed; scorecard: {len(card)} checks {counts}")
+    print(f"{len(results)} notebook runs, {len(failed)} failed; scorecard: {headline(card)}")
     print(f"report: {Path(args.build) / 'html' / 'index.html'}; scorecard: {Path(args.build) / 'scorecard.csv'}")
     for r in failed:
         print(f"error: {r.error}", file=sys.stderr)
