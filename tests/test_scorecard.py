@@ -266,3 +266,34 @@ def test_an_unidentified_row_is_not_explained_by_one_optimizers_split():
     row = [c for c in card.checks if c.quantity == "ddh: percent"][0]
     assert row.match == "false" and row.alternative == "" and row.explanation == "only the sum is identified"
     assert list(table["percent match"]) == ["true", "false"]
+
+
+def test_the_committed_notebooks_follow_the_rules():
+    """The scorecard rows in the committed notebooks' outputs (the default analysis of each workbook): every
+    explained row is a book row whose second reference matches ours and misses the book; no book row names another
+    implementation; reference rows are true or false; and the rows are those of notebooks/scorecard_baseline.csv
+    (kind and status), so the committed outputs are current."""
+    from pathlib import Path
+
+    from vrs_helpers.scorecard import IMPLEMENTATIONS
+
+    root = Path(__file__).resolve().parent.parent / "notebooks"
+    base = load_baseline(root / "scorecard_baseline.csv").set_index(["notebook", "analysis", "ref", "quantity"])
+    n, seen = 0, set()
+    for path in sorted(root.glob("0*.ipynb")):
+        rows, _ = extract(path)
+        for r in rows:
+            n += 1
+            seen.add(r["notebook"])
+            kind, match = r.get("kind", "book"), r["match"]
+            if match == "explained":
+                assert kind == "book" and r["alternative"], r
+                assert abs(r["alternative_value"] - r["ours"]) <= r["tolerance"], r
+                assert abs(r["alternative_value"] - r["book"]) > r["tolerance"], r
+            if kind == "book":
+                assert not any(name in r["ref"].lower() for name in IMPLEMENTATIONS), r
+            else:
+                assert match in ("true", "false") and not r["alternative"], r
+            committed = base.loc[(r["notebook"], r.get("analysis") or "", r["ref"], r["quantity"])]
+            assert (committed["kind"], committed["match"]) == (kind, match), (path.name, r["quantity"])
+    assert n == base.index.get_level_values("notebook").isin(seen).sum()   # and no committed row is missing
