@@ -208,6 +208,8 @@ def test_reference_rows_are_a_kind_apart():
     with pytest.raises(ValueError, match="takes no alternative"):
         card.check("T (lme4)", "q", 1.0, 1.0, 1e-6, kind="reference", alternative="x", alternative_value=1.0,
                    explanation="y", show=False)
+    with pytest.raises(ValueError, match="names the implementation"):
+        card.check_reference("Table 3.4", "q", 1.0, 1.0, 1e-6, show=False)
     with pytest.raises(ValueError, match="kind must be"):
         card.check("T", "q", 1.0, 1.0, 1e-6, kind="paper", show=False)
 

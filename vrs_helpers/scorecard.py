@@ -198,6 +198,9 @@ class Scorecard:
         if kind == "book" and named:
             raise ScorecardError(f"{ref} / {quantity}: a book row's ref names where the number is printed; {ref!r} "
                                  f"names another implementation ({named[0]}): check it with kind='reference'.")
+        if kind == "reference" and not named:
+            raise ScorecardError(f"{ref} / {quantity}: a reference row's ref names the implementation it compares "
+                                 f"with (one of {', '.join(IMPLEMENTATIONS)}), e.g. 'Figure 3.5 (lme4/emmeans)'.")
         if kind == "reference" and (alternative or alternative_value is not None):
             raise ScorecardError(f"{ref} / {quantity}: a reference row compares ours with the reference itself; it "
                                  "takes no alternative (and cannot be explained).")
