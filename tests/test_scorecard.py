@@ -229,21 +229,25 @@ def test_a_vanished_row_is_a_regression(tmp_path):
                          "match": ["true", "explained", "true", "false"]})
     card = Scorecard("nb")
     card.check("T", "a", 1.0, 1.0, 0.1, show=False)
-    bad = card.regressions(base)
+    bad = card.regressions(base, vanished=True)
     assert list(bad["quantity"]) == ["gone"] and list(bad["match"]) == ["vanished"]
     assert list(bad["baseline"]) == ["explained"] and list(bad["kind"]) == ["book"]
+    # inside a notebook (which cannot tell its defaults from other parameters) only on request
+    assert not len(card.regressions(base))
     # a card without any row reports every committed row of its notebook and analysis
-    assert list(Scorecard("nb", analysis="b").regressions(base)["quantity"]) == ["x"]
+    assert list(Scorecard("nb", analysis="b").regressions(base, vanished=True)["quantity"]) == ["x"]
     # the module function: the scope defaults to the (notebook, analysis) pairs of the rows
     from vrs_helpers.scorecard import regressions
 
     assert list(regressions(card.to_frame(), base)["quantity"]) == ["gone"]
+    assert not len(regressions(card.to_frame(), base, scope=[]))
     # accepting the run drops the vanished row and records the kind
     accept_baseline(base, tmp_path)
     accept_baseline(card.to_frame(), tmp_path)
     saved = load_baseline(tmp_path / "scorecard_baseline.csv")
     assert list(saved.columns) == ["notebook", "analysis", "ref", "quantity", "kind", "book", "match"]
-    assert "gone" not in set(saved["quantity"]) and not len(card.regressions(tmp_path / "scorecard_baseline.csv"))
+    assert "gone" not in set(saved["quantity"])
+    assert not len(card.regressions(tmp_path / "scorecard_baseline.csv", vanished=True))
 
 
 def test_an_unidentified_row_is_not_explained_by_one_optimizers_split():

@@ -86,7 +86,7 @@ def _run_inplace(args) -> int:
             print(f"error: {exc}; {src} is unchanged.", file=sys.stderr)
             return 1
         print(f"html: {res.html}\n{_scorecard_table(res.scorecard)}")
-        if _report_regressions(res.scorecard, src.parent):
+        if _report_regressions(res.scorecard, src.parent, vanished=True):
             print(f"{src} is unchanged (scorecard regressions).", file=sys.stderr)
             return 1
         partial = src.with_name(f".{src.name}.partial")
@@ -124,11 +124,13 @@ def _cmd_run(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(f"executed: {res.output}\nhtml: {res.html}\n{_scorecard_table(res.scorecard)}")
-    return 1 if _report_regressions(res.scorecard, Path(args.notebook).parent) else 0
+    # with parameters the run is not the committed analysis: fewer rows may apply, so none counts as vanished
+    return 1 if _report_regressions(res.scorecard, Path(args.notebook).parent, vanished=not params) else 0
 
 
-def _report_regressions(rows, folder: Path) -> int:
-    """Print the rows whose status is worse than in the committed baseline; return how many."""
+def _report_regressions(rows, folder: Path, vanished: bool = True) -> int:
+    """Print the rows whose status is worse than in the committed baseline, and (``vanished``) the committed rows
+    of the run notebooks and analyses that the run no longer has; return how many."""
     import pandas as pd
 
     from .scorecard import BASELINE, COLUMNS, regressions
@@ -137,7 +139,7 @@ def _report_regressions(rows, folder: Path) -> int:
                                                                       columns=COLUMNS)
     if not len(frame):
         return 0
-    bad = regressions(frame, folder / BASELINE)
+    bad = regressions(frame, folder / BASELINE, scope=None if vanished else [])
     for _, r in bad.iterrows():
         was = r["baseline"] if isinstance(r["baseline"], str) else "not in the baseline"
         if r["match"] == "vanished":

@@ -290,10 +290,13 @@ class Scorecard:
         """{kind: {status: count}} of the card's rows, book rows first."""
         return _counts(self.checks)
 
-    def regressions(self, baseline: str | Path | pd.DataFrame = BASELINE) -> pd.DataFrame:
-        """This card's rows whose status is worse than in the committed baseline, and the baseline's rows of this
-        notebook and analysis that the card no longer has (see :func:`regressions`)."""
-        return regressions(self.to_frame(), baseline, scope=[(self.notebook, self.analysis)])
+    def regressions(self, baseline: str | Path | pd.DataFrame = BASELINE, vanished: bool = False) -> pd.DataFrame:
+        """This card's rows whose status is worse than in the committed baseline (see :func:`regressions`).
+
+        A notebook cannot tell whether it runs the analysis the baseline records (its defaults) or another one (own
+        data, other parameters, where fewer book rows apply), so rows that vanished are reported only with
+        ``vanished=True``; ``vrs reproduce``, ``vrs run`` without parameters and the tests check them."""
+        return regressions(self.to_frame(), baseline, scope=[(self.notebook, self.analysis)] if vanished else [])
 
     def __repr__(self) -> str:
         return f"Scorecard({self.notebook!r}, {len(self.checks)} checks, {_counts_text(self.checks)})"
@@ -394,7 +397,9 @@ def regressions(rows: pd.DataFrame, baseline: str | Path | pd.DataFrame = BASELI
                 scope: list[tuple[str, str]] | None = None) -> pd.DataFrame:
     """Rows whose status is worse than the baseline's (true > explained > false), new rows that are false, and
     rows of the baseline that vanished: a committed row of a notebook and analysis in ``scope`` (default: the
-    (notebook, analysis) pairs of ``rows``) that ``rows`` no longer has. A vanished row has ``match`` "vanished".
+    (notebook, analysis) pairs of ``rows``; ``[]``: none) that ``rows`` no longer has. A vanished row has ``match``
+    "vanished". Give a scope only for runs of the analyses the baseline records (the notebooks' defaults, or the
+    analyses ``vrs reproduce`` runs): with other parameters fewer rows may apply.
 
     An honest ``false`` that the baseline already records is not a regression: it is a finding, listed in the
     notebook with its reason. An improvement is not a regression either (update the baseline to keep it). A row
