@@ -100,12 +100,14 @@ def test_patent_citations_are_circular():
     assert (r.nullification["max_abs_f_with"] < 1e-6).all()   # mgcv: 4.8e-14 and 3.2e-14
     without = r.fits["without"]
     ref = MGCV["exp6_ir_nocirc"]
-    assert without.deviance_explained == pytest.approx(ref["deviance_explained"], abs=0.01)
+    assert without.deviance_explained == pytest.approx(ref["deviance_explained"], abs=1e-4)
     ref_max = ref["max_abs_term"]
     got = r.nullification.set_index("feature")["max_abs_f_without"]
-    # shapes without citations: mgcv max |f| 1.03 (neural) and 2.09 (tf-idf); within 10 %
-    assert got["score_neural"] == pytest.approx(ref_max["s(score_neural)"], rel=0.1)
-    assert got["score_tfIdf"] == pytest.approx(ref_max["s(score_tfIdf)"], rel=0.1)
+    # shapes without citations: mgcv max |f| 1.027 (neural) and 2.093 (tf-idf); within 2 % (measured: 1 %). The
+    # maximum over the rows is taken where the data thin out, so it moves with the smoothing parameter (edf 0.1 %
+    # apart) more than D^2 does
+    assert got["score_neural"] == pytest.approx(ref_max["s(score_neural)"], rel=0.02)
+    assert got["score_tfIdf"] == pytest.approx(ref_max["s(score_tfIdf)"], rel=0.02)
 
 
 @requires_data
@@ -115,7 +117,7 @@ def test_liver_bilirubin_is_circular():
                                      k={"bili": 100})
     assert r.circular_features == ("bili",)
     ref = MGCV["exp6_liver_circ"]
-    assert r.deviance_explained == pytest.approx(ref["deviance_explained"], abs=0.01)
+    assert r.deviance_explained == pytest.approx(ref["deviance_explained"], abs=1e-4)
     assert r.verdict == "circular"
     ref_all = MGCV["exp6_liver_all"]["max_abs_term"]
     got = r.nullification.set_index("feature")["max_abs_f_with"]

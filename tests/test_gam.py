@@ -7,11 +7,15 @@ UBRE optimum on this data set (s(x2) edf 3.6); ours reaches a lower UBRE, which 
 model with x2 linear - so we assert a criterion at least as good as mgcv's and the exact agreement with the model
 mgcv would have found at that optimum.
 
-Real data (mgcv 1.8-41 on the published test sets, tests/reference/mgcv_book_models.json: copied from the R results
-of tests/reference/r/06_gam_circularity.R by tests/reference/extract_shared_reference.py; the data from
-VRS_DATA_DIR): the issue's tolerances, D^2 within 0.01 and edf within 10 %. Knot subsets of more than 2,000 unique
-values are drawn at random by mgcv and by us with different generators, so large-k fits on such features cannot agree
-exactly.
+Real data (mgcv 1.8-41 on the published test sets, tests/reference/mgcv_book_models.json: copied at full precision
+from the R results of tests/reference/r/06_gam_circularity.R by tests/reference/extract_shared_reference.py; the
+data from VRS_DATA_DIR): D^2 within 1e-4 (absolute; measured differences up to 3e-5) and the total edf within 1 %
+(relative; measured up to 0.45 %: the GCV surface is flat in the smoothing parameters, so where the two optimizers
+stop moves the edf more than the fit). Knot subsets of more than gam.MAX_KNOTS (2,000) unique values are drawn at
+random by mgcv and by us with different generators, so fits on such features are not the same model: kidney's
+urine24 (3,241 values) with k = 125 moves D^2 by about 1.6e-4 between subset seeds, which is why the kidney models
+are compared in workbook 02's reference rows (with that reason) rather than here. data/book/circularity_2_4_3.json,
+from which workbook 02 reads mgcv's values, holds the same numbers (checked below).
 """
 
 import functools
@@ -134,6 +138,9 @@ _REAL = {  # key: dataset, target, features, k (the R script's formulas)
     "ir_nocirc": ("ir_test", "relevance", ["score_tfIdf", "score_neural"], 10),
     "ir_all": ("ir_test", "relevance", ["score_tfIdf", "score_neural", "cited_inventor", "cited_examiner",
                                         "cited_family"], 10),
+    # the book text's feature list for liver (hzv for thrombo)
+    "liver_nocirc_hzv": ("liver_sofa_test", "target", ["asat", "quinr", "alat", "hzv"], 10),
+    "liver_all_hzv": ("liver_sofa_test", "target", ["bili", "asat", "quinr", "alat", "hzv"], {"bili": 100}),
 }
 
 
@@ -143,10 +150,31 @@ def test_real_data_matches_mgcv(key):
     name, target, features, k = _REAL[key]
     ref = MGCV_BOOK[f"exp6_{key}"]
     r = gam.fit_gam(_load(name), target, features, k=k)
-    assert r.deviance_explained == pytest.approx(ref["deviance_explained"], abs=0.01)
+    assert r.deviance_explained == pytest.approx(ref["deviance_explained"], abs=1e-4)
     if key == "ir_all":
         # exact fit (D^2 = 100 %): GCV is 0 for every smoothing parameter that keeps the fit exact, so it cannot
         # choose; mgcv stops anywhere (edf 9.81), we take the least complex exact model (documented tie-break)
         assert r.deviance_explained > 1 - 1e-9 and r.edf <= ref["edf_total"]
     else:
-        assert r.edf == pytest.approx(ref["edf_total"], rel=0.10)
+        assert r.edf == pytest.approx(ref["edf_total"], rel=0.01)
+
+
+def test_the_workbooks_mgcv_values_are_the_reference_files():
+    """Workbook 02 reads mgcv's values from data/book/circularity_2_4_3.json (copied by
+    data/book/tools/mgcv_circularity.py): they are R's output as stored here, D2 = 100 x deviance_explained."""
+    book = data.book_table("circularity_2_4_3")
+    n = 0
+    for dataset, analyses in ((d, a) for d, a in book.items() if not d.startswith("_")):
+        for spec in analyses.values():
+            mg = spec.get("mgcv")
+            if not mg:
+                continue
+            for what in ("circular", "without", "all", "without_text_features", "all_text_features"):
+                if what in mg["source"]:
+                    assert mg["d2_" + what] == 100 * MGCV_BOOK[mg["source"][what]]["deviance_explained"], what
+                    n += 1
+            for f, v in mg.get("max_abs_f_with", {}).items():
+                assert v == MGCV_BOOK[mg["source"]["all"]]["max_abs_term"][f"s({f})"]
+            if "top5" in mg:
+                assert mg["top5"] == MGCV_BOOK["exp6b_gam_distill_search"][dataset]["top5_features"]
+    assert n == 17   # the workbook's 17 D2 reference rows: 3 per analysis with mgcv fits, and liver's text list

@@ -17,10 +17,13 @@ verified optimum: (1) the profiled deviance evaluated independently from the row
 engine uses) reproduces lme4's log-likelihood at lme4's theta, is not worse at ours, and is within 1e-3 of our
 reported log-likelihood; (2) at our theta the analytic gradient vanishes on the free components (|gradient| *
 max(theta, 1e-3) <= 1e-4, relative Newton step below 1e-3, Newton decrement below 1e-6, Hessian positive
-semi-definite) and components at zero have a non-negative psi-gradient. The components are then compared with a
-looser tolerance (relative 5e-2, or 1e-4 of the total variance); those beyond it are accepted on the verified optimum
-and named in the note. The note (log-likelihood difference as reported and as re-evaluated, optimality measures) is
-printed and recorded (record_property "loglik_vs_lme4"); the SEs are compared to 1e-2 instead of 1e-3.
+semi-definite) and components at zero have a non-negative psi-gradient. The components are then asserted within a
+looser tolerance (relative 5e-2, or 1e-4 of the total variance): both fits are on the same flat ridge of the
+likelihood (log-likelihoods at most 1.3e-4 apart; measured component differences up to 1.9e-2 relative, in a
+component of 1.5e-6 of the total), and a component beyond it would mean another optimum. So every fit's components
+are asserted against lme4. The note (log-likelihood difference as reported and as re-evaluated, optimality measures,
+the components beyond the tight tolerance) is printed and recorded (record_property "loglik_vs_lme4"); the SEs are
+compared to 1e-2 instead of 1e-3.
 """
 
 import gzip
@@ -248,10 +251,11 @@ def test_fit_matches_lme4(key, exp, path, record_property):
     else:
         note = _verify_optimum(ref, df, m)
         loose = [(c, v, v_ref) for c, v, v_ref in bad if abs(v - v_ref) > max(5e-2 * abs(v_ref), 1e-4 * total)]
-        note += (f"; components beyond the issue's tolerance: {[c for c, *_ in bad] or 'none'}, beyond the loose "
-                 f"one: {loose or 'none'} (accepted: verified optimum)")
+        note += (f"; components beyond the tight tolerance (same ridge, verified optimum): "
+                 f"{[c for c, *_ in bad] or 'none'}")
         record_property("loglik_vs_lme4", note)
         print(f"{key} {exp} {'/'.join(path)}: {note}")
+        assert not loose, f"components differ from lme4 beyond the ridge's tolerance: {loose}; {note}"
     fe_ref = pd.Series(ref["fixed_effects"], dtype=float)
     fe = m.fixed_effects["estimate"]
     assert list(fe.index) == list(fe_ref.index)
@@ -336,3 +340,30 @@ def test_table_4_3_pairwise_within_length_class():
     es = e.contrasts.set_index(["src_length_class", "contrast"])["effect_size"]
     assert round(es[("very long", "Baseline - Marking")], 2) == 1.24
     assert round(es[("very long", "Marking - PostEdit")], 3) == 0.589
+
+
+@requires_data
+def test_table_3_9_split_of_the_aliased_factors_is_not_identified():
+    """Workbook 04's evidence that Table 3.9's split of the two aliased dropout factors is arbitrary: lme4's five
+    optimizer settings (tests/reference/r/02b_partial_grid_optimizer_check.R) reach the same REML criterion (within
+    1e-5) with decoder_dropout_hidden anywhere from 4.3e-5 to 1.46e-4, the book's split lies on the same ridge, and
+    every split has the same sum, which ours matches (relative 1e-3, the tolerance of test_fit_matches_lme4)."""
+    ref = _ref("exp2b_partial_grid_optimizer_check")
+    fits = ref["fits"]
+    assert len(fits) == 5
+    crit = np.array([f["reml_criterion"] for f in fits.values()])
+    assert crit.max() - crit.min() < 1e-5
+    assert abs(ref["reml_crit_lme4_with_enc_ddh_from_book"] - ref["reml_crit_at_lme4_optimum"]) < 1e-5
+    ddh = np.array([f["variance_components"]["decoder_dropout_hidden"] for f in fits.values()])
+    enc = np.array([f["variance_components"]["encoder_dropout"] for f in fits.values()])
+    assert ddh.min() < 4.3e-5 * 1.01 and ddh.max() > 1.46e-4 * 0.99          # the spread the workbook quotes
+    sums = ddh + enc
+    assert sums.max() - sums.min() < 1e-3 * sums.mean()                       # the sum is identified
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = mixed.fit(ref["formula"], _data("partial:delta"), method="REML")
+    assert m.nobs == ref["n_rows"]
+    ours = m.variance_components["variance"]
+    assert ours[list(ALIASED)].sum() == pytest.approx(sums.mean(), rel=1e-3)
+    # REML criterion = -2 x REML log-likelihood: ours on the same ridge, not below lme4's best
+    assert -2 * m.loglik <= crit.min() + 1e-5

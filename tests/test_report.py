@@ -287,3 +287,32 @@ def test_the_browser_check_fails_on_a_cdn_and_on_raw_math(site, tmp_path):
     problems = check_site.check_site(bad, tmp_path / "shots", check_site.find_browser())
     assert any("requested https://cdn.example.org/MathJax.js" in p for p in problems)
     assert any("raw TeX" in p for p in problems)
+
+
+def test_headline_counts_book_rows_only(tmp_path):
+    """Reference rows (ours against lme4 / mgcv / emmeans) are not reproductions of the book: the headline and the
+    workbook cards count book rows, the reference rows are counted and shown apart (issue 23)."""
+    card = Scorecard("01_ref")
+    checks = [card.check("Table 9.1", "a", 0.5, 0.5, printed="0.5", show=False),
+              card.check("Table 9.1", "b", 0.5, 0.9, printed="0.5", explanation="differs", show=False),
+              card.check_reference("Table 9.1 (mgcv, test set)", "a", 0.50001, 0.5, 1e-4, show=False),
+              card.check_reference("Table 9.1 (mgcv, test set)", "c", 0.7, 0.8, 1e-4, show=False)]
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("checks")
+    cell.outputs = [nbformat.v4.new_output("display_data", data=_bundle(c)) for c in checks]
+    nb.cells = [nbformat.v4.new_markdown_cell("# Reference rows (book 9.9)"), cell]
+    path = tmp_path / "01_ref.ipynb"
+    nbformat.write(nb, str(path))
+    results = [_result(path)]
+    frame = pd.DataFrame([{c: r.get(c) for c in COLUMNS} for r in results[0].scorecard], columns=COLUMNS)
+    assert list(frame["kind"]) == ["book", "book", "reference", "reference"]
+    assert report.headline(frame) == ("2 published numbers checked: 1 true, 1 false. Apart from these, 2 reference "
+                                      "checks (ours against lme4, mgcv or emmeans on the same data): 1 true, 1 false.")
+    text = report.build_site(results, frame, tmp_path / "html", api=False).read_text()
+    assert "2 published numbers checked: 1 true, 1 false." in text
+    book = report.workbooks(results, tmp_path / "html")[0]
+    assert book.counts == {"true": 1, "explained": 0, "false": 1} and book.reference_counts == {"true": 1, "false": 1}
+    assert "(reference rows: ours against another implementation on the same data)" in text
+    assert "<th>reference</th>" in text and "<table class='sc reference'>" in text
+    # a scorecard written before rows had a kind: every row is a book row
+    assert report.headline(frame.drop(columns="kind")).startswith("4 published numbers checked")

@@ -53,8 +53,9 @@ def test_reproduce_writes_index_and_scorecard(tmp_path):
     results, card = runner.reproduce([good, bad], build_dir=tmp_path / "build", progress=False)
     assert [bool(r.error) for r in results] == [False, True]
     csv = pd.read_csv(tmp_path / "build" / "scorecard.csv")
-    assert list(csv.columns) == ["notebook", "analysis", "ref", "quantity", "book", "ours", "tolerance", "match",
-                                 "alternative", "alternative_value", "explanation"]
+    assert list(csv.columns) == ["notebook", "analysis", "kind", "ref", "quantity", "book", "ours", "tolerance",
+                                 "match", "alternative", "alternative_value", "explanation"]
+    assert csv["kind"].tolist() == ["book"]
     assert csv["ref"].tolist() == ["Table 1.1"]
     index = (tmp_path / "build" / "html" / "index.html").read_text()
     assert "01_good.html" in index and "FAILED" in index and "ZeroDivisionError" in index
@@ -105,16 +106,21 @@ def test_batch_with_the_shipped_example_grid(tmp_path):
 def test_reproduce_the_shipped_notebooks(tmp_path):
     """`vrs reproduce` end to end on the real notebooks: report, scorecard, no row worse than the baseline."""
     # --defaults-only: nbval already runs every default; the other analyses of the circularity workbook are run by
-    # test_circularity_notebook_on_patent_and_kidney below (its teacher analyses take ~10 min and run in
-    # `vrs reproduce` without the flag)
+    # test_circularity_notebook_on_more_analyses below (patent and kidney gold, liver teacher_circ; the other
+    # teacher analyses run in `vrs reproduce` without the flag)
     assert main(["reproduce", "--defaults-only", "--folder", str(ROOT / "notebooks"), "--build", str(tmp_path)]) == 0
     card = pd.read_csv(tmp_path / "scorecard.csv", dtype=str, keep_default_na=False)
     assert len(card) > 0 and set(card["match"]) <= {"true", "explained", "false"}
-    # every explained row names a second reference that ours matches within the tolerance
+    assert set(card["kind"]) == {"book", "reference"}
+    # every explained row is a book row naming a second reference that ours matches within the tolerance and that
+    # misses the book too
     expl = card[card["match"] == "explained"]
-    assert (expl["alternative"] != "").all()
+    assert (expl["alternative"] != "").all() and (expl["kind"] == "book").all()
     num = lambda col: pd.to_numeric(col, errors="coerce")  # noqa: E731 ('' is NaN: an undefined value)
     assert ((num(expl["ours"]) - num(expl["alternative_value"])).abs() <= num(expl["tolerance"])).all()
+    assert ((num(expl["book"]) - num(expl["alternative_value"])).abs() > num(expl["tolerance"])).all()
+    # no book row names another implementation as its source
+    assert not card.loc[card["kind"] == "book", "ref"].str.contains("mgcv|lme4|emmeans", case=False).any()
     true = card[card["match"] == "true"]
     both_nan = num(true["ours"]).isna() & num(true["book"]).isna()
     assert (both_nan | ((num(true["ours"]) - num(true["book"])).abs() <= num(true["tolerance"]))).all()
@@ -150,13 +156,20 @@ def test_reproduce_runs_and_grid_exclusion(tmp_path):
 
 
 @requires_data
-@pytest.mark.parametrize("dataset", ["patent", "kidney"])
-def test_circularity_notebook_on_patent_and_kidney(tmp_path, dataset):
-    """Two more of the analyses `vrs reproduce` runs for section 2.4.3 (liver is the nbval default)."""
+@pytest.mark.parametrize("dataset,target", [("patent", "gold"), ("kidney", "gold"), ("liver", "teacher_circ")])
+def test_circularity_notebook_on_more_analyses(tmp_path, dataset, target):
+    """Three more of the analyses `vrs reproduce` runs for section 2.4.3 (liver, gold is the nbval default): the
+    patent and kidney gold labels, and the cheapest teacher analysis (liver, teacher_circ: its students on all 42
+    clinical features take most of its time), so that a teacher's rows are checked in every CI run. No row may be
+    worse than its committed status, and none may vanish (scorecard.regressions)."""
     res = runner.run_notebook(ROOT / "notebooks" / "02_circularity_patent_sofa.ipynb",
-                              {"dataset": dataset, "target": "gold"}, out_dir=tmp_path, html_dir=None)
+                              {"dataset": dataset, "target": target}, out_dir=tmp_path, html_dir=None)
     rows = pd.DataFrame(res.scorecard)
-    assert len(rows) and not len(scorecard.regressions(rows, ROOT / "notebooks" / scorecard.BASELINE))
+    base = scorecard.load_baseline(ROOT / "notebooks" / scorecard.BASELINE)
+    committed = base[base["notebook"] == f"02_circularity_patent_sofa[{dataset},{target}]"]
+    assert len(rows) == len(committed) > 0
+    assert not len(scorecard.regressions(rows, base))
+    assert set(rows["kind"]) == {"book", "reference"}
     if dataset == "patent":
         refs = {row["ref"] for row in res.scorecard}
         assert {"Table 2.5, rank 1", "Table 2.5, rank 5", "Figure 2.8"} <= refs

@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from vrs_helpers.scorecard import (
+    COLUMNS,
     SCALAR_MIME,
     SCORECARD_MIME,
     Scorecard,
@@ -181,3 +182,124 @@ def test_check_variance_table_rows_and_statuses():
     assert list(table["variance match"]) == ["true", "true", "explained"]
     assert list(table["percent match"]) == ["true", "true", "true"]
     assert "lme4 variance" in table.columns and len(card.checks) == 6
+
+
+def test_reference_rows_are_a_kind_apart():
+    """Ours against another implementation is a reference row (issue 23): true or false, never explained, counted
+    apart; a book row may not name another implementation as its source."""
+    card = Scorecard("nb")
+    book = card.check("Section 2.4.3", "D2 (%)", 62, 64.80, printed="62", alternative="mgcv 1.8-41",
+                      alternative_value=64.8019, explanation="training vs test data", show=False)
+    ref = card.check_reference("Section 2.4.3 (mgcv, test set)", "D2 (%)", 64.8019, 64.8043, 0.01, show=False)
+    miss = card.check_reference("Section 2.4.3 (mgcv, test set)", "D2 (%) k", 94.4286, 94.4124, 0.01,
+                                explanation="random knot subsets", show=False)
+    assert (book.kind, book.match) == ("book", "explained")
+    assert (ref.kind, ref.match) == ("reference", "true") and (miss.kind, miss.match) == ("reference", "false")
+    df = card.to_frame()
+    assert list(df.columns) == COLUMNS and list(df["kind"]) == ["book", "reference", "reference"]
+    assert card.counts() == {"book": {"explained": 1}, "reference": {"true": 1, "false": 1}}
+    assert "book {'explained': 1}; reference {'true': 1, 'false': 1}" in repr(card)
+    shown = card.table()
+    assert list(shown.columns)[0] == "kind" and list(shown["kind"]) == ["book", "reference", "reference"]
+    assert list(card.table(kind="book")["quantity"]) == ["D2 (%)"] and "kind" not in card.table(kind="book")
+    for bad in ("Figure 3.5 (lme4/emmeans, partial grid)", "Section 2.4.3 (mgcv, test set)"):
+        with pytest.raises(ValueError, match="kind='reference'"):
+            card.check(bad, "q", 1.0, 1.0, 1e-6, show=False)
+    with pytest.raises(ValueError, match="takes no alternative"):
+        card.check("T (lme4)", "q", 1.0, 1.0, 1e-6, kind="reference", alternative="x", alternative_value=1.0,
+                   explanation="y", show=False)
+    with pytest.raises(ValueError, match="names the implementation"):
+        card.check_reference("Table 3.4", "q", 1.0, 1.0, 1e-6, show=False)
+    with pytest.raises(ValueError, match="kind must be"):
+        card.check("T", "q", 1.0, 1.0, 1e-6, kind="paper", show=False)
+
+
+def test_a_tolerance_may_not_exceed_the_printed_precision():
+    card = Scorecard("nb")
+    assert card.check("T", "q", 62, 62.4, 0.5, printed="62", show=False).match == "true"
+    with pytest.raises(ValueError, match="exceeds the printed precision"):
+        card.check("T", "q", 0.517, 0.5175, 0.005, printed="0.517", show=False)
+
+
+def test_a_vanished_row_is_a_regression(tmp_path):
+    """A row the baseline records for this notebook and analysis that the run no longer has (a check removed or
+    renamed) is reported; rows of other notebooks and analyses are not."""
+    base = pd.DataFrame({"notebook": ["nb", "nb", "nb", "other"], "analysis": ["", "", "b", ""],
+                         "ref": "T", "quantity": ["a", "gone", "x", "y"], "book": [1.0, 2.0, 3.0, 4.0],
+                         "match": ["true", "explained", "true", "false"]})
+    card = Scorecard("nb")
+    card.check("T", "a", 1.0, 1.0, 0.1, show=False)
+    bad = card.regressions(base, vanished=True)
+    assert list(bad["quantity"]) == ["gone"] and list(bad["match"]) == ["vanished"]
+    assert list(bad["baseline"]) == ["explained"] and list(bad["kind"]) == ["book"]
+    # inside a notebook (which cannot tell its defaults from other parameters) only on request
+    assert not len(card.regressions(base))
+    # a card without any row reports every committed row of its notebook and analysis
+    assert list(Scorecard("nb", analysis="b").regressions(base, vanished=True)["quantity"]) == ["x"]
+    # the module function: the scope defaults to the (notebook, analysis) pairs of the rows
+    from vrs_helpers.scorecard import regressions
+
+    assert list(regressions(card.to_frame(), base)["quantity"]) == ["gone"]
+    assert not len(regressions(card.to_frame(), base, scope=[]))
+    # accepting the run drops the vanished row and records the kind
+    accept_baseline(base, tmp_path)
+    accept_baseline(card.to_frame(), tmp_path)
+    saved = load_baseline(tmp_path / "scorecard_baseline.csv")
+    assert list(saved.columns) == ["notebook", "analysis", "ref", "quantity", "kind", "book", "match"]
+    assert "gone" not in set(saved["quantity"])
+    assert not len(card.regressions(tmp_path / "scorecard_baseline.csv", vanished=True))
+
+
+def test_an_unidentified_row_is_not_explained_by_one_optimizers_split():
+    """Table 3.9: two aliased factors, only their sum is identified. lme4's split is one optimizer's, not a
+    reference, so the row is checked against the book alone and is false with the reason (issue 23, item 5)."""
+    from vrs_helpers.scorecard import check_variance_table
+
+    ours = pd.DataFrame({"variance": [0.000126, 0.000127, 0.09], "percent": [0.104, 0.115, 81.9]},
+                        index=["enc", "ddh", "Residual"])
+    book = [{"component": "enc", "label": "enc", "variance": "0.000108", "percent": "0.10"},
+            {"component": "ddh", "label": "ddh", "variance": "0.000145", "percent": "0.13"}]
+    ref = {"variance": {"enc": 0.000128, "ddh": 0.000125}, "percent": {"enc": 0.116, "ddh": 0.113}}
+    card = Scorecard("t")
+    # with lme4's split as the second reference the row would be explained ...
+    check_variance_table(card, "Table 3.9", ours, book, ref, "lme4 1.1-31", {("ddh", "percent"): "flat surface"})
+    assert [c for c in card.checks if c.quantity == "ddh: percent"][0].match == "explained"
+    # ... but the split is not identified: no reference
+    card = Scorecard("t")
+    table = check_variance_table(card, "Table 3.9", ours, book, ref, "lme4 1.1-31",
+                                 {("ddh", "percent"): "flat surface"},
+                                 unidentified={("ddh", "percent"): "only the sum is identified"})
+    row = [c for c in card.checks if c.quantity == "ddh: percent"][0]
+    assert row.match == "false" and row.alternative == "" and row.explanation == "only the sum is identified"
+    assert list(table["percent match"]) == ["true", "false"]
+
+
+def test_the_committed_notebooks_follow_the_rules():
+    """The scorecard rows in the committed notebooks' outputs (the default analysis of each workbook): every
+    explained row is a book row whose second reference matches ours and misses the book; no book row names another
+    implementation; reference rows are true or false; and the rows are those of notebooks/scorecard_baseline.csv
+    (kind and status), so the committed outputs are current."""
+    from pathlib import Path
+
+    from vrs_helpers.scorecard import IMPLEMENTATIONS
+
+    root = Path(__file__).resolve().parent.parent / "notebooks"
+    base = load_baseline(root / "scorecard_baseline.csv").set_index(["notebook", "analysis", "ref", "quantity"])
+    n, seen = 0, set()
+    for path in sorted(root.glob("0*.ipynb")):
+        rows, _ = extract(path)
+        for r in rows:
+            n += 1
+            seen.add(r["notebook"])
+            kind, match = r.get("kind", "book"), r["match"]
+            if match == "explained":
+                assert kind == "book" and r["alternative"], r
+                assert abs(r["alternative_value"] - r["ours"]) <= r["tolerance"], r
+                assert abs(r["alternative_value"] - r["book"]) > r["tolerance"], r
+            if kind == "book":
+                assert not any(name in r["ref"].lower() for name in IMPLEMENTATIONS), r
+            else:
+                assert match in ("true", "false") and not r["alternative"], r
+            committed = base.loc[(r["notebook"], r.get("analysis") or "", r["ref"], r["quantity"])]
+            assert (committed["kind"], committed["match"]) == (kind, match), (path.name, r["quantity"])
+    assert n == base.index.get_level_values("notebook").isin(seen).sum()   # and no committed row is missing

@@ -134,7 +134,8 @@ def _shape_size(res: _gam.GAMResult, feature: str):
 
 def circularity_test(df: pd.DataFrame, target: str, features, family: str = "gaussian", k=10,
                      search: str = "powerset", max_powerset: int = MAX_POWERSET, d2_threshold: float = 0.9,
-                     null_threshold: float = 0.1, null_measure: str = "q99", max_knots: int = 2000, seed: int = 1,
+                     null_threshold: float = 0.1, null_measure: str = "q99", max_knots: int = _gam.MAX_KNOTS,
+                     seed: int = 1,
                      progress: bool = False, blas_threads="auto") -> CircularityResult:
     """Run the circularity test of Definition 2.5 on ``df``.
 

@@ -56,13 +56,17 @@ def _scorecard_table(rows) -> str:
     if not rows:
         return "no scorecard checks"
     t = pd.DataFrame(rows)
-    counts = t["match"].value_counts().to_dict()
+    if "kind" not in t.columns:
+        t["kind"] = "book"
+    t["kind"] = t["kind"].fillna("book")
+    counts = "; ".join(f"{kind} rows: " + ", ".join(f"{v} {k}" for k, v in g["match"].value_counts().items())
+                       for kind, g in t.groupby("kind", sort=True))
     t["quantity"] = t["quantity"].astype(str).str.slice(0, 60)
     fmt = lambda v: "" if v is None or (isinstance(v, float) and v != v) else f"{v:.6g}" if isinstance(  # noqa: E731
         v, (int, float)) else str(v)
     t["book"], t["ours"] = t["book"].map(fmt), t["ours"].map(fmt)
-    lines = t[["match", "ref", "quantity", "book", "ours"]].to_string(index=False, max_colwidth=60)
-    return f"{len(t)} scorecard checks: " + ", ".join(f"{v} {k}" for k, v in counts.items()) + "\n" + lines
+    lines = t[["kind", "match", "ref", "quantity", "book", "ours"]].to_string(index=False, max_colwidth=60)
+    return f"{len(t)} scorecard checks ({counts})\n" + lines
 
 
 def _run_inplace(args) -> int:
@@ -83,7 +87,7 @@ def _run_inplace(args) -> int:
             print(f"error: {exc}; {src} is unchanged.", file=sys.stderr)
             return 1
         print(f"html: {res.html}\n{_scorecard_table(res.scorecard)}")
-        if _report_regressions(res.scorecard, src.parent):
+        if _report_regressions(res.scorecard, src.parent, vanished=True):
             print(f"{src} is unchanged (scorecard regressions).", file=sys.stderr)
             return 1
         partial = src.with_name(f".{src.name}.partial")
@@ -121,11 +125,13 @@ def _cmd_run(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(f"executed: {res.output}\nhtml: {res.html}\n{_scorecard_table(res.scorecard)}")
-    return 1 if _report_regressions(res.scorecard, Path(args.notebook).parent) else 0
+    # with parameters the run is not the committed analysis: fewer rows may apply, so none counts as vanished
+    return 1 if _report_regressions(res.scorecard, Path(args.notebook).parent, vanished=not params) else 0
 
 
-def _report_regressions(rows, folder: Path) -> int:
-    """Print the rows whose status is worse than in the committed baseline; return how many."""
+def _report_regressions(rows, folder: Path, vanished: bool = True) -> int:
+    """Print the rows whose status is worse than in the committed baseline, and (``vanished``) the committed rows
+    of the run notebooks and analyses that the run no longer has; return how many."""
     import pandas as pd
 
     from .scorecard import BASELINE, COLUMNS, regressions
@@ -134,9 +140,13 @@ def _report_regressions(rows, folder: Path) -> int:
                                                                       columns=COLUMNS)
     if not len(frame):
         return 0
-    bad = regressions(frame, folder / BASELINE)
+    bad = regressions(frame, folder / BASELINE, scope=None if vanished else [])
     for _, r in bad.iterrows():
         was = r["baseline"] if isinstance(r["baseline"], str) else "not in the baseline"
+        if r["match"] == "vanished":
+            print(f"regression: {r['notebook']} {r['analysis']} {r['ref']} {r['quantity']}: vanished from the run "
+                  f"(was {was} in the baseline)", file=sys.stderr)
+            continue
         print(f"regression: {r['notebook']} {r['analysis']} {r['ref']} {r['quantity']}: {r['match']} (was {was}); "
               f"book {r['book']}, ours {r['ours']}", file=sys.stderr)
     return len(bad)
@@ -152,9 +162,10 @@ def _cmd_reproduce(args) -> int:
         print(f"error: no notebooks found in {args.folder}", file=sys.stderr)
         return 1
     results, card = reproduce(nbs, build_dir=args.build, defaults_only=args.defaults_only)
+    from .report import headline
+
     failed = [r for r in results if r.error]
-    counts = card["match"].value_counts().to_dict()
-    print(f"{len(results)} notebook runs, {len(failed)} failed; scorecard: {len(card)} checks {counts}")
+    print(f"{len(results)} notebook runs, {len(failed)} failed; scorecard: {headline(card)}")
     print(f"report: {Path(args.build) / 'html' / 'index.html'}; scorecard: {Path(args.build) / 'scorecard.csv'}")
     for r in failed:
         print(f"error: {r.error}", file=sys.stderr)

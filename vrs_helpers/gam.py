@@ -36,6 +36,8 @@ from .errors import VRSError
 from .threads import blas_limit
 
 FAMILIES = ("gaussian", "binomial")
+MAX_KNOTS = 2000  # mgcv's default max.knots: a thin-plate basis of a feature with more unique values uses a random
+#                   subset of them as knots (mgcv and we draw it with different generators)
 EXACT_FIT = 1e-10   # RSS / TSS below which a Gaussian fit counts as an exact reconstruction of the target
 
 
@@ -70,7 +72,7 @@ class SmoothTerm:
 
     feature: str
     k: int = 10
-    max_knots: int = 2000
+    max_knots: int = MAX_KNOTS
     seed: int = 1
     # fitted state
     lo: float = field(default=np.nan, repr=False)
@@ -231,7 +233,7 @@ def _is_factor(s: pd.Series) -> bool:
     return s.nunique() <= 2
 
 
-def make_terms(df: pd.DataFrame, features, k=10, max_knots: int = 2000, seed: int = 1, linear=()) -> list:
+def make_terms(df: pd.DataFrame, features, k=10, max_knots: int = MAX_KNOTS, seed: int = 1, linear=()) -> list:
     """Terms for ``features``: a factor term for binary/categorical columns, a linear term for those listed in
     ``linear``, else s(x, k). ``k`` is an int or a mapping feature -> k (missing features get 10)."""
     terms = []
@@ -702,7 +704,7 @@ def fit_design(design: Design, y: np.ndarray, term_idx, family: str = "gaussian"
                      design_X=design.X, design_cols=cols)
 
 
-def fit_gam(df: pd.DataFrame, target: str, features, family: str = "gaussian", k=10, max_knots: int = 2000,
+def fit_gam(df: pd.DataFrame, target: str, features, family: str = "gaussian", k=10, max_knots: int = MAX_KNOTS,
             seed: int = 1, linear=(), blas_threads="auto") -> GAMResult:
     """Fit ``target ~ s(x1) + s(x2) + ...`` (factor terms for binary/categorical features, linear terms for the
     features in ``linear``).

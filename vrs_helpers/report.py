@@ -1,9 +1,11 @@
 """The reproduction report site that ``vrs reproduce`` writes into ``build/html/``.
 
 - ``index.html``: one card per workbook (title, book sections, a thumbnail of its key figure, the counts of true /
-  explained / false checks, run time, links to its pages), the scorecard grouped by workbook and book table with
-  values at the book's printed precision, the alternative reference and the explanation, each row linking to the
-  check in the notebook page, and the coverage table of the book;
+  explained / false book rows and, apart, of its reference rows, run time, links to its pages), the scorecard
+  grouped by workbook and book table with values at the book's printed precision, the alternative reference and
+  the explanation, each row linking to the check in the notebook page, and the coverage table of the book. The
+  headline counts book rows only (numbers printed in the book or a paper); reference rows (ours against lme4, mgcv,
+  emmeans on the same data) are counted and shown apart (:mod:`vrs_helpers.scorecard`);
 - one page per executed notebook, exported with a template that loads nothing from the internet: MathJax is served
   from ``mathjax/`` (copied from the ``jupyter-server-mathjax`` package, MathJax 2.7), require.js, mermaid and the
   widget manager (which the workbooks do not use) are left out; a header links back to the report and the API;
@@ -346,8 +348,9 @@ class Workbook:
     title: str
     sections: str
     pages: list[tuple[str, str, str]] = field(default_factory=list)  # (label, href, error)
-    counts: dict = field(default_factory=dict)
+    counts: dict = field(default_factory=dict)  # book rows by status
     seconds: float = float("nan")
+    reference_counts: dict = field(default_factory=dict)  # reference rows by status
     thumbnail: str | None = None  # href of the thumbnail
 
     def __repr__(self) -> str:
@@ -379,13 +382,16 @@ def workbooks(results: list, html_dir: str | Path) -> list[Workbook]:
                 break
         title, sections = notebook_heading(nb) if nb is not None else (stem, "")
         counts = {s: 0 for s in STATUSES}
+        reference = {}
         for r in runs:
             for row in r.scorecard:
-                counts[str(row.get("match"))] = counts.get(str(row.get("match")), 0) + 1
+                into = counts if row_kind(row) == "book" else reference
+                into[str(row.get("match"))] = into.get(str(row.get("match")), 0) + 1
         seconds = [float(getattr(r, "seconds", float("nan"))) for r in runs]
         book = Workbook(stem, title or stem, sections,
                         [(_params_label(r.parameters), Path(r.html).name if r.html else "", r.error) for r in runs],
-                        counts, math.fsum(seconds) if not any(math.isnan(s) for s in seconds) else float("nan"))
+                        counts, math.fsum(seconds) if not any(math.isnan(s) for s in seconds) else float("nan"),
+                        reference_counts=reference)
         png = key_figure(nb) if nb is not None else None
         if png:
             (html_dir / THUMB_DIR).mkdir(parents=True, exist_ok=True)
@@ -402,8 +408,32 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
 
 
-def _counts_html(counts: dict) -> str:
-    return " · ".join(f"<span class='n {s}'>{counts.get(s, 0)} {s}</span>" for s in STATUSES)
+def _counts_html(counts: dict, reference: dict | None = None) -> str:
+    text = " · ".join(f"<span class='n {s}'>{counts.get(s, 0)} {s}</span>" for s in STATUSES)
+    if reference:
+        text += (" <span class='ref'>(reference rows: " + " · ".join(
+            f"<span class='n {s}'>{reference.get(s, 0)} {s}</span>" for s in STATUSES if s != "explained") + ")</span>")
+    return text
+
+
+def row_kind(row) -> str:
+    """The kind of a scorecard row: "book" or "reference" (rows written before rows had a kind are book rows)."""
+    kind = row.get("kind") if hasattr(row, "get") else None
+    return "reference" if kind == "reference" else "book"
+
+
+def headline(card: pd.DataFrame) -> str:
+    """The report's first line: the book rows' counts, and apart the reference rows'."""
+    kinds = card["kind"].fillna("book") if "kind" in card.columns else pd.Series("book", index=card.index)
+    book, ref = card[kinds != "reference"], card[kinds == "reference"]
+    counts = book["match"].value_counts().to_dict()
+    summary = ", ".join(f"{counts.get(s, 0)} {s}" for s in STATUSES if s in counts) or "none"
+    text = f"{len(book)} published numbers checked: {summary}."
+    if len(ref):
+        rc = ref["match"].value_counts().to_dict()
+        text += (f" Apart from these, {len(ref)} reference checks (ours against lme4, mgcv or emmeans on the same "
+                 f"data): " + ", ".join(f"{rc.get(s, 0)} {s}" for s in STATUSES if s in rc) + ".")
+    return text
 
 
 def _sections_label(sections: str) -> str:
@@ -426,7 +456,7 @@ def cards_html(books: list[Workbook], api_href: str | None = f"{API_DIR}/index.h
         cards.append(
             f"<div class='card' id='wb-{e(b.stem)}'>{img}<h3><a href='{e(first)}'>{e(b.title)}</a></h3>"
             f"<p class='meta'><code>{e(b.stem)}</code>{sections}</p>"
-            f"<p>{_counts_html(b.counts)}</p><p class='meta'>run time {_duration(b.seconds)} · "
+            f"<p>{_counts_html(b.counts, b.reference_counts)}</p><p class='meta'>run time {_duration(b.seconds)} · "
             f"<a href='#sc-{e(b.stem)}'>its scorecard</a>{api}</p>"
             f"{'<ul class=runs>' + runs + '</ul>' if len(b.pages) > 1 or any(err for *_, err in b.pages) else ''}"
             f"</div>")
@@ -444,8 +474,9 @@ def scorecard_html(results: list, books: list[Workbook]) -> str:
     parts = []
     for stem, runs in by_book.items():
         counts = titles[stem].counts if stem in titles else {}
+        reference = titles[stem].reference_counts if stem in titles else {}
         parts.append(f"<h3 id='sc-{e(stem)}'>{e(titles[stem].title if stem in titles else stem)} "
-                     f"<small><code>{e(stem)}</code> · {_counts_html(counts)}</small></h3>")
+                     f"<small><code>{e(stem)}</code> · {_counts_html(counts, reference)}</small></h3>")
         if not any(r.scorecard for r in runs):
             parts.append("<p>No checks.</p>")
         for r in runs:
@@ -454,10 +485,10 @@ def scorecard_html(results: list, books: list[Workbook]) -> str:
             page = Path(r.html).name if r.html else ""
             if len(runs) > 1:
                 parts.append(f"<h4>Analysis {e(_params_label(r.parameters))}</h4>")
-            groups: dict[str, list] = {}
+            groups: dict[tuple, list] = {}
             for row, anchor in zip(r.scorecard, anchors_for(r.scorecard), strict=True):
-                groups.setdefault(str(row.get("ref", "")), []).append((row, anchor))
-            for ref, rows in groups.items():
+                groups.setdefault((row_kind(row), str(row.get("ref", ""))), []).append((row, anchor))
+            for (kind, ref), rows in groups.items():
                 body = []
                 for row, anchor in rows:
                     status = str(row.get("match"))
@@ -474,7 +505,10 @@ def scorecard_html(results: list, books: list[Workbook]) -> str:
                         f"<td class='num' title='{e(repr(row.get('ours')))}'>{e(format_printed(row.get('ours'), tol))}"
                         f"</td><td class='st'>{e(status)}</td><td>{alt}</td>"
                         f"<td class='expl'>{e(str(row.get('explanation') or ''))}</td></tr>")
-                parts.append(f"<table class='sc'><caption>{e(ref)}</caption><tr><th>quantity</th><th>book</th>"
+                caption = e(ref) if kind == "book" else (f"{e(ref)} <small>(reference rows: ours against another "
+                                                         "implementation on the same data)</small>")
+                parts.append(f"<table class='sc {kind}'><caption>{caption}</caption><tr><th>quantity</th>"
+                             f"<th>{'book' if kind == 'book' else 'reference'}</th>"
                              f"<th>ours</th><th>match</th><th>alternative reference</th><th>explanation</th></tr>"
                              + "".join(body) + "</table>")
     return "".join(parts)
@@ -506,7 +540,7 @@ body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0
 .card img{width:100%;height:190px;object-fit:contain;background:#f6f8fa;border-radius:4px}
 .card h3{font-size:1.05em;margin:.5em 0 .2em}.card .meta{color:#57606a;font-size:90%;margin:.2em 0}
 .noimg{height:190px;background:#f6f8fa;color:#8c959f;display:flex;align-items:center;justify-content:center}
-.n.true{color:#1a7f37}.n.explained{color:#9a6700}.n.false{color:#cf222e}.failed{color:#cf222e}
+.ref{color:#57606a}.n.true{color:#1a7f37}.n.explained{color:#9a6700}.n.false{color:#cf222e}.failed{color:#cf222e}
 table{border-collapse:collapse;margin:.4em 0 1em}table.sc{width:100%}
 td,th{border:1px solid #d0d7de;padding:3px 8px;font-size:90%;
 vertical-align:top}caption{text-align:left;font-weight:bold;padding:4px 0}td.num{text-align:right;
@@ -519,17 +553,17 @@ h3 small{font-weight:normal;font-size:75%}nav a{margin-right:1.5em}
 def index_html(results: list, card: pd.DataFrame, books: list[Workbook],
                api_href: str | None = f"{API_DIR}/index.html") -> str:
     """The landing page: counts, workbook cards, the coverage table and the grouped scorecard."""
-    counts = card["match"].value_counts().to_dict() if len(card) else {}
-    summary = ", ".join(f"{counts.get(s, 0)} {s}" for s in STATUSES if s in counts) or "none"
     api = f"<a href='{html.escape(api_href)}'>API reference</a>" if api_href else ""
     return f"""<!doctype html><html lang="en"><head><meta charset='utf-8'>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>vrs-workbooks: reproduction report</title><style>{_CSS}</style></head><body>
 <h1>vrs-workbooks: reproduction report</h1>
-<p><b>{len(card)} published numbers checked: {summary}.</b> <i>true</i>: within the book's printed
-precision; <i>explained</i>: a second reference on the same data (lme4, mgcv, an exact recomputation) matches ours
-and the notebook says why the book differs; <i>false</i>: not reproduced from the public data (a finding; the
-notebook gives the reason). Values are shown at the book's printed precision (hover for the full value).</p>
+<p><b>{html.escape(headline(card))}</b> <i>true</i>: within the book's printed
+precision; <i>explained</i>: a second reference on the same data (lme4, mgcv, an exact recomputation) matches ours,
+misses the book as well, and the notebook says why the book differs; <i>false</i>: not reproduced from the public
+data (a finding; the notebook gives the reason). Reference rows compare ours with another implementation, not with
+a printed number: they are not counted as reproductions. Values are shown at the book's printed precision (hover
+for the full value).</p>
 <nav><a href='#workbooks'>Workbooks</a><a href='#coverage'>Coverage of the book</a>
 <a href='#scorecard'>Reproduction scorecard</a>{api}</nav>
 <h2 id='workbooks'>Workbooks</h2>

@@ -6,8 +6,10 @@ SHARED_REFERENCE_DIR (default ../shared/reference beside the checkout) holds the
 results/*.json and the simulated data in sim/. This script copies, without changing any value:
 
 - lme4_book_models.json: the fit records and test statistics tests/test_mixed_reference.py compares with (lme4,
-  lmerTest, emmeans; experiments 1-5 and 7), each record cut to the keys the tests read plus its identification;
-- mgcv_book_models.json: the mgcv fits of experiment 6 that tests/test_gam.py compares with;
+  lmerTest, emmeans; experiments 1-5 and 7, and 2b: the partial grid of Table 3.9 refitted with five optimizers),
+  each record cut to the keys the tests read plus its identification;
+- mgcv_book_models.json: the mgcv fits of experiment 6 (gold labels and the distillation students) and the
+  distillation power-set search of experiment 6b, which tests/test_gam.py and tests/test_circularity.py compare with;
 - sim_N1e4.csv.gz: the simulated data set of about 10^4 rows (byte for byte);
 - sim_anova.json: for the simulated sets of 10^4 and 10^5 rows, the mean and the ANOVA sums of squares (see
   sim_anova() below) from which the tests rebuild a data set with the same likelihood;
@@ -57,21 +59,36 @@ LME4 = {
             "glrt_interaction_only_df", "p_glrt_interaction_only", "pairwise_method", "contrasts_tukey",
             "contrasts_unadjusted")),
     ]),
+    "exp2b_partial_grid_optimizer_check": ("02b_partial_grid_optimizer_check.R",
+                                           "Rscript r/02b_partial_grid_optimizer_check.R", [
+        *(((k,), "value") for k in ("formula", "method", "n_rows", "theta_term_order", "reml_crit_at_lme4_optimum",
+                                    "reml_crit_at_book_values_rounded", "reml_crit_lme4_with_enc_ddh_from_book")),
+        *((("fits", opt, k), "value") for opt in ("nloptwrap_rmd", "bobyqa", "Nelder_Mead", "nlminbwrap",
+                                                  "bobyqa_tight")
+          for k in ("variance_components", "percent", "reml_criterion", "theta"))]),
     "exp5_delta_scheme_interaction": ("05_delta_scheme_interaction.R", "Rscript r/05_delta_scheme_interaction.R", [
-        (("datasets", grid, fit), "fit") for grid in ("partial", "full")
-        for fit in ("fit_REML", "fit_ML_interaction", "fit_ML_additive")]),
+        *((("datasets", grid, fit), "fit") for grid in ("partial", "full")
+          for fit in ("fit_REML", "fit_ML_interaction", "fit_ML_additive")),
+        *((("datasets", grid, k), "value") for grid in ("partial", "full")
+          for k in ("n_rows", "glrt_interaction_chisq", "glrt_interaction_df", "p_glrt_interaction",
+                    "contrasts_delta_within_length_tukey", "contrasts_delta_within_length_unadjusted"))]),
     **{f"exp7_sim_N{n}_{meth}_default": (
         "07_sim_fit.R", f"Rscript r/07_sim_generate.R; r/run_exp7.sh {n} (runs Rscript r/07_sim_fit.R {n} {meth} "
         f"default)", [((), "fit")]) for n in ("1e4", "1e5") for meth in ("REML", "ML")},
 }
 
-MGCV_KEYS = ("liver_circ", "liver_nocirc", "liver_all", "kidney_nocirc", "ir_circ", "ir_nocirc", "ir_all")
+MGCV_KEYS = ("liver_circ", "liver_nocirc", "liver_all", "kidney_nocirc", "ir_circ", "ir_nocirc", "ir_all",
+             "kidney_circ", "kidney_all", "liver_nocirc_hzv", "liver_all_hzv", "liver_distill_circ",
+             "liver_distill_nocirc", "liver_distill_all", "kidney_distill_circ", "kidney_distill_nocirc",
+             "kidney_distill_all")
 GAM_KEYS = ("key", "engine", "data_file", "formula", "family", "method", "basis", "n_rows", "deviance_explained",
-            "edf_total", "edf_smooths", "gcv_ubre", "max_abs_term", "converged")
+            "edf_total", "edf_smooths", "loglik_df", "gcv_ubre", "max_abs_term", "q99_abs_term_over_data",
+            "converged")
+SEARCH_KEYS = ("data_file", "top5_features", "correlations", "ranking")  # experiment 6b, per dataset
 
-R_SCRIPTS = ("helpers.R", "01_annotation_gstudy.R", "02_mt_hyperparameter_vc.R", "03_liver_grid_vc.R",
-             "04_mt_significance.R", "05_delta_scheme_interaction.R", "06_gam_circularity.R", "run_exp6.sh",
-             "07_sim_generate.R", "07_sim_fit.R", "run_exp7.sh")
+R_SCRIPTS = ("helpers.R", "01_annotation_gstudy.R", "02_mt_hyperparameter_vc.R", "02b_partial_grid_optimizer_check.R",
+             "03_liver_grid_vc.R", "04_mt_significance.R", "05_delta_scheme_interaction.R", "06_gam_circularity.R",
+             "06b_gam_distill_search.R", "run_exp6.sh", "07_sim_generate.R", "07_sim_fit.R", "run_exp7.sh")
 
 SIM_FACTORS = ("s", "a", "b", "c", "d", "e")
 
@@ -127,10 +144,18 @@ def mgcv_models(shared: Path) -> dict:
         res = json.loads((shared / "results" / f"exp6_{key}.json").read_text())
         out[f"exp6_{key}"] = {k: res[k] for k in GAM_KEYS if k in res}
         envs[f"exp6_{key}"] = res["env"]
-    produced = {"software": SOFTWARE, "script": "r/06_gam_circularity.R",
+    search = json.loads((shared / "results" / "exp6b_gam_distill_search.json").read_text())
+    out["exp6b_gam_distill_search"] = {
+        "experiment": search["experiment"],
+        **{ds: {k: search[ds][k] for k in SEARCH_KEYS} for ds in ("liver", "kidney")}}
+    envs["exp6b_gam_distill_search"] = search["env"]
+    produced = {"software": SOFTWARE, "script": "r/06_gam_circularity.R (exp6_<key>), r/06b_gam_distill_search.R "
+                                                "(exp6b_gam_distill_search)",
                 "command": "r/run_exp6.sh " + " ".join(MGCV_KEYS) + " (one Rscript r/06_gam_circularity.R <key> "
-                           "gam per model)",
-                "source": "shared/reference/results/exp6_<key>.json, values copied unchanged",
+                           "gam per model); Rscript r/06b_gam_distill_search.R",
+                "source": "shared/reference/results/exp6_<key>.json and exp6b_gam_distill_search.json as written by "
+                          "the scripts (helpers.R write_result, jsonlite digits=NA: full double precision), values "
+                          "copied unchanged",
                 "extracted_by": "tests/reference/extract_shared_reference.py", "env": envs}
     return {"_produced_by": produced, **out}
 
