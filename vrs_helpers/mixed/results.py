@@ -314,22 +314,39 @@ def _newton_polish(dev, theta: np.ndarray, best_f: float, lower: np.ndarray, fre
     return theta, best_f, rel_step, n_eval
 
 
+def _canonical(dev: BlockDeviance, theta: np.ndarray) -> np.ndarray:
+    """theta with every T_k's diagonal made non-negative by flipping the sign of its column (lme4's convention):
+    T_k T_k', and so the deviance, is unchanged."""
+    theta = np.asarray(theta, dtype=float).copy()
+    for k, (rows, cols) in enumerate(dev.tri):
+        part = theta[dev.tslices[k]]
+        for c in np.unique(cols):
+            if part[(rows == c) & (cols == c)][0] < 0:
+                part[cols == c] *= -1.0
+        theta[dev.tslices[k]] = part
+    return theta
+
+
 def _optimize_general(dev: BlockDeviance, theta0):
-    """Random slopes: L-BFGS-B on the analytic gradient (:meth:`BlockDeviance.gradient`) from lme4's start,
-    restarts of variances stuck at zero, and Newton polishing with the convergence check (:func:`_newton_polish`)."""
+    """Random slopes: L-BFGS-B on the analytic gradient (:meth:`BlockDeviance.gradient`) from lme4's start, without
+    bounds, then Newton polishing with the convergence check (:func:`_newton_polish`).
+
+    The deviance depends on T_k only through T_k T_k', so a diagonal element may pass through 0 and the result is
+    brought to lme4's form (non-negative diagonal) afterwards. With lme4's bound (diagonal >= 0) a quasi-Newton
+    step that lands on the bound stays there: the theta-gradient of a diagonal element at 0 vanishes whatever the
+    data say (the variances are squares), and on the Chem97 design every fit began by trapping one variance at 0
+    and needed line searches and restarts to leave it. A diagonal element that ends at 0 (a start with zeros, or a
+    singular fit) is still searched along and the optimizer restarted where the deviance falls away from 0."""
     x0 = dev.start() if theta0 is None else np.asarray(theta0, dtype=float)
-    bounds = [(0.0, None) if lo == 0 else (None, None) for lo in dev.lower]
     diag = dev.lower == 0
+    free_bounds = np.full(dev.n_theta, -np.inf)
     opts = {"ftol": 1e-13, "gtol": 1e-7, "maxiter": 5000, "maxcor": 20}
 
     def run(x):
-        r = optimize.minimize(dev.value_and_grad, x, jac=True, method="L-BFGS-B", bounds=bounds, options=opts)
-        return r.x.copy(), float(r.fun), r, int(r.nfev)
+        r = optimize.minimize(dev.value_and_grad, x, jac=True, method="L-BFGS-B", options=opts)
+        return _canonical(dev, r.x), float(r.fun), r, int(r.nfev)
 
     theta, best_f, res, n_eval = run(x0)
-    # A diagonal element of T_k at 0 is a stationary point in theta whatever the data say (the variance is theta^2),
-    # so an optimizer that steps onto the boundary can stay there (all variances 0 is such a trap). For every
-    # diagonal element at 0, search along it alone; move those along which the deviance falls, and optimize again.
     for _ in range(len(theta)):
         stuck = np.flatnonzero(diag & (theta <= 1e-6))
         if not len(stuck):
@@ -342,7 +359,7 @@ def _optimize_general(dev: BlockDeviance, theta0):
                 x = base.copy()
                 x[k] = v
                 return dev(x)
-            line = optimize.minimize_scalar(along, bounds=(0.0, upper), method="bounded", options={"xatol": 1e-5})
+            line = optimize.minimize_scalar(along, bounds=(0.0, upper), method="bounded", options={"xatol": 1e-4})
             n_eval += int(line.nfev)
             if line.fun < best_f - 1e-9 * max(1.0, abs(best_f)):
                 start[k], moved = float(line.x), True
@@ -353,8 +370,9 @@ def _optimize_general(dev: BlockDeviance, theta0):
         if not f2 < best_f - 1e-9 * max(1.0, abs(best_f)):
             break
         theta, best_f, res = t2, f2, r2
-    theta, best_f, rel_step, ne = _newton_polish(dev, theta, best_f, dev.lower,
-                                                 lambda t: np.flatnonzero(~diag | (t > 1e-6)))
+    theta, best_f, rel_step, ne = _newton_polish(dev, theta, best_f, free_bounds,
+                                                 lambda t: np.flatnonzero(~diag | (t != 0)))
+    theta = _canonical(dev, theta)
     n_eval += ne
     converged = bool(np.isfinite(best_f)) and rel_step < 2e-3
     return theta, best_f, converged, str(res.message) + f" (max relative gradient {rel_step:.2g})", n_eval
