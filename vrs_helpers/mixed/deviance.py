@@ -80,6 +80,7 @@ class _PairSums:
     """
 
     LIMIT = 30_000_000  # pairs (about 12 bytes each); beyond that scipy's sparse product is used
+    TABLE = 1 << 24  # q^2 up to which the distinct pairs are found with a lookup table (8 bytes per entry)
 
     @staticmethod
     def pairs(G, r: int = 1) -> int:
@@ -89,24 +90,33 @@ class _PairSums:
 
     def __init__(self, G, r: int = 1):
         Gc = sparse.csc_matrix(G)
-        Gc.sort_indices()
         q, mr = Gc.shape
         m = mr // r
         bptr = Gc.indptr[::r].astype(np.int64)  # nonzeros of level l: bptr[l]:bptr[l+1] (its r columns in a row)
         k = np.diff(bptr)
         level = np.repeat(np.arange(m), k)  # per nonzero
         coef = np.repeat(np.arange(mr), np.diff(Gc.indptr)) % r  # per nonzero: its coefficient a
-        k_e = k[level]
-        e1 = np.repeat(np.arange(Gc.nnz), k_e)
-        t = np.arange(len(e1)) - np.repeat(np.cumsum(k_e) - k_e, k_e)
-        e2 = bptr[level[e1]] + t
-        r1, r2 = Gc.indices[e1], Gc.indices[e2]
-        keep = r1 <= r2  # the upper triangle with the diagonal: every pair behind it, in both orders
-        e1, e2, r1, r2 = e1[keep], e2[keep], r1[keep], r2[keep]
+        order = np.lexsort((Gc.indices, level))  # within each level by row
+        row, coef, data = Gc.indices[order], coef[order], Gc.data[order]
+        # the pairs e1 <= e2 of each level's nonzeros (rows r1 <= r2): a pair of distinct nonzeros in one row
+        # stands for both orders (a, b) and (b, a), so it counts twice (D is symmetric)
+        after = k[level] - (np.arange(Gc.nnz) - bptr[level])  # nonzeros from this one to the level's end
+        e1 = np.repeat(np.arange(Gc.nnz), after)
+        e2 = e1 + (np.arange(len(e1)) - np.repeat(np.cumsum(after) - after, after))
+        r1, r2 = row[e1], row[e2]
         key = r1.astype(np.int64) * q + r2
-        uniq, inv = np.unique(key, return_inverse=True)
+        if q * q <= self.TABLE:  # distinct pairs by a lookup table over all q^2 (a sort costs ~20x more)
+            uniq = np.flatnonzero(np.bincount(key, minlength=q * q))
+            table = np.empty(q * q, dtype=np.int64)
+            table[uniq] = np.arange(len(uniq))
+            inv = table[key]
+        else:
+            uniq, inv = np.unique(key, return_inverse=True)
         wcol = level[e1] * (r * r) + coef[e1] * r + coef[e2]
-        self.K = sparse.csr_matrix((Gc.data[e1] * Gc.data[e2], (inv, wcol)), shape=(len(uniq), m * r * r))
+        vals = data[e1] * data[e2]
+        vals[(r1 == r2) & (e1 != e2)] *= 2.0
+        self.K = sparse.csr_matrix((vals, (inv, wcol)), shape=(len(uniq), m * r * r))
+        self.KT = None  # its transpose, row-major (for the gradient's adjoint), made when first needed
         self.upper = uniq  # flat index i q + j (i <= j)
         self.lower = (uniq % q) * q + uniq // q
         self.q = q
@@ -124,7 +134,9 @@ class _PairSums:
         flat = Kmat.reshape(-1)
         vals = flat[self.upper].copy()
         vals[self.upper // self.q == self.upper % self.q] *= 0.5
-        Y = (self.K.T @ vals).reshape(-1, r, r)
+        if self.KT is None:
+            self.KT = self.K.T.tocsr()
+        Y = (self.KT @ vals).reshape(-1, r, r)
         return Y + np.swapaxes(Y, 1, 2)
 
 
