@@ -11,8 +11,9 @@ the block size) for B A^-1 B' plus a dense Cholesky of the other terms' levels -
 
 Two implementations share that structure:
 - :class:`Deviance` for random intercepts only, with an analytic gradient (the book's models; fast path);
-- :class:`BlockDeviance` for any random terms (random slopes with lme4's lower-triangular theta); its gradient
-  is taken numerically by the optimizer. On random-intercept models both give the same deviance (tested).
+- :class:`BlockDeviance` for any random terms (random slopes with lme4's lower-triangular theta), also with an
+  analytic gradient (:meth:`BlockDeviance.gradient`); its per-level r x r blocks of the big term are stacks with
+  the levels last (:mod:`.stacks`). On random-intercept models both give the same deviance (tested).
 """
 
 from __future__ import annotations
