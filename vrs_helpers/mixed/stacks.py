@@ -4,8 +4,8 @@ The random-slope deviance (:class:`.deviance.BlockDeviance`) works with an r x r
 grouping factor (r = 2 for ``(1 + x|g)``), thousands of them. numpy's batched ``matmul``, ``cholesky`` and ``inv``
 on an (m, r, r) array treat each level as a separate small problem (about 1.5 ms for 2,400 levels of 2 x 2 on the
 development machine); with the levels last, each product, Cholesky factor or triangular inverse is r^2 to r^3
-elementwise operations on length-m vectors instead (about 0.15 ms for the same stack), and products with a fixed
-r x r matrix are single BLAS calls. The algorithms are the textbook ones (Golub & Van Loan, *Matrix
+elementwise operations on length-m vectors instead (about 0.15 ms for the same stack), and so are products with a
+fixed r x r matrix. The algorithms are the textbook ones (Golub & Van Loan, *Matrix
 Computations*, 4.2 and 3.1), written out over the stack.
 """
 
@@ -25,13 +25,20 @@ def mul(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
 
 
 def left(T: np.ndarray, X: np.ndarray) -> np.ndarray:
-    """T X_l for a fixed a x b matrix T and X of b x c x m (or b x m): one BLAS product."""
-    return np.tensordot(T, X, axes=(1, 0))
+    """T X_l for a fixed a x b matrix T and X of b x c x m (or b x m): b scaled sums of X's slices."""
+    Tc = T.reshape(T.shape + (1,) * (X.ndim - 1))
+    out = Tc[:, 0] * X[0][None]
+    for k in range(1, T.shape[1]):
+        out += Tc[:, k] * X[k][None]
+    return out
 
 
 def right(X: np.ndarray, T: np.ndarray) -> np.ndarray:
     """X_l T for X of a x b x m and a fixed b x c matrix T."""
-    return np.einsum("abm,bc->acm", X, T, optimize=True)
+    out = X[:, 0, None, :] * T[0][None, :, None]
+    for k in range(1, X.shape[1]):
+        out += X[:, k, None, :] * T[k][None, :, None]
+    return out
 
 
 def transpose(X: np.ndarray) -> np.ndarray:
