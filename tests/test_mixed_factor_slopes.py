@@ -118,3 +118,19 @@ def test_level_names_that_are_not_identifiers():
     assert text == "y ~ f + (1 + `fnon word` | g)" and e["fnon word"].tolist() == [0, 1] * 200
     vc = mixed.fit("y ~ f + (f|g)", d).varcorr
     assert "fnon word" in set(vc["var1"])
+
+
+@pytest.mark.parametrize("reference", ["lme4's", "the other"])
+def test_numeric_coding_reaches_the_factor_fits_optimum(reference):
+    """The fhch2010 model with task and stimulus coded 0/1 by hand is the factor model reparametrized (the same
+    column space of the fixed and of each term's random effects; with the other reference level the random
+    block is T C T' of lme4's, T invertible), so its REML log-likelihood is lme4's for the factor model, within the
+    tolerance of the test above. The two codings send the optimizer along different paths (theta differs)."""
+    r = REF["fits"]["fh_factor_slopes"]
+    d = _data("fhch2010")
+    task_level, stim_level = ("lexdec", "nonword") if reference == "lme4's" else ("naming", "word")
+    d["t01"] = (d["task"] == task_level).astype(float)
+    d["s01"] = (d["stimulus"] == stim_level).astype(float)
+    m = mixed.fit("log_rt ~ t01*s01 + (s01|id) + (t01|item)", d)
+    assert m.loglik == pytest.approx(r["logLik"], abs=1e-4)
+    assert m.converged

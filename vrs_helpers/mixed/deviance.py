@@ -11,8 +11,9 @@ the block size) for B A^-1 B' plus a dense Cholesky of the other terms' levels -
 
 Two implementations share that structure:
 - :class:`Deviance` for random intercepts only, with an analytic gradient (the book's models; fast path);
-- :class:`BlockDeviance` for any random terms (random slopes with lme4's lower-triangular theta); its gradient
-  is taken numerically by the optimizer. On random-intercept models both give the same deviance (tested).
+- :class:`BlockDeviance` for any random terms (random slopes with lme4's lower-triangular theta), also with an
+  analytic gradient (:meth:`BlockDeviance.gradient`); its per-level r x r blocks of the big term are stacks with
+  the levels last (:mod:`.stacks`). On random-intercept models both give the same deviance (tested).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import math
 import numpy as np
 from scipy import linalg, sparse
 
+from . import stacks as st
 from .design import SufficientStats
 from .errors import MixedModelError
 
@@ -79,6 +81,7 @@ class _PairSums:
     """
 
     LIMIT = 30_000_000  # pairs (about 12 bytes each); beyond that scipy's sparse product is used
+    TABLE = 1 << 24  # q^2 up to which the distinct pairs are found with a lookup table (8 bytes per entry)
 
     @staticmethod
     def pairs(G, r: int = 1) -> int:
@@ -88,24 +91,33 @@ class _PairSums:
 
     def __init__(self, G, r: int = 1):
         Gc = sparse.csc_matrix(G)
-        Gc.sort_indices()
         q, mr = Gc.shape
         m = mr // r
         bptr = Gc.indptr[::r].astype(np.int64)  # nonzeros of level l: bptr[l]:bptr[l+1] (its r columns in a row)
         k = np.diff(bptr)
         level = np.repeat(np.arange(m), k)  # per nonzero
         coef = np.repeat(np.arange(mr), np.diff(Gc.indptr)) % r  # per nonzero: its coefficient a
-        k_e = k[level]
-        e1 = np.repeat(np.arange(Gc.nnz), k_e)
-        t = np.arange(len(e1)) - np.repeat(np.cumsum(k_e) - k_e, k_e)
-        e2 = bptr[level[e1]] + t
-        r1, r2 = Gc.indices[e1], Gc.indices[e2]
-        keep = r1 <= r2  # the upper triangle with the diagonal: every pair behind it, in both orders
-        e1, e2, r1, r2 = e1[keep], e2[keep], r1[keep], r2[keep]
+        order = np.lexsort((Gc.indices, level))  # within each level by row
+        row, coef, data = Gc.indices[order], coef[order], Gc.data[order]
+        # the pairs e1 <= e2 of each level's nonzeros (rows r1 <= r2): a pair of distinct nonzeros in one row
+        # stands for both orders (a, b) and (b, a), so it counts twice (D is symmetric)
+        after = k[level] - (np.arange(Gc.nnz) - bptr[level])  # nonzeros from this one to the level's end
+        e1 = np.repeat(np.arange(Gc.nnz), after)
+        e2 = e1 + (np.arange(len(e1)) - np.repeat(np.cumsum(after) - after, after))
+        r1, r2 = row[e1], row[e2]
         key = r1.astype(np.int64) * q + r2
-        uniq, inv = np.unique(key, return_inverse=True)
+        if q * q <= self.TABLE:  # distinct pairs by a lookup table over all q^2 (a sort costs ~20x more)
+            uniq = np.flatnonzero(np.bincount(key, minlength=q * q))
+            table = np.empty(q * q, dtype=np.int64)
+            table[uniq] = np.arange(len(uniq))
+            inv = table[key]
+        else:
+            uniq, inv = np.unique(key, return_inverse=True)
         wcol = level[e1] * (r * r) + coef[e1] * r + coef[e2]
-        self.K = sparse.csr_matrix((Gc.data[e1] * Gc.data[e2], (inv, wcol)), shape=(len(uniq), m * r * r))
+        vals = data[e1] * data[e2]
+        vals[(r1 == r2) & (e1 != e2)] *= 2.0
+        self.K = sparse.csr_matrix((vals, (inv, wcol)), shape=(len(uniq), m * r * r))
+        self.KT = None  # its transpose, row-major (for the gradient's adjoint), made when first needed
         self.upper = uniq  # flat index i q + j (i <= j)
         self.lower = (uniq % q) * q + uniq // q
         self.q = q
@@ -116,6 +128,17 @@ class _PairSums:
         out[self.lower] = vals
         out[self.upper] = vals
         return out.reshape(self.q, self.q)
+
+    def adjoint(self, Kmat: np.ndarray, r: int) -> np.ndarray:
+        """Per level l the r x r block G_:l' Kmat G_:l for a symmetric q x q Kmat (the transpose of the listed
+        pairs: the pairs i < j are listed in one order, so half the diagonal pairs plus the transposed blocks)."""
+        flat = Kmat.reshape(-1)
+        vals = flat[self.upper].copy()
+        vals[self.upper // self.q == self.upper % self.q] *= 0.5
+        if self.KT is None:
+            self.KT = self.K.T.tocsr()
+        Y = (self.KT @ vals).reshape(-1, r, r)
+        return Y + np.swapaxes(Y, 1, 2)
 
 
 def _sandwich(G, d: np.ndarray) -> np.ndarray:
@@ -422,7 +445,7 @@ class BlockDeviance:
         self.q_o = int(offs[-1])
         _check_size(self.q_o, [s.groups[k] for k in self.others])
         self.slices = {k: slice(offs[i], offs[i + 1]) for i, k in enumerate(self.others)}
-        self.Gb = s.ZtZ_diag[self.big]
+        self.Gb = st.to_levels_last(s.ZtZ_diag[self.big])  # r_b x r_b x m_b: Z_b'Z_b per level (levels last)
         Go = np.zeros((self.q_o, self.q_o))
         blocks_b = []
         for k in self.others:
@@ -444,11 +467,14 @@ class BlockDeviance:
             self.gdg = lambda D: _sandwich_blocks(self.Gob, D)
         p = s.p
         rb = self.r[self.big]
-        self.Rb = np.column_stack([s.ZtX[self.big], s.Zty[self.big]]).reshape(sizes[self.big], rb, p + 1)
+        self.Rb = st.to_levels_last(np.column_stack([s.ZtX[self.big], s.Zty[self.big]]).reshape(
+            sizes[self.big], rb, p + 1))  # r_b x (p+1) x m_b: Z_b'[X y] per level
+        self.eye_b = st.eye(rb, sizes[self.big])
         self.Ro = (np.vstack([np.column_stack([s.ZtX[k], s.Zty[k]]) for k in self.others])
                    if self.others else np.zeros((0, p + 1)))
         self.MtM = np.block([[s.XtX, s.Xty[:, None]], [s.Xty[None, :], np.array([[s.yty]])]])
         self.eye_o = np.eye(self.q_o)
+        self._memo: dict = {}
 
     def start(self) -> np.ndarray:
         """lme4's starting value: identity T_k (1 on the diagonal, 0 below)."""
@@ -482,34 +508,34 @@ class BlockDeviance:
         return out
 
     def evaluate(self, theta: np.ndarray):
+        """(deviance, parts) at theta; the big term's per-level blocks are stacks, levels last (:mod:`.stacks`)."""
         lams = self.lambdas(theta)
         Tb = lams[self.big]
-        rb = Tb.shape[0]
-        A = Tb.T @ self.Gb @ Tb + np.eye(rb)  # T_b' G_i T_b + I per level (broadcast over the levels)
-        LA = np.linalg.cholesky(A)
-        LAinv = np.linalg.inv(LA)
-        logdet = 2.0 * float(np.log(np.diagonal(LA, axis1=1, axis2=2)).sum())
-        TRb = Tb.T @ self.Rb  # T_b' R_b per level
-        cb = LAinv @ TRb  # m_b x r_b x (p+1)
+        A = st.left(Tb.T, st.right(self.Gb, Tb)) + self.eye_b  # T_b' G_l T_b + I per level
+        LA = st.cholesky(A)
+        LAinv = st.lower_inverse(LA)
+        logdet = 2.0 * float(np.log(np.diagonal(LA)).sum())
+        TRb = st.left(Tb.T, self.Rb)  # T_b' R_b per level, r_b x (p+1) x m_b
+        cb = st.mul(LAinv, TRb)
+        Ainv = st.mul(st.transpose(LAinv), LAinv)
         if self.q_o:
-            Ainv = np.swapaxes(LAinv, 1, 2) @ LAinv
-            D = Tb @ Ainv @ Tb.T  # T_b A_i^-1 T_b' per level
-            H = self.gdg(D)
-            W = self.Go - H
-            S = self._apply(self._apply(W, lams, True).T, lams, True).T + self.eye_o
+            D = st.left(Tb, st.right(Ainv, Tb.T))  # T_b A_l^-1 T_b' per level
+            W = self.Go - self.gdg(st.to_levels_first(D))
+            LW = self._apply(W, lams, True)  # Lambda_o' W
+            S = self._apply(LW.T, lams, True).T + self.eye_o
             LS = _chol(S, lower=True)
-            ub = (Tb @ (Ainv @ TRb)).reshape(-1, TRb.shape[2])  # (I (x) T_b) A^-1 T_b' R_b
+            ub = st.to_levels_first(st.left(Tb, st.mul(Ainv, TRb))).reshape(-1, TRb.shape[1])  # Lambda_b A^-1 T_b'R_b
             co = tri_solve(LS, self._apply(self.Ro - self.Gob @ ub, lams, True), lower=True)
             logdet += 2.0 * float(np.log(np.diag(LS)).sum())
         else:
+            D = LW = None
             LS = np.zeros((0, 0))
-            co = np.zeros((0, self.Rb.shape[2]))
-        cb2 = cb.reshape(-1, cb.shape[2])
-        P = self.MtM - cb2.T @ cb2 - co.T @ co
+            co = np.zeros((0, self.Rb.shape[1]))
+        P = self.MtM - np.tensordot(cb, cb, axes=([0, 2], [0, 2])) - co.T @ co
         dev, RX, cbeta, r2 = _profiled(self.s, P, logdet, self.reml)
         if not np.isfinite(dev):
             return np.inf, None
-        return dev, (lams, LA, LAinv, LS, cb, co, RX, cbeta, r2)
+        return dev, (lams, LA, LAinv, LS, cb, co, (Ainv, D, LW), RX, cbeta, r2)
 
     def __call__(self, theta: np.ndarray) -> float:
         try:
@@ -518,22 +544,138 @@ class BlockDeviance:
             return np.inf
         return value if np.isfinite(value) else np.inf
 
+    def value_and_grad(self, theta: np.ndarray):
+        """(deviance, analytic gradient) at theta, remembered for the last few points (the optimizer, the boundary
+        search and the Newton polish ask for the same point more than once); (inf, 0) where it is not finite."""
+        theta = np.asarray(theta, dtype=float)
+        key = theta.tobytes()
+        hit = self._memo.get(key)
+        if hit is None:
+            try:
+                value, parts = self.evaluate(theta)
+                hit = (value, self.gradient(theta, parts)) if parts is not None else (np.inf, None)
+            except (linalg.LinAlgError, np.linalg.LinAlgError, ValueError, FloatingPointError):
+                hit = (np.inf, None)
+            if len(self._memo) >= 8:
+                self._memo.pop(next(iter(self._memo)))
+            self._memo[key] = hit
+        value, grad = hit
+        return (value, grad.copy()) if grad is not None else (np.inf, np.zeros_like(theta))
+
+    def _solve_full(self, lams, LAinv, LS, cb, co):
+        """x = M^-1 Lambda'Z'[X y] from the forward solves c = L^-1 Lambda'Z'[X y] (M = L L'), per block; with
+        Lambda_o x_o and G_bo Lambda_o x_o (r_b x (p+1) x m_b) for the products that follow."""
+        Tb = lams[self.big]
+        if not self.q_o:
+            c = cb.shape[1]
+            return st.mul(st.transpose(LAinv), cb), np.zeros((0, c)), np.zeros((0, c)), np.zeros_like(cb)
+        rb, c, m = cb.shape
+        x_o = tri_solve(LS, co, lower=True, trans=True)
+        lx_o = self._apply(x_o, lams, False)
+        gx_o = st.to_levels_last(np.asarray(self.Gob.T @ lx_o).reshape(m, rb, c))  # G_bo Lambda_o x_o
+        x_b = st.mul(st.transpose(LAinv), cb - st.mul(LAinv, st.left(Tb.T, gx_o)))
+        return x_b, x_o, lx_o, gx_o
+
+    def _big_sandwich(self, Kmat: np.ndarray) -> np.ndarray:
+        """Per level l of the big term the r_b x r_b block G_ob,l' Kmat G_ob,l (Kmat symmetric, q_o x q_o)."""
+        rb = self.r[self.big]
+        if isinstance(self.gdg, _PairSums):
+            return self.gdg.adjoint(Kmat, rb)
+        if sparse.issparse(self.Gob):
+            KG = np.asarray((self.Gob.T @ Kmat)).reshape(-1, rb, self.q_o)  # m_b x r_b x q_o
+            Gt = self.Gob.T.tocsr()
+            out = np.empty((KG.shape[0], rb, rb))
+            for a in range(rb):
+                Ga = Gt[a::rb]
+                for b in range(rb):
+                    out[:, a, b] = np.asarray(Ga.multiply(KG[:, b, :]).sum(axis=1)).ravel()
+            return out
+        q, mr = self.Gob.shape
+        G3 = self.Gob.reshape(q, mr // rb, rb)
+        KG3 = (Kmat @ self.Gob).reshape(q, mr // rb, rb)
+        out = np.empty((mr // rb, rb, rb))
+        for a in range(rb):
+            for b in range(a, rb):
+                out[:, a, b] = out[:, b, a] = np.einsum("il,il->l", G3[:, :, a], KG3[:, :, b])
+        return out
+
+    def gradient(self, theta: np.ndarray, parts) -> np.ndarray:
+        """Analytic gradient of the profiled deviance in lme4's theta (envelope theorem, as :meth:`Deviance.gradient`).
+
+        With M = Lambda'Z'Z Lambda + I and dLambda = I (x) E_rc for the element (r, c) of T_k:
+        - d log|M| = 2 tr(M^-1 Lambda'Z'Z dLambda) = 2 sum_l [M^-1 Lambda'Z'Z]_(l c),(l r): for the big term per level
+          A_l^-1 T_b'G_l + A_l^-1 T_b' G_ob,l' K G_ob,l (D_l G_l - I) with K = Lambda_o S^-1 Lambda_o'; for the
+          other terms the diagonal blocks of S^-1 Lambda_o' W (W = G_o - G_ob D G_ob', as in the deviance);
+        - d r^2 = -2 sum_l (Z'e)_(l r) u_(l c), e and u the penalized least-squares residual and spherical modes;
+        - REML: d log|X'V*^-1 X| = -2 sum_l [Q Omega^-1 Psi']_(l c),(l r) with Q = M^-1 Lambda'Z'X,
+          Psi = Z'V*^-1 X = Z'X - Z'Z Lambda Q, Omega = X'V*^-1 X = RX'RX.
+        The profiled deviance adds log|M| (+ log|Omega|) + nu log r^2 (nu = n, or n - p for REML).
+        """
+        lams, LA, LAinv, LS, cb, co, (Ainv, D, LW), RX, cbeta, r2 = parts
+        s = self.s
+        p, n = s.p, s.n
+        big, Tb = self.big, lams[self.big]
+        rb, _, m = cb.shape
+        x_b, x_o, lx_o, gx_o = self._solve_full(lams, LAinv, LS, cb, co)
+        lx_b = st.left(Tb, x_b)  # Lambda_b x_b, r_b x (p+1) x m_b
+        Psi_b = self.Rb - st.mul(self.Gb, lx_b) - gx_o  # Z_b'[X y] - (Z'Z Lambda x)_b
+        beta = tri_solve(RX, cbeta, lower=False) if p else np.zeros(0)
+        nu = n - p if self.reml else n
+        u_b = x_b[:, p] - np.tensordot(beta, x_b[:, :p], axes=(0, 1))  # r_b x m_b
+        e_b = Psi_b[:, p] - np.tensordot(beta, Psi_b[:, :p], axes=(0, 1))
+        mats = [None] * len(self.r)  # per term the r x r matrix of d deviance / d T_k[r, c]
+        mats[big] = (-2.0 * nu / r2) * (e_b @ u_b.T)
+        F_b = st.mul(Ainv, st.left(Tb.T, self.Gb))  # A_l^-1 T_b' G_l
+        if self.q_o:
+            Sinv = _chol_inverse(LS)
+            Kmat = self._apply(self._apply(Sinv, lams, False).T, lams, False)  # Lambda_o S^-1 Lambda_o'
+            X = st.to_levels_last(self._big_sandwich(Kmat))
+            F_b = F_b + st.mul(Ainv, st.left(Tb.T, st.mul(X, st.mul(D, self.Gb) - self.eye_b)))
+            Psi_o = self.Ro - self.Gob @ st.to_levels_first(lx_b).reshape(m * rb, -1) - self.Go @ lx_o
+            u_o = x_o[:, p] - x_o[:, :p] @ beta
+            e_o = Psi_o[:, p] - Psi_o[:, :p] @ beta
+            for k in self.others:
+                sl, rk = self.slices[k], self.r[k]
+                Fk = np.empty((rk, rk))
+                for a in range(rk):
+                    rows = Sinv[sl][a::rk]
+                    for b in range(rk):
+                        Fk[a, b] = float(np.einsum("it,ti->", rows, LW[:, sl][:, b::rk]))
+                ek, uk = e_o[sl].reshape(-1, rk), u_o[sl].reshape(-1, rk)
+                mats[k] = 2.0 * Fk.T - (2.0 * nu / r2) * (ek.T @ uk)
+        mats[big] = mats[big] + 2.0 * F_b.sum(axis=2).T
+        if self.reml and p:
+            RXinv = tri_solve(RX, np.eye(p), lower=False)  # Omega^-1 = RXinv RXinv'
+            Qt_b = np.einsum("rpm,pa->ram", x_b[:, :p], RXinv, optimize=True)
+            Pt_b = np.einsum("rpm,pa->ram", Psi_b[:, :p], RXinv, optimize=True)
+            mats[big] = mats[big] - 2.0 * np.tensordot(Pt_b, Qt_b, axes=([1, 2], [1, 2]))
+            if self.q_o:
+                Qt_o, Pt_o = x_o[:, :p] @ RXinv, Psi_o[:, :p] @ RXinv
+                for k in self.others:
+                    sl, rk = self.slices[k], self.r[k]
+                    mats[k] = mats[k] - 2.0 * np.einsum("lra,lca->rc", Pt_o[sl].reshape(-1, rk, p),
+                                                        Qt_o[sl].reshape(-1, rk, p))
+        g = np.empty(self.n_theta)
+        for k, (rows, cols) in enumerate(self.tri):
+            g[self.tslices[k]] = mats[k][rows, cols]
+        return g
+
     def conditional_modes(self, theta, parts, beta) -> list[np.ndarray]:
         """b = Lambda u, L'u = c - R_ZX beta: per term an m_k x r_k array of BLUPs."""
-        lams, LA, LAinv, LS, cb, co, RX, cbeta, r2 = parts
+        lams, LA, LAinv, LS, cb, co = parts[:6]
         p = self.s.p
-        d_b = cb[:, :, p] - cb[:, :, :p] @ beta  # m_b x r_b
+        rb, _, m = cb.shape
+        d_b = cb[:, p] - np.tensordot(beta, cb[:, :p], axes=(0, 1))  # r_b x m_b
         d_o = co[:, p] - co[:, :p] @ beta
         out = [None] * len(self.r)
         Tb = lams[self.big]
         if self.q_o:
             u_o = tri_solve(LS, d_o, lower=True, trans=True)
-            v = (self.Gob.T @ self._apply(u_o[:, None], lams, False))[:, 0].reshape(d_b.shape)  # G_ob' Lambda_o u_o
-            v = np.einsum("ba,mb->ma", Tb, v)  # (I (x) T_b') ...
-            d_b = d_b - np.einsum("mab,mb->ma", LAinv, v)
             b_o = self._apply(u_o[:, None], lams, False)[:, 0]
+            v = np.asarray(self.Gob.T @ b_o).reshape(m, rb).T  # G_bo Lambda_o u_o
+            d_b = d_b - st.mul(LAinv, Tb.T @ v)
             for k in self.others:
                 out[k] = b_o[self.slices[k]].reshape(-1, self.r[k])
-        u_b = np.einsum("mba,mb->ma", LAinv, d_b)  # L_A^-T d_b
-        out[self.big] = u_b @ Tb.T
+        u_b = st.mul(st.transpose(LAinv), d_b)  # L_A^-T d_b
+        out[self.big] = (Tb @ u_b).T
         return out
