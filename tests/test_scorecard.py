@@ -303,3 +303,15 @@ def test_the_committed_notebooks_follow_the_rules():
             committed = base.loc[(r["notebook"], r.get("analysis") or "", r["ref"], r["quantity"])]
             assert (committed["kind"], committed["match"]) == (kind, match), (path.name, r["quantity"])
     assert n == base.index.get_level_values("notebook").isin(seen).sum()   # and no committed row is missing
+
+
+def test_regressions_without_a_baseline_file(tmp_path):
+    """A notebook run where no baseline lies beside it (vrs analyze runs workbook 07 from a temporary folder): no
+    regressions, with or without the check for vanished rows, and no error on an empty card."""
+    from vrs_helpers.scorecard import Scorecard
+
+    card = Scorecard("07_your_evaluation")
+    missing = tmp_path / "no_baseline.csv"
+    assert len(card.regressions(missing)) == 0 and len(card.regressions(missing, vanished=True)) == 0
+    card.check("Table 9.9", "a value", 1.0, 1.0, tolerance=0.0)
+    assert len(card.regressions(missing)) == 0

@@ -419,7 +419,7 @@ def regressions(rows: pd.DataFrame, baseline: str | Path | pd.DataFrame = BASELI
         (str(nb), str(an or "")) for nb, an in scope}
     in_scope = [(nb, an) in pairs for nb, an in zip(base["notebook"], base["analysis"], strict=True)]
     present = set(map(tuple, rows[KEY].itertuples(index=False, name=None)))
-    vanished = base[in_scope]
+    vanished = base[pd.Series(in_scope, index=base.index, dtype=bool)]  # a boolean mask also when base is empty
     vanished = vanished[[tuple(k) not in present for k in vanished[KEY].itertuples(index=False, name=None)]]
     if len(vanished):
         gone = vanished[KEY].assign(kind=vanished["kind"], book=pd.to_numeric(vanished["book"], errors="coerce"),

@@ -130,7 +130,7 @@ class _Structure:
         self.lams = dev.lambdas(theta)
         b = dev.big
         self.b, self.rb = b, dev.r[b]
-        g = dev.Gb  # (m_b, r_b, r_b): z_l'z_l per level
+        g = np.asarray(s.ZtZ_diag[b], dtype=float)  # (m_b, r_b, r_b): z_l'z_l per level (levels first)
         Tb = self.lams[b]
         eye_b = np.eye(self.rb)
         A = Tb.T @ g @ Tb + eye_b
