@@ -74,3 +74,37 @@ def default_client():
         return default_client()
     except (ImportError, ValueError):
         return None
+
+
+def draw_batches(plan, indices):
+    """On a worker: the draws of the batches ``indices`` of a seeded plan (``plan.draw(i)``), concatenated."""
+    import numpy as np
+
+    return np.concatenate([plan.draw(i) for i in indices])
+
+
+def run_batches(plan, client, tasks: int | None = None, close: bool = False):
+    """Every batch of a seeded resampling plan (``plan.batches``, ``plan.draw(i)``: the permutation and bootstrap
+    tests of :mod:`vrs_helpers.significance`, the parametric bootstrap of :mod:`vrs_helpers.mixed.bootstrap`) drawn
+    as tasks on a Dask cluster and concatenated on the client in batch order, so the draws equal drawing them here.
+
+    The plan is sent to the workers once (not scattered: recomputable when its worker dies); ``tasks`` groups of
+    consecutive batches (default two per worker) are drawn there, each retried twice. ``client``: a Client or an
+    address (``connect``); ``close``: close that client (and its cluster) afterwards."""
+    import numpy as np
+
+    c = connect(client)
+    try:
+        nb = len(plan.batches)
+        tasks = max(1, min(nb, tasks or 2 * max(1, len(c.scheduler_info().get("workers", {})))))
+        bounds = [round(j * nb / tasks) for j in range(tasks + 1)]
+        groups = [list(range(bounds[j], bounds[j + 1])) for j in range(tasks) if bounds[j + 1] > bounds[j]]
+        remote = c.submit(identity, plan, pure=False)
+        futures = c.map(draw_batches, [remote] * len(groups), groups, pure=False, retries=2)
+        return np.concatenate(c.gather(futures))
+    finally:
+        if close:
+            cluster = getattr(c, "cluster", None)
+            c.close()
+            if cluster is not None:
+                cluster.close()

@@ -682,12 +682,6 @@ def _binomial_comparison(full, test, formula, null, system, covariate, notes, em
 
 # ------------------------------------------------------------------------------------------- resampling on Dask
 
-def _draw_batches(plan, indices: list[int]):
-    import numpy as np
-
-    return np.concatenate([plan.draw(i) for i in indices])
-
-
 def resampling_test_dask(kind: str, a, b, metric="mean", n_resamples: int = 10_000, seed: int = 0,
                     alternative: str = "two-sided", client=None, tasks: int | None = None):
     """A ``"permutation"`` or ``"bootstrap"`` test whose seeded batches run as tasks on a Dask cluster.
@@ -698,7 +692,7 @@ def resampling_test_dask(kind: str, a, b, metric="mean", n_resamples: int = 10_0
     ``bootstrap_test`` for the same seed. ``client``: a Client, an address or "local" (default: the current
     client).
     """
-    from .dask_support import connect, default_client, identity, require_dask
+    from .dask_support import default_client, require_dask, run_batches
 
     if kind not in ("permutation", "bootstrap"):
         raise SignificanceError(f"kind must be 'permutation' or 'bootstrap', got {kind!r}.")
@@ -707,24 +701,7 @@ def resampling_test_dask(kind: str, a, b, metric="mean", n_resamples: int = 10_0
     require_dask()
     client = client if client is not None else default_client()
     own = client is None or isinstance(client, str)  # a client made here is closed here
-    c = connect(client if client is not None else "local")
-    try:
-        nb = len(plan.batches)
-        tasks = max(1, min(nb, tasks or 2 * max(1, len(c.scheduler_info().get("workers", {})))))
-        bounds = [round(j * nb / tasks) for j in range(tasks + 1)]
-        groups = [list(range(bounds[j], bounds[j + 1])) for j in range(tasks) if bounds[j + 1] > bounds[j]]
-        remote = c.submit(identity, plan, pure=False)  # not scattered: recomputable when its worker dies
-        futures = c.map(_draw_batches, [remote] * len(groups), groups, pure=False, retries=2)
-        import numpy as np
-
-        dist = np.concatenate(c.gather(futures))
-    finally:
-        if own:
-            cluster = getattr(c, "cluster", None)
-            c.close()
-            if cluster is not None:
-                cluster.close()
-    return plan.finish(dist)
+    return plan.finish(run_batches(plan, client if client is not None else "local", tasks, close=own))
 
 
 # What NLP users already run beside the mixed-model tests (issue 22): ASO and the expected maximum of n runs

@@ -219,10 +219,6 @@ def bootstrap_plan(m0: MixedModelResult, m1: MixedModelResult, n_sim: int = 1000
                          int(n_sim), int(seed), batches, m0.formula, m1.formula)
 
 
-def _draw_batches(plan: BootstrapPlan, indices: list[int]) -> np.ndarray:
-    return np.concatenate([plan.draw(i) for i in indices])
-
-
 def parametric_bootstrap_lrt(m0: MixedModelResult, m1: MixedModelResult, n_sim: int = 1000, seed: int = 0,
                              client=None, batch_size: int | None = None, tasks: int | None = None
                              ) -> BootstrapLRTResult:
@@ -244,23 +240,7 @@ def parametric_bootstrap_lrt(m0: MixedModelResult, m1: MixedModelResult, n_sim: 
     plan = bootstrap_plan(m0, m1, n_sim, seed, batch_size)
     if client is None:
         return plan.run()
-    from ..dask_support import connect, identity, require_dask
+    from ..dask_support import require_dask, run_batches
 
     require_dask()
-    own = isinstance(client, str)
-    c = connect(client)
-    try:
-        nb = len(plan.batches)
-        tasks = max(1, min(nb, tasks or 2 * max(1, len(c.scheduler_info().get("workers", {})))))
-        bounds = [round(j * nb / tasks) for j in range(tasks + 1)]
-        groups = [list(range(bounds[j], bounds[j + 1])) for j in range(tasks) if bounds[j + 1] > bounds[j]]
-        remote = c.submit(identity, plan, pure=False)
-        futures = c.map(_draw_batches, [remote] * len(groups), groups, pure=False, retries=2)
-        reference = np.concatenate(c.gather(futures))
-    finally:
-        if own:
-            cluster = getattr(c, "cluster", None)
-            c.close()
-            if cluster is not None:
-                cluster.close()
-    return plan.finish(reference)
+    return plan.finish(run_batches(plan, client, tasks, close=isinstance(client, str)))
