@@ -548,6 +548,9 @@ def add_power(result: OwnAnalysis, items: int, delta: float | None = None, targe
     vc = comp.model.variance_components["variance"]
     system_col = comp.formula.split("~")[1].split("+")[0].strip()
     run_var = float(sum(v for k, v in vc.items() if str(k).startswith(f"{system_col}:")))
+    # a boundary estimate is 0 up to the optimizer's rounding (1e-28 on one backend, 0 on another): 0 below 1e-12
+    # of the residual variance, so both backends plan with the same numbers
+    run_var = run_var if run_var > 1e-12 * float(vc["Residual"]) else 0.0
     residual_sd, run_sd = float(np.sqrt(vc["Residual"])), float(np.sqrt(run_var))
     fe = comp.model.fixed_effects["estimate"]
     observed = np.array([0.0] + [float(v) for k, v in fe.items() if k != "(Intercept)"])
