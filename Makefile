@@ -21,7 +21,7 @@ reproduce: $(STAMP)
 
 ## The test suite: package tests, then every notebook re-executed and validated with nbval.
 test: $(STAMP)
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest tests --durations=15
 	$(BIN)/python -m pytest --nbval-lax --nbval-current-env -p no:cacheprovider notebooks
 
 lint: $(STAMP)
