@@ -47,3 +47,28 @@ def holm_by_hand(p):
     out = np.empty_like(adjusted)
     out[order] = adjusted
     return out
+
+
+def assert_same_numbers(a, b, rel: float = 1e-8, abs_tol: float = 1e-12, path: str = "$"):
+    """Two parsed JSON documents (or nested dicts/lists) agree: the same keys, the same text, booleans and integers,
+    and floats within ``rel`` relative (``abs_tol`` absolute near 0).
+
+    Floats computed by another backend, thread count or BLAS build add their sums in another order, so their last
+    digits differ (1e-10 relative in a Kenward-Roger F seen between two machines); 1e-8 is two orders above that
+    and far below any digit a verdict or a report prints (4 significant digits)."""
+    import math
+
+    if isinstance(a, dict) and isinstance(b, dict):
+        assert a.keys() == b.keys(), f"{path}: keys differ: {sorted(set(a) ^ set(b))}"
+        for k in a:
+            assert_same_numbers(a[k], b[k], rel, abs_tol, f"{path}.{k}")
+    elif isinstance(a, list) and isinstance(b, list):
+        assert len(a) == len(b), f"{path}: lengths {len(a)} and {len(b)}"
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_same_numbers(x, y, rel, abs_tol, f"{path}[{i}]")
+    elif isinstance(a, float) or isinstance(b, float):
+        assert isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool), \
+            f"{path}: {a!r} vs {b!r}"
+        assert math.isclose(a, b, rel_tol=rel, abs_tol=abs_tol), f"{path}: {a!r} vs {b!r} (rel {rel:g})"
+    else:
+        assert a == b, f"{path}: {a!r} vs {b!r}"

@@ -1,6 +1,7 @@
 """Dask path (vrs_helpers.distributed): fits on a LocalCluster equal the local fit of the same rows; bad partitions,
 an unreachable scheduler and a killed worker; `vrs batch --dask`; resampling batches on workers."""
 
+import json
 import os
 import time
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 dd = pytest.importorskip("dask.dataframe", reason="the optional Dask extra is not installed")
 distributed = pytest.importorskip("distributed")
 
-from conftest import write_notebook  # noqa: E402
+from conftest import assert_same_numbers, write_notebook  # noqa: E402
 from vrs_helpers import distributed as vd  # noqa: E402
 from vrs_helpers import mixed  # noqa: E402
 from vrs_helpers.mixed.errors import MixedModelError  # noqa: E402
@@ -207,8 +208,10 @@ def test_resampling_batches_on_workers_equal_local(client, kind, counts):
     plan = (sg.permutation_plan if kind == "permutation" else sg.bootstrap_plan)(a, b, n_resamples=5000, seed=7)
     assert len(plan.batches) >= 2
     remote = vd.resampling_test(kind, a, b, n_resamples=5000, seed=7, client=client, tasks=3)
-    assert remote.p_value == local.p_value and remote.exceedances == local.exceedances
-    np.testing.assert_array_equal(remote.distribution, local.distribution)
+    # the same seeded draws; the workers may add their sums in another order (another thread count): the
+    # differences agree to rounding and so does the count of resamples at least as extreme
+    np.testing.assert_allclose(remote.distribution, local.distribution, rtol=1e-9, atol=1e-12)
+    assert remote.exceedances == local.exceedances and remote.p_value == pytest.approx(local.p_value, rel=1e-12)
     other = vd.resampling_test(kind, a, b, n_resamples=5000, seed=8, client=client)
     assert not np.array_equal(other.distribution, local.distribution)
 
@@ -304,8 +307,9 @@ def test_bad_input_same_exit_code_and_message_on_both_backends(client, tmp_path,
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_clean_input_same_summary_file_on_both_backends(client, tmp_path):
-    """The same analysis on both backends: workbook 07 in memory and the cluster write byte-identical summary.json
-    files (floats at 10 significant digits; the sums are added in another order)."""
+    """The same analysis on both backends: workbook 07 in memory and the cluster write the same summary.json: the
+    same keys and text, numbers within 1e-8 relative (the sums are added in another order, so the last digits may
+    differ on another machine: never compare the files byte for byte)."""
     from vrs_helpers.cli import main
 
     df = _logs(seed=6, n_items=30, n_configs=1, seeds=3).drop(columns="config")
@@ -315,10 +319,10 @@ def test_clean_input_same_summary_file_on_both_backends(client, tmp_path):
         part.to_parquet(folder / f"part{i}.parquet")
     assert main(_analyze_args(folder, tmp_path / "local")) == 0
     assert main(_analyze_args(folder, tmp_path / "dask", "--dask", client.scheduler.address)) == 0
-    local = (tmp_path / "local" / "summary.json").read_bytes()
-    assert local == (tmp_path / "dask" / "summary.json").read_bytes()
-    assert b'"glrt_replications_random"' in local and (tmp_path / "local" / "report.html").is_file()
-    assert b'"aso"' in local and b'"expected_max"' in local   # issue 22: computed on the client from the run means
+    local = json.loads((tmp_path / "local" / "summary.json").read_text())
+    assert_same_numbers(local, json.loads((tmp_path / "dask" / "summary.json").read_text()), rel=1e-8)
+    assert local["glrt_replications_random"] and (tmp_path / "local" / "report.html").is_file()
+    assert local["aso"] and local["expected_max"]   # issue 22: computed on the client from the run means
 
 
 def test_parametric_bootstrap_batches_on_workers_equal_local(client):
@@ -330,8 +334,9 @@ def test_parametric_bootstrap_batches_on_workers_equal_local(client):
     m0 = mixed.fit("score ~ 1 + (1|item) + (1|system:seed)", d, method="ML")
     local = mixed.parametric_bootstrap_lrt(m0, m1, n_sim=300, seed=2, batch_size=100)
     remote = mixed.parametric_bootstrap_lrt(m0, m1, n_sim=300, seed=2, batch_size=100, client=client, tasks=2)
-    np.testing.assert_array_equal(remote.reference, local.reference)
-    assert remote.p_value == local.p_value and remote.n_sim == 300
+    # the same seeded simulations; refits on the workers may add their sums in another order
+    np.testing.assert_allclose(remote.reference, local.reference, rtol=1e-7, atol=1e-9)
+    assert remote.p_value == pytest.approx(local.p_value, abs=1 / 301) and remote.n_sim == 300
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")

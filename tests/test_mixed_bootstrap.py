@@ -218,10 +218,12 @@ def test_same_seed_same_p_and_batches_are_independent():
     m0, m1 = _fits(_log("three_seeds"))
     a = mixed.parametric_bootstrap_lrt(m0, m1, n_sim=250, seed=3, batch_size=100)
     b = mixed.parametric_bootstrap_lrt(m1, m0, n_sim=250, seed=3, batch_size=100)   # order does not matter
-    np.testing.assert_array_equal(a.reference, b.reference)
-    assert a.p_value == b.p_value and a.formula0 == NULL
+    # same seed, same simulated responses; refits may run in threads that add sums in another order: agreement to
+    # rounding, not to the bit
+    np.testing.assert_allclose(a.reference, b.reference, rtol=1e-9, atol=1e-12)
+    assert a.n_extreme == b.n_extreme and a.formula0 == NULL
     plan = bootstrap_plan(m0, m1, n_sim=250, seed=3, batch_size=100)
-    np.testing.assert_array_equal(plan.draw(2), a.reference[200:])
+    np.testing.assert_allclose(plan.draw(2), a.reference[200:], rtol=1e-9, atol=1e-12)
     c = mixed.parametric_bootstrap_lrt(m0, m1, n_sim=250, seed=4, batch_size=100)
     assert not np.array_equal(c.reference, a.reference)
 
