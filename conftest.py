@@ -4,7 +4,7 @@ Cells tagged ``nbval-check-output`` are compared with their committed outputs. T
 machine-readable outputs (``application/vnd.vrs.scorecard+json``, ``application/vnd.vrs.scalar+json``) hold the
 full floating-point values for ``vrs reproduce`` / ``vrs batch``; their last digits differ between CPUs and BLAS
 libraries, so nbval does not compare them. What it compares is what a reader sees: every check's status and its
-values at the check's precision (:func:`vrs_helpers.scorecard.shown`); the values themselves are checked by the
+values at the check's precision (:func:`vrs_helpers.app.scorecard.shown`); the values themselves are checked by the
 scorecard's tolerances and the baseline assert of each notebook (``tests/test_nbval_blas.py`` runs the checked
 cells under another BLAS kernel).
 """

@@ -1,4 +1,4 @@
-"""Benchmark the circularity search (book Definition 2.5) of vrs_helpers.circularity against R's mgcv and pygam.
+"""Benchmark the circularity search (book Definition 2.5) of vrs_helpers.book.circularity against R's mgcv and pygam.
 
     python benchmarks/circularity.py [--skip-r] [--skip-pygam] [--mgcv-kidney]
 
@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 if not os.environ.get("VRS_DATA_DIR") and (ROOT.parent / "shared" / "data" / "SHA256SUMS").is_file():
     os.environ["VRS_DATA_DIR"] = str(ROOT.parent / "shared" / "data")
 
-from vrs_helpers import circularity, data  # noqa: E402
+from vrs_helpers.book import circularity, data  # noqa: E402
 
 CASES = {
     "liver": ("liver_sofa_test", "target", ["bili", "asat", "quinr", "thrombo", "alat"], {"bili": 100}),
@@ -102,7 +102,7 @@ def _threads() -> int:
 def student_row() -> dict:
     """One fit of the largest GAM of workbook 02: the kidney teacher's student on all 43 clinical features
     (crea k=125, urine24 k=150, 40 smooths of k=10, dopamine linear; 80,671 rows, about 640 coefficients)."""
-    from vrs_helpers import gam
+    from vrs_helpers.book import gam
 
     df = data.load("kidney_sofa_test")
     clinical = [c for c in df.columns if c not in ("target", "sofa_circ", "sofa_nocirc", "noradrenaline")]

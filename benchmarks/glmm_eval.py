@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from vrs_helpers.significance import compare_systems
+from vrs_helpers.book.glrt import compare_systems
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "reference" / "glmm_eval.csv.gz"
 READINGS = {

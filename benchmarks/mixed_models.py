@@ -121,7 +121,7 @@ def slopes_design(seed=13, n_rows=50_000, n_subject=1000, n_item=200):
 
 
 def problems():
-    from vrs_helpers import data
+    from vrs_helpers.book import data
 
     if not os.environ.get("VRS_DATA_DIR") and (SHARED / "data" / "SHA256SUMS").is_file():
         os.environ["VRS_DATA_DIR"] = str(SHARED / "data")

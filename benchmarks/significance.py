@@ -1,4 +1,5 @@
-"""Benchmark the paired resampling tests and ASO of vrs_helpers.significance against sacrebleu and deep-significance.
+"""Benchmark the paired resampling tests and ASO of vrs_helpers.book.significance against sacrebleu and
+deep-significance.
 
     python benchmarks/significance.py [--items 100000] [--resamples 10000]
 
@@ -24,7 +25,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from vrs_helpers import significance as sg  # noqa: E402
+from vrs_helpers.book import significance as sg  # noqa: E402
+from vrs_helpers.book.stochastic_order import aso  # noqa: E402
 
 
 def timed(fn, repeat: int = 3):
@@ -110,7 +112,7 @@ def main(argv=None):
     for name in ("five_runs", "three_runs"):
         ra, rb = np.asarray(ref[name]["b"]), np.asarray(ref[name]["a"])
         runs = len(ra)
-        t_ours, r_ours = timed(lambda a=ra, b=rb: sg.aso(a, b, seed=7))
+        t_ours, r_ours = timed(lambda a=ra, b=rb: aso(a, b, seed=7))
         if deepsig is None:
             peer_t, peer_eps, note = None, None, "deepsig not installed"
         else:

@@ -9,7 +9,8 @@ residual SD 0.1. Under the null the systems do not differ; under the alternative
 half the run SD, 0.025). For each cell the rejection rate at alpha = 0.05 of
 
 - "F (<test>)": the runs-random reading's small-sample test (score ~ system + (1|item) + (1|system:run), REML, the
-  F test of `system` with `--test` denominator df: vrs_helpers.power.TESTS, Satterthwaite now; Kenward-Roger plugs
+  F test of `system` with `--test` denominator df: vrs_helpers.evaluate.power.TESTS, Satterthwaite now; Kenward-Roger
+  plugs
   in there);
 - "chi-square LRT, runs random": the GLRT of the same model against score ~ 1 + (1|item) + (1|system:run) (ML);
 - "parametric bootstrap LRT": the same statistic against its distribution under the fitted null
@@ -40,9 +41,9 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from vrs_helpers import mixed  # noqa: E402
+from vrs_helpers.book.simulation import evaluation_log, rejection_rates  # noqa: E402
+from vrs_helpers.evaluate.power import TESTS  # noqa: E402
 from vrs_helpers.mixed.bootstrap import bootstrap_plan  # noqa: E402
-from vrs_helpers.power import TESTS  # noqa: E402
-from vrs_helpers.simulation import evaluation_log, rejection_rates  # noqa: E402
 from vrs_helpers.threads import blas_limit  # noqa: E402
 
 RANDOM = "(1|item) + (1|system:run)"

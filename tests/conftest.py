@@ -64,7 +64,7 @@ def assert_same_numbers(a, b, rel: float = 1e-8, abs_tol: float = 1e-12, path: s
             assert_same_numbers(a[k], b[k], rel, abs_tol, f"{path}.{k}")
     elif isinstance(a, list) and isinstance(b, list):
         assert len(a) == len(b), f"{path}: lengths {len(a)} and {len(b)}"
-        for i, (x, y) in enumerate(zip(a, b)):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
             assert_same_numbers(x, y, rel, abs_tol, f"{path}[{i}]")
     elif isinstance(a, float) or isinstance(b, float):
         assert isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool), \

@@ -1,4 +1,5 @@
-"""Dask path (vrs_helpers.distributed): fits on a LocalCluster equal the local fit of the same rows; bad partitions,
+"""Dask path (vrs_helpers.dask_support and the backends that use it): fits on a LocalCluster equal the local fit of
+the same rows; bad partitions,
 an unreachable scheduler and a killed worker; `vrs batch --dask`; resampling batches on workers."""
 
 import json
@@ -14,8 +15,9 @@ dd = pytest.importorskip("dask.dataframe", reason="the optional Dask extra is no
 distributed = pytest.importorskip("distributed")
 
 from conftest import assert_same_numbers, write_notebook  # noqa: E402
-from vrs_helpers import distributed as vd  # noqa: E402
+from vrs_helpers import dask_support as vd  # noqa: E402
 from vrs_helpers import mixed  # noqa: E402
+from vrs_helpers.book.significance import resampling_test_dask  # noqa: E402
 from vrs_helpers.mixed.errors import MixedModelError  # noqa: E402
 
 
@@ -146,7 +148,7 @@ _write_nb = write_notebook
 def test_vrs_batch_on_the_cluster(client, tmp_path, capsys):
     """`vrs batch --dask`: results gathered on the client; a worker killed during a run: the run is executed
     again elsewhere; a failed notebook is an error row; a re-run executes only what did not finish."""
-    from vrs_helpers.cli import main
+    from vrs_helpers.app.cli import main
 
     marker = tmp_path / "killed"
     nb = _write_nb(tmp_path / "t.ipynb", [
@@ -154,7 +156,7 @@ def test_vrs_batch_on_the_cluster(client, tmp_path, capsys):
         "if x == 2 and not os.path.exists(marker):\n"
         "    open(marker, 'w').write('x')\n"
         "    os.kill(os.getppid(), 9)  # the kernel's parent: the Dask worker running this task\n",
-        "from vrs_helpers.scorecard import record\nrecord('x squared', x * x)",
+        "from vrs_helpers.app.scorecard import record\nrecord('x squared', x * x)",
         "assert x != 4, 'x = 4 fails'"], params=f"x = 1\nmarker = {str(marker)!r}")
     grid = tmp_path / "g.yaml"
     grid.write_text(f"notebook: {nb}\nparameters:\n  x: [1, 2, 3, 4]\n")
@@ -179,7 +181,7 @@ def test_vrs_batch_on_the_cluster(client, tmp_path, capsys):
 
 
 def test_batch_dask_unreachable_address(tmp_path, capsys):
-    from vrs_helpers.cli import main
+    from vrs_helpers.app.cli import main
 
     nb = _write_nb(tmp_path / "t.ipynb", ["y = x"], params="x = 1")
     grid = tmp_path / "g.yaml"
@@ -195,7 +197,7 @@ def test_batch_dask_unreachable_address(tmp_path, capsys):
 def test_resampling_batches_on_workers_equal_local(client, kind, counts):
     """The same seed gives the same p-value whether the batches run here or on the workers (continuous scores:
     item-wise draws; counts: the pattern path), with several batches per task."""
-    from vrs_helpers import significance as sg
+    from vrs_helpers.book import significance as sg
 
     rng = np.random.default_rng(11)
     n = 3000
@@ -207,12 +209,12 @@ def test_resampling_batches_on_workers_equal_local(client, kind, counts):
     local = (sg.permutation_test if kind == "permutation" else sg.bootstrap_test)(a, b, n_resamples=5000, seed=7)
     plan = (sg.permutation_plan if kind == "permutation" else sg.bootstrap_plan)(a, b, n_resamples=5000, seed=7)
     assert len(plan.batches) >= 2
-    remote = vd.resampling_test(kind, a, b, n_resamples=5000, seed=7, client=client, tasks=3)
+    remote = resampling_test_dask(kind, a, b, n_resamples=5000, seed=7, client=client, tasks=3)
     # the same seeded draws; the workers may add their sums in another order (another thread count): the
     # differences agree to rounding and so does the count of resamples at least as extreme
     np.testing.assert_allclose(remote.distribution, local.distribution, rtol=1e-9, atol=1e-12)
     assert remote.exceedances == local.exceedances and remote.p_value == pytest.approx(local.p_value, rel=1e-12)
-    other = vd.resampling_test(kind, a, b, n_resamples=5000, seed=8, client=client)
+    other = resampling_test_dask(kind, a, b, n_resamples=5000, seed=8, client=client)
     assert not np.array_equal(other.distribution, local.distribution)
 
 
@@ -226,11 +228,11 @@ def test_without_dask_the_option_says_how_to_install(monkeypatch):
 
 def test_vrs_analyze_dask_equals_the_local_analysis(client, tmp_path, capsys):
     """`vrs analyze PARQUET --dask`: the GLRTs (both readings, conditional), variance components, phi and the
-    paired resampling tests equal vrs_helpers.own_analysis.analyze on the same rows."""
+    paired resampling tests equal vrs_helpers.evaluate.analysis.analyze on the same rows."""
     import json
 
-    from vrs_helpers.cli import main
-    from vrs_helpers.own_analysis import analyze
+    from vrs_helpers.app.cli import main
+    from vrs_helpers.evaluate.analysis import analyze
 
     df = _logs(seed=4, n_items=40, n_configs=4, seeds=3)
     folder = tmp_path / "logs"
@@ -288,7 +290,7 @@ def _bad(df, case):
 def test_bad_input_same_exit_code_and_message_on_both_backends(client, tmp_path, capsys, case):
     """One validation for both backends (issue 19): `vrs analyze` and `vrs analyze --dask` reject the same bad
     table with the same exit code and the same message, and leave a previous report untouched."""
-    from vrs_helpers.cli import main
+    from vrs_helpers.app.cli import main
 
     df = _bad(_logs(seed=5, n_items=20, n_configs=1, seeds=3).drop(columns="config"), case)
     path = tmp_path / "scores.parquet"
@@ -310,7 +312,7 @@ def test_clean_input_same_summary_file_on_both_backends(client, tmp_path):
     """The same analysis on both backends: workbook 07 in memory and the cluster write the same summary.json: the
     same keys and text, numbers within 1e-8 relative (the sums are added in another order, so the last digits may
     differ on another machine: never compare the files byte for byte)."""
-    from vrs_helpers.cli import main
+    from vrs_helpers.app.cli import main
 
     df = _logs(seed=6, n_items=30, n_configs=1, seeds=3).drop(columns="config")
     folder = tmp_path / "logs"
@@ -343,7 +345,7 @@ def test_parametric_bootstrap_batches_on_workers_equal_local(client):
 def test_several_metrics_same_summary_on_both_backends(client):
     """Two metrics (issue 22): per-metric results and the Holm-adjusted verdicts give the same summary.json text
     in memory and on the cluster."""
-    from vrs_helpers.own_analysis import analyze, summary_json
+    from vrs_helpers.evaluate.analysis import analyze, summary_json
 
     df = _logs(seed=7, n_items=20, n_configs=1, seeds=3).drop(columns="config")
     df["error"] = 1 - df["score"] + np.random.default_rng(1).normal(0, 0.5, len(df))

@@ -97,8 +97,8 @@ def _cycles(edges):
 def test_the_graph_is_read():
     """Control: the parser sees real edges (a graph with no edges has no cycles either)."""
     edges, _ = _graph()
-    assert "vrs_helpers.mixed.results" in edges["vrs_helpers.marginal"] or \
-        "vrs_helpers.mixed" in edges["vrs_helpers.marginal"]
+    assert "vrs_helpers.mixed.results" in edges["vrs_helpers.mixed.marginal"] or \
+        "vrs_helpers.mixed" in edges["vrs_helpers.mixed.marginal"]
     assert sum(len(v) for v in edges.values()) > 30
 
 
@@ -112,3 +112,33 @@ def test_import_graph_has_no_cycles():
 def test_no_private_names_imported_across_modules():
     _, private = _graph()
     assert private == [], private
+
+
+# The layers, bottom to top: a module may import from its own layer and the ones below, never from one above.
+LAYERS = ["mixed", "book", "evaluate", "app"]
+
+
+def _layer(module: str) -> int:
+    """-1 for the shared modules at the top level (errors, outcomes, threads, ...), else the layer's index."""
+    parts = module.split(".")
+    return LAYERS.index(parts[1]) if len(parts) > 1 and parts[1] in LAYERS else -1
+
+
+def test_layers_import_only_downwards():
+    edges, _ = _graph()
+    up = [(m, t) for m, targets in edges.items() for t in targets
+          if _layer(t) > _layer(m) and t != "vrs_helpers"]
+    assert up == [], "imports from a higher layer: " + ", ".join(f"{m} -> {t}" for m, t in up)
+    # the shared top-level modules import no layer at all
+    shared = [(m, t) for m, targets in edges.items() for t in targets if _layer(m) == -1 and _layer(t) >= 0
+              and m != "vrs_helpers"]
+    assert shared == [], shared
+
+
+def test_few_top_level_modules_and_no_long_module():
+    top = sorted(p.name for p in PKG.glob("*.py"))
+    assert len(top) <= 8, f"{len(top)} modules at the top level of vrs_helpers/ (at most 8): {top}"
+    assert {p.name for p in PKG.iterdir() if p.is_dir() and p.name != "__pycache__"} >= set(LAYERS)
+    long = {str(p.relative_to(PKG)): n for p in PKG.rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 800}
+    assert long == {}, f"modules over 800 lines: {long}"

@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 from threadpoolctl import threadpool_info
 
-from vrs_helpers import gam, threads
+from vrs_helpers import threads
+from vrs_helpers.book import gam
 
 
 def _blas_threads():

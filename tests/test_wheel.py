@@ -72,8 +72,8 @@ def test_wheel_holds_the_workbooks_and_book_tables(installed):
     for nb in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         assert f"vrs_helpers/workbooks/{nb.name}" in names
     for table in sorted((ROOT / "data" / "book").glob("*.json")):
-        assert f"vrs_helpers/book/{table.name}" in names
-    assert "vrs_helpers/book/coverage.csv" in names and "vrs_helpers/workbooks/scorecard_baseline.csv" in names
+        assert f"vrs_helpers/book_tables/{table.name}" in names
+    assert "vrs_helpers/book_tables/coverage.csv" in names and "vrs_helpers/workbooks/scorecard_baseline.csv" in names
 
 
 def test_installed_package_is_not_the_checkout(installed, tmp_path):
@@ -86,7 +86,7 @@ def test_installed_package_is_not_the_checkout(installed, tmp_path):
 
 def test_book_tables_from_the_wheel(installed, tmp_path):
     py, _, env, _ = installed
-    code = ("import json; from vrs_helpers import data; "
+    code = ("import json; from vrs_helpers.book import data; "
             "names = ['agreement_3_3_1', 'circularity_2_4_3', 'significance_4_3', 'variance_tables_ch3']; "
             "print(json.dumps({n: sorted(data.book_table(n)) for n in names})); print(len(data.coverage()))")
     out = _run([str(py), "-c", code], cwd=tmp_path, env=env).stdout.splitlines()
@@ -130,7 +130,7 @@ def test_vrs_analyze_from_the_wheel(installed, tmp_path):
     summary = json.loads((tmp_path / "report" / "summary.json").read_text())
     assert summary["systems"] == ["A", "B"] and summary["glrt"]["df"] == 1
     # a shift of 0.5 over 40 items x 3 runs with residual SD 0.3 (z about 0.5 / (0.3 * sqrt(2 / 120)) = 14):
-    # the pipeline ran end to end; the numbers themselves are tested in test_own_analysis.py
+    # the pipeline ran end to end; the numbers themselves are tested in tests/evaluate/test_analysis.py
     assert summary["glrt"]["p_value"] < 1e-6
     assert (tmp_path / "report" / "report.html").is_file()
 

@@ -1,7 +1,7 @@
 """Where the workbooks and the book's printed tables are, in a checkout and in an installed package.
 
 In a checkout the workbooks are ``notebooks/*.ipynb`` and the book's tables ``data/book/*.json`` beside the package.
-A wheel ships the same files inside the package (``vrs_helpers/workbooks`` and ``vrs_helpers/book``, mapped in
+A wheel ships the same files inside the package (``vrs_helpers/workbooks`` and ``vrs_helpers/book_tables``, mapped in
 ``pyproject.toml``), read with :mod:`importlib.resources`. The checkout wins when both exist, so an editable install
 always runs the notebooks you edit.
 
@@ -54,11 +54,11 @@ def book_dir() -> Path:
     checkout = _CHECKOUT / "data" / "book"
     if any(checkout.glob("*.json")):
         return checkout
-    packaged = _packaged("book")
+    packaged = _packaged("book_tables")
     if packaged is not None and any(packaged.glob("*.json")):
         return packaged
     raise ResourceError("The book's tables are neither in a checkout (data/book/ beside vrs_helpers) nor in the "
-                        "installed package (vrs_helpers/book); reinstall vrs-workbooks.")
+                        "installed package (vrs_helpers/book_tables); reinstall vrs-workbooks.")
 
 
 def workbooks(folder: str | os.PathLike | None = None) -> list[Path]:

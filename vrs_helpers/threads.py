@@ -1,6 +1,6 @@
 """BLAS thread limits for the optimizers (no oversubscription).
 
-The optimizers of :mod:`vrs_helpers.mixed` and :mod:`vrs_helpers.gam` factor the same small dense matrices
+The optimizers of :mod:`vrs_helpers.mixed` and :mod:`vrs_helpers.book.gam` factor the same small dense matrices
 hundreds of times. On matrices of a few hundred rows OpenBLAS's default of one thread per core costs more in
 synchronisation than it saves (measured on a 2-core machine: a 300 x 300 Cholesky 0.4 ms with one thread, up to
 7 ms with two while another process runs), and several fits in parallel (``vrs batch``) oversubscribe the cores.

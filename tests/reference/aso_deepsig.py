@@ -1,4 +1,4 @@
-"""Reference values of deepsig 1.2.8's ASO for tests/test_stochastic_order.py.
+"""Reference values of deepsig 1.2.8's ASO for tests/book/test_stochastic_order.py.
 
 Command (from the repository root, with the dev extras installed):
     python tests/reference/aso_deepsig.py > tests/reference/aso_deepsig.json

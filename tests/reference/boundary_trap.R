@@ -1,4 +1,4 @@
-# lme4 reference for tests/test_mixed_slopes.py::test_not_trapped_at_zero_variances (see boundary_trap_data.py).
+# lme4 reference for tests/mixed/test_mixed_slopes.py::test_not_trapped_at_zero_variances (see boundary_trap_data.py).
 suppressPackageStartupMessages({ library(lme4); library(jsonlite) })
 d <- read.csv(commandArgs(trailingOnly = TRUE)[1], stringsAsFactors = FALSE)
 d$item <- factor(d$item); d$run <- factor(d$run)

@@ -1,4 +1,4 @@
-"""Data of the boundary-trap regression test (tests/test_mixed_slopes.py::test_not_trapped_at_zero_variances).
+"""Data of the boundary-trap regression test (tests/mixed/test_mixed_slopes.py::test_not_trapped_at_zero_variances).
 
     python tests/reference/boundary_trap_data.py tests/reference/boundary_trap.csv.gz
     Rscript tests/reference/boundary_trap.R tests/reference/boundary_trap.csv.gz \
@@ -15,7 +15,7 @@ import pandas as pd
 
 
 def make(n=2400, seed=1):
-    """The rows of tests/test_mixed_partial.py's _data (same generator and draws)."""
+    """The rows of tests/mixed/test_mixed_partial.py's _data (same generator and draws)."""
     rng = np.random.default_rng(seed)
     df = pd.DataFrame({"sys": rng.choice(["a", "b", "c"], n), "len": rng.choice(["s", "l"], n),
                        "item": rng.integers(0, 150, n), "run": rng.integers(0, 6, n).astype(str),

@@ -5,11 +5,12 @@
 SHARED_REFERENCE_DIR (default ../shared/reference beside the checkout) holds the R scripts in r/, their output in
 results/*.json and the simulated data in sim/. This script copies, without changing any value:
 
-- lme4_book_models.json: the fit records and test statistics tests/test_mixed_reference.py compares with (lme4,
+- lme4_book_models.json: the fit records and test statistics tests/mixed/test_mixed_reference.py compares with (lme4,
   lmerTest, emmeans; experiments 1-5 and 7, and 2b: the partial grid of Table 3.9 refitted with five optimizers),
   each record cut to the keys the tests read plus its identification;
 - mgcv_book_models.json: the mgcv fits of experiment 6 (gold labels and the distillation students) and the
-  distillation power-set search of experiment 6b, which tests/test_gam.py and tests/test_circularity.py compare with;
+  distillation power-set search of experiment 6b, which tests/book/test_gam.py and tests/book/test_circularity.py
+  compare with;
 - sim_N1e4.csv.gz: the simulated data set of about 10^4 rows (byte for byte);
 - sim_anova.json: for the simulated sets of 10^4 and 10^5 rows, the mean and the ANOVA sums of squares (see
   sim_anova() below) from which the tests rebuild a data set with the same likelihood;

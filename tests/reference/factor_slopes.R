@@ -1,4 +1,4 @@
-# lme4 fits with random slopes of factors, for tests/test_mixed_factor_slopes.py.
+# lme4 fits with random slopes of factors, for tests/mixed/test_mixed_factor_slopes.py.
 # Command (from the repository root, after tests/reference/factor_slopes_data.py):
 #   Rscript tests/reference/factor_slopes.R tests/reference > tests/reference/factor_slopes_lme4.json
 # Also writes tests/reference/fhch2010.csv.gz (afex's fhch2010: Freeman, Heathcote, Chalmers & Hockley 2010,

@@ -1,5 +1,5 @@
 """Simulated evaluation log for the factor random-slope checks against lme4 (tests/reference/factor_slopes.R,
-tests/test_mixed_factor_slopes.py).
+tests/mixed/test_mixed_factor_slopes.py).
 
 Command (from the repository root; writes the CSV, then lme4's fits of it and of afex's fhch2010):
     python tests/reference/factor_slopes_data.py tests/reference/factor_slopes_eval.csv.gz &&

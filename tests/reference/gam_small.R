@@ -1,4 +1,4 @@
-# mgcv reference values for tests/test_gam.py (small simulated data; see gam_small_data.py).
+# mgcv reference values for tests/book/test_gam.py (small simulated data; see gam_small_data.py).
 # Command: python tests/reference/gam_small_data.py /tmp/gam_small.csv &&
 #          Rscript tests/reference/gam_small.R /tmp/gam_small.csv > tests/reference/gam_small_mgcv.json
 suppressPackageStartupMessages(library(mgcv))

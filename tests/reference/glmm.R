@@ -1,4 +1,4 @@
-# glmer reference values for tests/test_mixed_glmm.py.
+# glmer reference values for tests/mixed/test_mixed_glmm.py.
 # Command (from the repository root):
 #   .venv/bin/python tests/reference/glmm_data.py && Rscript tests/reference/glmm.R
 # Writes tests/reference/glmm_lme4.json and the public R data sets used (cbpp, Contraception, grouseticks) as CSVs.

@@ -1,4 +1,4 @@
-# glmer reference values for binary evaluation data (tests/test_binary.py): the GLRTs of compare_systems on the logit
+# glmer reference values for binary evaluation data (tests/book/test_binary.py): the GLRTs of compare_systems on the logit
 # scale, emmeans contrasts and trends, and the latent-scale variance components of one system.
 # Command (from the repository root):
 #   .venv/bin/python tests/reference/glmm_eval_data.py && Rscript tests/reference/glmm_eval.R

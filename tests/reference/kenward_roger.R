@@ -1,6 +1,6 @@
 # Kenward-Roger F tests (pbkrtest 0.5.2 KRmodcomp) and Satterthwaite F tests (lmerTest 3.1-3 contest) for explicit
 # contrast matrices L on unbalanced designs with random slopes, nested terms and fixed interactions, for
-# tests/test_mixed_kr.py (the balanced and term-wise cases are in small_sample.R).
+# tests/mixed/test_mixed_kr.py (the balanced and term-wise cases are in small_sample.R).
 # Command (from the repository root, after tests/reference/kenward_roger_data.py):
 #   Rscript tests/reference/kenward_roger.R tests/reference > tests/reference/kenward_roger_pbkrtest.json
 # Writes kr_sleepstudy_unbalanced.csv.gz and kr_machines_unbalanced.csv.gz (deterministic row subsets) beside it.

@@ -1,5 +1,5 @@
 """A simulated, unbalanced evaluation log with a numeric item covariate and random slopes, for the Kenward-Roger
-reference values of tests/test_mixed_kr.py (tests/reference/kenward_roger.R).
+reference values of tests/mixed/test_mixed_kr.py (tests/reference/kenward_roger.R).
 
 Command (from the repository root; writes the CSV, then R's values):
     python tests/reference/kenward_roger_data.py tests/reference &&

@@ -1,4 +1,4 @@
-# lme4 reference values for tests/test_mixed_slopes.py (random slopes and nested syntax on small simulated data;
+# lme4 reference values for tests/mixed/test_mixed_slopes.py (random slopes and nested syntax on small simulated data;
 # see mixed_slopes_data.py). Command:
 #   python tests/reference/mixed_slopes_data.py DIR &&
 #   Rscript tests/reference/mixed_slopes.R DIR > tests/reference/mixed_slopes_lme4.json

@@ -1,5 +1,5 @@
 """Simulated data for the random-slope and nested-syntax checks against lme4 (tests/reference/mixed_slopes.R,
-tests/test_mixed_slopes.py).
+tests/mixed/test_mixed_slopes.py).
 
 Command (writes one CSV per data set into DIR, then the lme4 reference values):
     python tests/reference/mixed_slopes_data.py DIR &&

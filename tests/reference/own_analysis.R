@@ -1,4 +1,4 @@
-# lme4 reference values for tests/test_own_analysis.py (vrs analyze's summary.json contract).
+# lme4 reference values for tests/evaluate/test_analysis.py (vrs analyze's summary.json contract).
 #   Rscript tests/reference/own_analysis.R tests/reference > tests/reference/own_analysis_lme4.json
 # Data: own_analysis_data.py (simulated, planted effects). R 4.2.2, lme4 1.1-31, jsonlite.
 suppressPackageStartupMessages({ library(lme4); library(jsonlite) })

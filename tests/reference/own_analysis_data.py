@@ -1,4 +1,4 @@
-"""Simulated evaluation logs with planted effects for tests/test_own_analysis.py (lme4 reference:
+"""Simulated evaluation logs with planted effects for tests/evaluate/test_analysis.py (lme4 reference:
 own_analysis.R -> own_analysis_lme4.json).
 
     python tests/reference/own_analysis_data.py      # writes own_analysis_{two,three}.csv.gz here

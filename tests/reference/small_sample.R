@@ -1,5 +1,5 @@
 # Small-sample F tests of fixed effects (lmerTest 3.1-3: Satterthwaite and Kenward-Roger via pbkrtest 0.5.2) and a
-# parametric-bootstrap LRT (pbkrtest::PBmodcomp) for tests/test_mixed_ddf.py and tests/test_mixed_bootstrap.py.
+# parametric-bootstrap LRT (pbkrtest::PBmodcomp) for tests/mixed/test_mixed_ddf.py and tests/mixed/test_mixed_bootstrap.py.
 # (The PBmodcomp entries record `used`, the elapsed seconds of the run: it changes from run to run.)
 # Command (from the repository root, after tests/reference/small_sample_data.py):
 #   Rscript tests/reference/small_sample.R tests/reference > tests/reference/small_sample_lmertest.json
@@ -45,7 +45,7 @@ pb <- PBmodcomp(full, null, nsim = 2000, seed = 1)
 out$pbmodcomp <- list(nsim = 2000, LRT = pb$test["LRT", "stat"], p_LRT = pb$test["LRT", "p.value"],
                       p_PBtest = pb$test["PBtest", "p.value"], used = pb$ctime)
 # the simulated reference distribution behind p_PBtest (p = (1 + n_extreme) / (1 + npos): PBmodcomp counts the
-# simulated LRTs > 0 that exceed the observed one) and its moments and quantiles, for tests/test_mixed_bootstrap.py
+# simulated LRTs > 0 that exceed the observed one) and its moments and quantiles, for tests/mixed/test_mixed_bootstrap.py
 refsummary <- function(pb) list(npos = unname(pb$samples["npos"]), n_extreme = pb$n.extreme,
                                 ref_mean = mean(pb$ref), ref_var = var(pb$ref),
                                 ref_quantiles = as.list(setNames(quantile(pb$ref, c(0.5, 0.9, 0.95, 0.99), names = FALSE),

@@ -1,5 +1,5 @@
 """Simulated evaluation logs for the small-sample F tests against lmerTest / pbkrtest
-(tests/reference/small_sample.R, tests/test_mixed_ddf.py).
+(tests/reference/small_sample.R, tests/mixed/test_mixed_ddf.py).
 
 Command (from the repository root; writes the CSVs, then R's values):
     python tests/reference/small_sample_data.py tests/reference &&

@@ -22,7 +22,6 @@ import pandas as pd
 from scipy import sparse
 
 from ..dask_support import default_client, is_dask_dataframe, require_dask
-from ..formula import Formula, parse
 from .design import (
     Levels,
     SparseSum,
@@ -38,6 +37,7 @@ from .design import (
     unique_names,
 )
 from .errors import MixedModelError
+from .formula import Formula, parse
 
 
 def column_kind(s: pd.Series) -> str:

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..results import TestOutcome
+from ..outcomes import TestOutcome
 from ..threads import blas_limit
 from .batch import BatchDeviance, minimize
 from .design import SufficientStats

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..results import TestOutcome
+from ..outcomes import TestOutcome
 from . import kenward_roger
 from .deviance import BlockDeviance, Deviance, tri_solve
 from .errors import MixedModelError

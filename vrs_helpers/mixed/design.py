@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 from scipy import linalg
 
-from ..formula import Formula, FormulaError, RandomTerm
 from .errors import MixedModelError
+from .formula import Formula, FormulaError, RandomTerm
 
 # --------------------------------------------------------------------------------------- accumulation
 

@@ -23,9 +23,9 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..formula import parse
 from .design import is_factor
 from .errors import MixedModelError
+from .formula import parse
 
 _IDENT = re.compile(r"^[A-Za-z_.][A-Za-z0-9_.]*$")
 _RANDOM_TERM = re.compile(r"\(([^()|]*)(\|\|?)([^()|]*)\)")  # a random term, as formula.parse reads it

@@ -34,12 +34,12 @@ import numpy as np
 import pandas as pd
 from scipy import linalg, optimize, special, stats
 
-from ..formula import parse
-from ..results import TestOutcome
+from ..outcomes import TestOutcome
 from ..threads import blas_limit
 from .accumulate import accumulate
 from .design import design_rows
 from .errors import MixedModelError
+from .formula import parse
 
 _CBIND = re.compile(r"^\s*cbind\s*\(([^,]+),([^)]+)\)\s*$")
 _IFUN = re.compile(r"\bI\(([^()]*(?:\([^()]*\))?[^()]*)\)")
@@ -423,7 +423,7 @@ class GLMMResult:
     ``ranef`` the conditional modes ``b = Lambda u`` per grouping; ``deviance`` is ``-2 logLik`` (lme4's
     ``deviance()`` of a glmer fit is instead its deviance-residual form, without the constants of ``logLik``).
     ``stats`` is the fixed-effects design (factor levels, treatment contrasts, covariate means) that
-    :func:`vrs_helpers.marginal.emmeans` needs for marginal means on the link scale.
+    :func:`vrs_helpers.mixed.marginal.emmeans` needs for marginal means on the link scale.
     """
 
     formula: str
@@ -487,7 +487,7 @@ def glmer(formula: str, data: pd.DataFrame, family: str = "binomial", link: str 
     """Fit a GLMM as ``lme4::glmer(formula, data, family = family(link), nAGQ = nagq, weights = weights)``.
 
     ``formula``: lme4 syntax with random intercepts (``(1|g)``, crossed ``(1|a) + (1|b)``, nested ``(1|a/b)``),
-    fixed terms as in :func:`vrs_helpers.formula.parse` plus ``I(expr)``; binomial responses are 0/1, proportions
+    fixed terms as in :func:`vrs_helpers.mixed.formula.parse` plus ``I(expr)``; binomial responses are 0/1, proportions
     with ``weights`` (trials), or ``cbind(successes, failures)``. ``nagq > 1`` (adaptive Gauss-Hermite) needs a
     single random-intercept term, as in lme4. ``weights`` is a column name or an array. ``blas_threads``: "auto"
     (one BLAS thread while the dense blocks are small, :func:`vrs_helpers.threads.blas_limit`), an int, or None.
@@ -632,7 +632,7 @@ def _hessian(f, x):
 @dataclass
 class GLMMLRTResult(TestOutcome):
     """Generalized likelihood ratio test between nested GLMMs, as lme4's ``anova(m0, m1)``: chi2 on df degrees of
-    freedom (:class:`~vrs_helpers.results.TestOutcome`: ``statistic`` = chi2)."""
+    freedom (:class:`~vrs_helpers.outcomes.TestOutcome`: ``statistic`` = chi2)."""
 
     formulas: tuple
     logliks: tuple

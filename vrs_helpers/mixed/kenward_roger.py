@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 from scipy import linalg, stats
 
-from ..results import TestOutcome
+from ..outcomes import TestOutcome
 from .deviance import BlockDeviance
 from .errors import MixedModelError
 

@@ -10,14 +10,14 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
-from ..formula import FormulaError
-from ..results import TestOutcome
+from ..outcomes import TestOutcome
 from ..threads import blas_limit
 from . import ddf as ddf_tests
 from .accumulate import accumulate
 from .design import SufficientStats, design_rows
 from .deviance import BlockDeviance, Deviance, tri_solve
 from .errors import SINGULAR_TOL, AliasedFactorsWarning, ConvergenceWarning, MixedModelError, SingularFitWarning
+from .formula import FormulaError
 
 # ------------------------------------------------------------------------------------------ the result
 
@@ -547,7 +547,7 @@ def fit(formula: str, data, method: str = "REML", dropna: bool = False, blas_thr
 @dataclass
 class LRTResult(TestOutcome):
     """Generalized likelihood ratio test of nested mixed models (book 4.3, appendix A): chi2 on df degrees of
-    freedom (:class:`~vrs_helpers.results.TestOutcome`: ``statistic`` = chi2)."""
+    freedom (:class:`~vrs_helpers.outcomes.TestOutcome`: ``statistic`` = chi2)."""
 
     chi2: float
     df: int

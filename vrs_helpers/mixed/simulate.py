@@ -22,7 +22,7 @@ has a block-diagonal D (one r x r block per level); with B = F_o'Z_big for the o
 
 where D^{1/2} and D^{+1/2} keep only D's positive eigen-directions per level, so M has full column rank.
 
-Used by the parametric bootstrap (:mod:`.bootstrap`) and the power simulations (:mod:`vrs_helpers.power`).
+Used by the parametric bootstrap (:mod:`.bootstrap`) and the power simulations (:mod:`vrs_helpers.evaluate.power`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 - ``lme4``: the variance components for book Tables 3.1, 3.2, 3.4, 3.8-3.11 (R 4.2.2 / lme4 1.1-31 fits of the same
   public data: shared/reference/r/01_annotation_gstudy.R, 02_mt_hyperparameter_vc.R, 03_liver_grid_vc.R;
   results/*.json). They are the second reference a scorecard row needs to be marked `explained`
-  (vrs_helpers.scorecard);
+  (vrs_helpers.app.scorecard);
 - ``lme4_table_3_9_optimizers``: the partial grid of Table 3.9 refitted with five optimizers (r/02b_partial_grid_
   optimizer_check.R): where each puts the two aliased dropout components, at the same REML criterion;
 - ``emmeans_figure_3_5``: the delta_scheme contrasts within length classes of Figure 3.5 (lme4 + emmeans 1.8.4-1,

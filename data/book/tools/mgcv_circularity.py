@@ -6,7 +6,7 @@ model through r/run_exp6.sh, and r/06b_gam_distill_search.R for the teachers' fi
 results/exp6_<key>.json and exp6b_gam_distill_search.json, written with jsonlite digits = NA). The scripts and the
 same values are under tests/reference/ (r/, mgcv_book_models.json), where the tests read them.
 
-Workbook 02 compares ours with these values in its reference rows (vrs_helpers.scorecard, kind "reference") and
+Workbook 02 compares ours with these values in its reference rows (vrs_helpers.app.scorecard, kind "reference") and
 names them as the second reference of its book rows. D2 is stored in percent, 100 x mgcv's ``deviance_explained``
 (the only operation applied); max |f| per feature is mgcv's ``max_abs_term`` of the feature's smooth.
 

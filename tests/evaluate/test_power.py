@@ -1,0 +1,193 @@
+"""Power and sample-size planning (vrs_helpers.evaluate.power) and `vrs plan`.
+
+References: the noncentral F distribution of scipy with the noncentrality written out here; lmerTest's F test on the
+issue-20 three-seeds log (tests/reference/small_sample_lmertest.json) for the claim that in a balanced design the
+small-sample F test is MS_system / MS_run(system); brute-force searches over the closed form; the engine's
+simulation for the simulated power."""
+
+import json
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from vrs_helpers import mixed
+from vrs_helpers.app.cli import main
+from vrs_helpers.evaluate import power as pw
+
+REF_DIR = Path(__file__).parent.parent / "reference"
+REF = json.loads((REF_DIR / "small_sample_lmertest.json").read_text())
+
+
+def _closed_form(delta, n, m, run_sd, residual_sd, k=2, alpha=0.05):
+    """Independent of the module: lambda = n m sum (d - dbar)^2 / (s_e^2 + m s_run^2), F'(k - 1, k (n - 1))."""
+    d = np.r_[0.0, np.full(k - 1, delta)] if np.ndim(delta) == 0 else np.asarray(delta, float)
+    n = np.asarray(n)
+    lam = n * m * np.sum((d - d.mean()) ** 2) / (residual_sd ** 2 + m * run_sd ** 2)
+    d1, d2 = k - 1, k * (n - 1)
+    return stats.ncf.sf(stats.f.ppf(1 - alpha, d1, d2), d1, d2, lam)
+
+
+@settings(max_examples=60, deadline=None)
+@given(delta=st.floats(0.001, 1.0), n=st.integers(2, 60), m=st.integers(1, 5000), run_sd=st.floats(0.001, 1.0),
+       residual_sd=st.floats(0.0, 2.0), k=st.integers(2, 5), alpha=st.sampled_from([0.01, 0.05, 0.1]))
+def test_closed_form_power_equals_noncentral_f(delta, n, m, run_sd, residual_sd, k, alpha):
+    ours = pw.f_test_power(delta, n, m, run_sd, residual_sd, systems=k, alpha=alpha)
+    assert ours == pytest.approx(_closed_form(delta, n, m, run_sd, residual_sd, k, alpha), rel=1e-9, abs=1e-12)
+    assert alpha - 1e-12 <= ours <= 1.0
+
+
+def test_per_system_deltas_use_the_spread_around_their_mean():
+    assert pw.noncentrality([0.0, 0.1, -0.1], 4, 100, 0.05, 0.1, systems=3) == pytest.approx(
+        4 * 100 * 0.02 / (0.01 + 100 * 0.0025))
+    assert pw.f_test_power([0.2, 0.2, 0.2], 4, 100, 0.05, 0.1, systems=3) == pytest.approx(0.05)  # no difference
+
+
+def test_balanced_f_test_is_the_anova_of_run_means():
+    """The derivation's key step, checked against lmerTest: on the balanced three-seeds log (2 systems x 3 seeds x
+    400 items) the F of the run means' one-way ANOVA equals lmerTest's Satterthwaite F, on k (n - 1) = 4 df."""
+    d = pd.read_csv(REF_DIR / "small_sample_three_seeds.csv.gz")
+    z = d.groupby(["system", "seed"])["score"].mean()
+    sys_means = z.groupby(level=0).mean()
+    n, k = 3, 2
+    ms_sys = n * ((sys_means - z.mean()) ** 2).sum() / (k - 1)
+    ms_run = ((z - z.groupby(level=0).transform("mean")) ** 2).sum() / (k * (n - 1))
+    ref = REF["models"]["three_seeds"]["Satterthwaite"]["system"]
+    # lme4 stops its REML optimizer at a relative tolerance that leaves ~1e-6 in F (its Satterthwaite and KR F
+    # differ from each other in the 12th digit, from the exact ANOVA F by 3e-6): 1e-5 relative
+    assert ms_sys / ms_run == pytest.approx(ref["F"], rel=1e-5)
+    assert ref["DenDF"] == pytest.approx(k * (n - 1), rel=1e-4)
+
+
+def test_simulated_power_agrees_with_the_closed_form():
+    """2 systems x 3 runs x 20 items, lambda = 7.2 (power 0.530): the engine's Satterthwaite test on 200 simulated
+    logs rejects at a rate within 3 Monte-Carlo SEs, sqrt(p (1 - p) / 200), of the closed form. (The run variance
+    is large against the residual's share, so REML estimates on the boundary, where the tests differ, are rare.)"""
+    comps = pw.VarianceComponents(run_sd=0.05, item_sd=0.1, residual_sd=0.1)
+    exact = _closed_form(0.12, 3, 20, 0.05, 0.1)
+    sim = pw.simulated_power(0.12, comps, runs=3, items=20, n_sim=200, seed=1)
+    assert sim.n_sim == 200 and sim.n_failed == 0
+    assert sim.mc_se == pytest.approx(math.sqrt(sim.power * (1 - sim.power) / 200))
+    assert abs(sim.power - exact) <= 3 * math.sqrt(exact * (1 - exact) / 200)
+    a, b = (pw.simulated_power(0.12, comps, runs=3, items=20, n_sim=10, seed=7) for _ in range(2))
+    np.testing.assert_array_equal(a.p_values, b.p_values)   # seeded
+
+
+def test_simulated_power_on_a_given_unbalanced_design_and_a_custom_test():
+    """An unbalanced design (3 and 4 runs, rows missing) runs through the engine; the test is a parameter (here a
+    function returning the Satterthwaite test, as Kenward-Roger will plug in); under delta = 0 the p-values of an
+    F test are roughly uniform (rejection rate within 4 SEs of alpha)."""
+    rows = [(s, f"r{r}", f"i{i}") for s, n in (("a", 3), ("b", 4)) for r in range(n) for i in range(15)]
+    design = pd.DataFrame(rows, columns=["system", "run", "item"]).sample(frac=0.9, random_state=1)
+    calls = []
+
+    def custom(result, L):
+        calls.append(L.shape)
+        return pw.satterthwaite(result, L)
+
+    sim = pw.simulated_power(0.0, pw.VarianceComponents(0.05, 0.1, 0.1), design=design, n_sim=60, seed=2,
+                             test=custom)
+    assert calls and calls[0] == (1, 2) and sim.test == "custom"
+    assert abs(sim.power - 0.05) <= 4 * math.sqrt(0.05 * 0.95 / 60)
+
+
+def _brute_runs(delta, m, run_sd, residual_sd, k=2, alpha=0.05, target=0.8, limit=3000):
+    """Every n from 2 to limit - 1 (scipy evaluates the closed form for all at once); the first reaching target."""
+    n = np.arange(2, limit)
+    reach = np.flatnonzero(_closed_form(delta, n, m, run_sd, residual_sd, k, alpha) >= target)
+    return int(n[reach[0]]) if len(reach) else None
+
+
+@settings(max_examples=15, deadline=None)
+@given(delta=st.floats(0.01, 0.3), m=st.integers(5, 2000), run_sd=st.floats(0.01, 0.2),
+       residual_sd=st.floats(0.01, 0.5), k=st.integers(2, 4), target=st.sampled_from([0.5, 0.8, 0.9]))
+def test_runs_needed_equals_brute_force(delta, m, run_sd, residual_sd, k, target):
+    expected = _brute_runs(delta, m, run_sd, residual_sd, k, 0.05, target)
+    got = pw.runs_needed(delta, m, run_sd, residual_sd, systems=k, target=target, max_runs=2999)
+    assert got == expected
+
+
+def test_items_needed_and_the_limit_over_items():
+    """Items needed equals the brute-force search; with too few runs no number of items reaches the target: the
+    power tends to that of lambda = n sum (d - dbar)^2 / s_run^2 (checked at 10^9 items)."""
+    got = pw.items_needed(0.05, 10, 0.03, 0.3, target=0.8)
+    brute = next(m for m in range(1, 5000) if _closed_form(0.05, 10, m, 0.03, 0.3) >= 0.8)
+    assert got == brute
+    lim = pw.power_limit(0.05, 3, 0.05)
+    assert lim == pytest.approx(_closed_form(0.05, 3, 10**9, 0.05, 0.1), rel=1e-6)
+    assert lim < 0.8 and pw.items_needed(0.05, 3, 0.05, 0.1) is None
+
+
+def test_power_table_and_components_from_a_fit():
+    d = pd.read_csv(REF_DIR / "small_sample_three_seeds.csv.gz", dtype={"seed": str, "item": str})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = mixed.fit("score ~ system + (1|item) + (1|system:seed)", d)
+    c = pw.VarianceComponents.from_fit(m, run="system:seed")
+    vc = m.variance_components["variance"]
+    assert (c.run_sd, c.item_sd, c.residual_sd) == pytest.approx(
+        (math.sqrt(vc["system:seed"]), math.sqrt(vc["item"]), math.sqrt(vc["Residual"])))
+    per_system = {"base": pd.DataFrame({"variance": [0.01, 0.002, 0.01]}, index=["item", "seed", "Residual"]),
+                  "new": pd.DataFrame({"variance": [0.01, 0.004, 0.01]}, index=["item", "seed", "Residual"])}
+    pooled = pw.VarianceComponents.from_fit(per_system, run="seed")
+    assert pooled.run_sd == pytest.approx(math.sqrt(0.003))
+    with pytest.raises(pw.PlanningError, match="run="):
+        pw.VarianceComponents.from_fit(m, run="seed")
+    t = pw.power_table([3, 5], [100, 400], 0.05, c)
+    assert list(t.to_frame()["power"]) == pytest.approx(
+        [_closed_form(0.05, n, mm, c.run_sd, c.residual_sd) for mm in (100, 400) for n in (3, 5)], rel=1e-9)
+    assert list(t.needed["runs_needed"]) == [_brute_runs(0.05, mm, c.run_sd, c.residual_sd) for mm in (100, 400)]
+    assert t.wide().shape == (2, 2) and "runs needed" in repr(t)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"delta": 0.0}, "no difference"), ({"runs": 1}, "integer >= 2"), ({"alpha": 1.5}, "alpha"),
+    ({"target": 1.0}, "target"), ({"systems": 1}, "systems"), ({"items": 0}, "items"), ({"delta": "x"}, "delta"),
+])
+def test_bad_values_are_refused(kwargs, match):
+    args = {"runs": 3, "items": 100, "delta": 0.05, "alpha": 0.05, "target": 0.8, "systems": 2, **kwargs}
+    with pytest.raises(pw.PlanningError, match=match):
+        pw.power_table(args["runs"], args["items"], args["delta"], pw.VarianceComponents(0.05, 0.1, 0.1),
+                       systems=args["systems"], alpha=args["alpha"], target=args["target"])
+
+
+def test_bad_components_are_refused():
+    with pytest.raises(pw.PlanningError, match="run SD"):
+        pw.VarianceComponents(-0.1, 0.1, 0.1)
+    with pytest.raises(pw.PlanningError, match="both 0"):
+        pw.VarianceComponents(0.0, 0.1, 0.0)
+    with pytest.raises(pw.PlanningError, match="test must be"):
+        pw.simulated_power(0.1, pw.VarianceComponents(0.1, 0.1, 0.1), test="wald")
+
+
+def test_vrs_plan_prints_the_closed_form(capsys):
+    code = main(["plan", "--runs", "3", "5", "10", "--items", "500", "2000", "--delta", "0.02", "--run-sd", "0.05",
+                 "--item-sd", "0.1", "--residual-sd", "0.1"])
+    out = capsys.readouterr().out
+    assert code == 0
+    for n in (3, 5, 10):
+        line = next(ln for ln in out.splitlines() if ln.split()[:1] == [str(n)])
+        values = [float(v) for v in line.split()[1:]]
+        assert values[:2] == pytest.approx([_closed_form(0.02, n, m, 0.05, 0.1) for m in (500, 2000)], abs=5e-4)
+    for m in (500, 2000):
+        assert f"with {m} items: {_brute_runs(0.02, m, 0.05, 0.1)}" in out
+
+
+@pytest.mark.parametrize("extra, match", [
+    (["--delta", "abc"], "delta must be a number"), (["--run-sd", "-1"], "run SD must be >= 0"),
+    (["--runs", "1"], "runs per system must be an integer >= 2"), (["--alpha", "0"], "alpha"),
+    (["--delta", "0"], "no difference"),
+])
+def test_vrs_plan_bad_values_exit_2(capsys, extra, match):
+    args = {"--items": "500", "--delta": "0.02", "--run-sd": "0.05", "--residual-sd": "0.1"}
+    for i in range(0, len(extra), 2):
+        args[extra[i]] = extra[i + 1]
+    argv = ["plan"] + [x for kv in args.items() for x in kv]
+    assert main(argv) == 2
+    assert match in capsys.readouterr().err

@@ -1,0 +1,131 @@
+"""vrs_helpers.evaluate.scores: score tables from files and run folders, and every bad input named."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from vrs_helpers.evaluate.scores import InputError, load_scores, validate
+
+
+def _table(n_sys=2, n_seed=3, n_item=20, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = [{"system": f"S{s}", "seed": str(r), "item": f"i{i}", "score": float(rng.normal())}
+            for s in range(n_sys) for r in range(n_seed) for i in range(n_item)]
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".tsv", ".parquet", ".jsonl", ".csv.gz"])
+def test_file_formats_round_trip(tmp_path, suffix):
+    df = _table()
+    path = tmp_path / f"scores{suffix}"
+    if suffix == ".parquet":
+        df.to_parquet(path)
+    elif suffix == ".jsonl":
+        df.to_json(path, orient="records", lines=True)
+    else:
+        df.to_csv(path, sep="\t" if suffix == ".tsv" else ",", index=False)
+    got = load_scores(path)
+    got["seed"] = got["seed"].astype(str)
+    pd.testing.assert_frame_equal(got[df.columns], df, check_dtype=False)
+
+
+def _write_runs(tmp_path, df, plain=False):
+    for (s, r), part in df.groupby(["system", "seed"]):
+        folder = tmp_path / "runs" / s / f"seed={r}"
+        folder.mkdir(parents=True)
+        if plain:
+            (folder / "scores.txt").write_text("\n".join(repr(v) for v in part["score"]) + "\n")
+        else:
+            part[["item", "score"]].to_csv(folder / "scores.tsv", sep="\t", index=False)
+
+
+def test_run_folder_of_tables(tmp_path):
+    df = _table()
+    _write_runs(tmp_path, df)
+    got = load_scores(str(tmp_path / "runs/{system}/seed={seed}/scores.tsv"))
+    assert list(got.columns) == ["system", "seed", "item", "score"]
+    key = ["system", "seed", "item"]
+    pd.testing.assert_frame_equal(got.sort_values(key).reset_index(drop=True),
+                                  df.sort_values(key).reset_index(drop=True), check_dtype=False)
+
+
+def test_run_folder_of_plain_score_files(tmp_path):
+    df = _table(n_item=7)
+    _write_runs(tmp_path, df, plain=True)
+    got = load_scores(str(tmp_path / "runs/{system}/seed={seed}/scores.txt"))
+    assert list(got.columns) == ["system", "seed", "item", "score"]
+    first = got[(got["system"] == "S1") & (got["seed"] == "2")]
+    assert first["item"].tolist() == list(range(1, 8))   # item = line number
+    expect = df[(df["system"] == "S1") & (df["seed"] == "2")]["score"].to_numpy()
+    assert np.array_equal(first["score"].to_numpy(), expect)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n_sys=st.integers(1, 3), n_seed=st.integers(1, 3), n_item=st.integers(1, 6), seed=st.integers(0, 10**6))
+def test_run_folders_round_trip(tmp_path_factory, n_sys, n_seed, n_item, seed):
+    tmp = tmp_path_factory.mktemp("runs")
+    df = _table(n_sys, n_seed, n_item, seed)
+    _write_runs(tmp, df)
+    got = load_scores(str(tmp / "runs/{system}/seed={seed}/scores.tsv"))
+    key = ["system", "seed", "item"]
+    pd.testing.assert_frame_equal(got.sort_values(key).reset_index(drop=True)[df.columns],
+                                  df.sort_values(key).reset_index(drop=True), check_dtype=False)
+
+
+def test_pattern_errors(tmp_path):
+    with pytest.raises(InputError, match="matches no file.*nearest existing folder"):
+        load_scores(str(tmp_path / "nothing/{system}/x.tsv"))
+    df = _table(n_sys=2, n_seed=1)
+    _write_runs(tmp_path, df)
+    odd = tmp_path / "runs" / "S1" / "seed=0" / "scores.tsv"
+    odd.write_text("item\tbleu\ni0\t0.5\n")
+    with pytest.raises(InputError, match="disagree on their columns.*bleu"):
+        load_scores(str(tmp_path / "runs/{system}/seed={seed}/scores.tsv"))
+    clash = tmp_path / "c" / "S0"
+    clash.mkdir(parents=True)
+    (clash / "s.csv").write_text("system,item,score\nA,1,0.5\n")
+    with pytest.raises(InputError, match="also fields of the pattern"):
+        load_scores(str(tmp_path / "c/{system}/s.csv"))
+    bad = tmp_path / "p" / "S0"
+    bad.mkdir(parents=True)
+    (bad / "s.txt").write_text("0.5\nnot-a-number\n")
+    with pytest.raises(InputError, match="line 2.*not a number"):
+        load_scores(str(tmp_path / "p/{system}/s.txt"))
+    with pytest.raises(InputError, match="No file"):
+        load_scores(tmp_path / "missing.csv")
+
+
+def test_validate_ok_and_summary():
+    df = _table()
+    clean, info = validate(df, response="score", system="system", item="item", replications=["seed"])
+    assert info.n_rows == 120 and info.n_items == 20 and info.n_systems == 2
+    assert info.runs_per_system == {"S0": 3, "S1": 3} and info.replications == {"seed": 3}
+    assert "120 rows" in repr(info) and len(info.to_frame())
+
+
+def test_validate_errors():
+    df = _table()
+    kw = dict(response="score", system="system", item="item", replications=["seed"])
+    with pytest.raises(InputError, match="'scores' is not in the data.*Did you mean 'score'"):
+        validate(df, **{**kw, "response": "scores"})
+    with pytest.raises(InputError, match="two roles"):
+        validate(df, **{**kw, "replications": ["item"]})
+    with pytest.raises(InputError, match="must be numeric.*row 4: 'n/a'"):
+        validate(df.assign(score=df["score"].astype(object).where(df.index != 3, "n/a")), **kw)
+    with pytest.raises(InputError, match="2 missing value.*--dropna"):
+        validate(df.assign(score=df["score"].where(~df.index.isin([0, 5]))), **kw)
+    clean, info = validate(df.assign(score=df["score"].where(~df.index.isin([0, 5]))), dropna=True, **kw)
+    assert info.n_dropped_nan == 2 and len(clean) == 118
+    with pytest.raises(InputError, match="single level within every system.*not estimable"):
+        validate(df[df["seed"] == "0"], **kw)
+    with pytest.raises(InputError, match="not scored on the same items.*S1 lacks 1 \\(e.g. i3\\)"):
+        validate(df[~((df["system"] == "S1") & (df["item"] == "i3"))], **kw)
+    with pytest.raises(InputError, match="repeat a \\(system, run, item\\).*replication column"):
+        validate(df, response="score", system="system", item="item")
+    with pytest.raises(InputError, match="property 'const' has a single value"):
+        validate(df.assign(const=1.0), properties=["const"], **kw)
+    # numbers given as text are accepted
+    clean, _ = validate(df.assign(score=df["score"].map(repr)), **kw)
+    assert clean["score"].dtype == float

@@ -1,0 +1,406 @@
+"""The ``vrs`` command: data registry, notebook runner, reproduction report, parameter grids."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..errors import VRSError
+
+
+def _parse_value(text: str):
+    """Parameter values from the command line are YAML scalars: 0.5 -> float, 10 -> int, true -> bool."""
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def _cmd_data(args) -> int:
+    import pandas as pd
+
+    from ..book import data
+
+    if args.action == "list":
+        table = data.to_frame()[["name", "path", "licence", "used_for"]]
+        with pd.option_context("display.max_rows", None, "display.width", 200, "display.max_colwidth", 60):
+            print(table.to_string(index=False))
+        return 0
+    if args.action == "fetch":
+        names = args.names or data.names(include_text=True)
+        for n in names:
+            print(f"{n}: {data.path(n, download=True)}")
+        return 0
+    # verify
+    table = data.verify(download=False)
+    with pd.option_context("display.max_rows", None, "display.width", 200, "display.max_colwidth", 80):
+        print(table[["name", "status", "path"]].to_string(index=False))
+    bad = table[table["status"] != "ok"]
+    for _, row in bad[bad["status"] == "mismatch"].iterrows():
+        print(f"\n{row['name']}: {row['detail']}", file=sys.stderr)
+    if (bad["status"] == "missing").any():
+        where = f"{data.ENV_DATA_DIR}={data.data_dir()}" if data.data_dir() else f"the cache {data.cache_dir()}"
+        print(f"\n{int((bad['status'] == 'missing').sum())} files missing from {where}: run `vrs data fetch` with "
+              f"internet access, or set {data.ENV_DATA_DIR} to a local copy of the data.", file=sys.stderr)
+    print(f"\n{len(table) - len(bad)} of {len(table)} files present and intact.")
+    return 1 if len(bad) else 0
+
+
+def _scorecard_table(rows) -> str:
+    """The scorecard rows of a run as a short aligned table (counts first)."""
+    import pandas as pd
+
+    if not rows:
+        return "no scorecard checks"
+    t = pd.DataFrame(rows)
+    if "kind" not in t.columns:
+        t["kind"] = "book"
+    t["kind"] = t["kind"].fillna("book")
+    counts = "; ".join(f"{kind} rows: " + ", ".join(f"{v} {k}" for k, v in g["match"].value_counts().items())
+                       for kind, g in t.groupby("kind", sort=True))
+    t["quantity"] = t["quantity"].astype(str).str.slice(0, 60)
+    fmt = lambda v: "" if v is None or (isinstance(v, float) and v != v) else f"{v:.6g}" if isinstance(  # noqa: E731
+        v, (int, float)) else str(v)
+    t["book"], t["ours"] = t["book"].map(fmt), t["ours"].map(fmt)
+    lines = t[["kind", "match", "ref", "quantity", "book", "ours"]].to_string(index=False, max_colwidth=60)
+    return f"{len(t)} scorecard checks ({counts})\n" + lines
+
+
+def _run_inplace(args) -> int:
+    """Re-execute a notebook with its defaults and replace the source only if the run succeeded and no scorecard
+    row regressed (a failed run leaves the committed notebook as it was)."""
+    import os
+    import shutil
+    import tempfile
+
+    from .runner import NotebookError, run_notebook
+
+    src = Path(args.notebook)
+    with tempfile.TemporaryDirectory(prefix="vrs-inplace-") as tmp:
+        try:
+            res = run_notebook(src, {}, out_dir=tmp, html_dir=args.html, output_name=src.name, progress=True,
+                               exclude_input=args.no_input)
+        except NotebookError as exc:
+            print(f"error: {exc}; {src} is unchanged.", file=sys.stderr)
+            return 1
+        print(f"html: {res.html}\n{_scorecard_table(res.scorecard)}")
+        if _report_regressions(res.scorecard, src.parent, vanished=True):
+            print(f"{src} is unchanged (scorecard regressions).", file=sys.stderr)
+            return 1
+        partial = src.with_name(f".{src.name}.partial")
+        shutil.copyfile(res.output, partial)
+        os.replace(partial, src)
+    print(f"executed: {src}")
+    return 0
+
+
+def _cmd_run(args) -> int:
+    from .runner import NotebookError, ParameterError, run_notebook, slug
+
+    params = {name: _parse_value(value) for name, value in (args.param or [])}
+    if args.inplace and params:
+        print("error: --inplace stores the executed notebook as the committed one; it takes no -p parameters "
+              "(the committed notebook shows the defaults, which reproduce the book).", file=sys.stderr)
+        return 2
+    from ..resources import find_workbook
+
+    args.notebook = str(find_workbook(args.notebook))  # a path, or a workbook's name / number
+    if args.inplace:
+        return _run_inplace(args)
+    if str(args.out).endswith(".ipynb"):
+        out_dir, name = Path(args.out).parent, Path(args.out).name
+    else:   # runs with different parameters do not overwrite each other
+        stem = Path(args.notebook).stem
+        out_dir, name = args.out, (f"{stem}__{slug(params)}.ipynb" if params else None)
+    try:
+        res = run_notebook(args.notebook, params, out_dir=out_dir, html_dir=args.html, output_name=name,
+                           progress=True, exclude_input=args.no_input)
+    except ParameterError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except NotebookError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"executed: {res.output}\nhtml: {res.html}\n{_scorecard_table(res.scorecard)}")
+    # with parameters the run is not the committed analysis: fewer rows may apply, so none counts as vanished
+    return 1 if _report_regressions(res.scorecard, Path(args.notebook).parent, vanished=not params) else 0
+
+
+def _report_regressions(rows, folder: Path, vanished: bool = True) -> int:
+    """Print the rows whose status is worse than in the committed baseline, and (``vanished``) the committed rows
+    of the run notebooks and analyses that the run no longer has; return how many."""
+    import pandas as pd
+
+    from .scorecard import BASELINE, COLUMNS, regressions
+
+    frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows],
+                                                                      columns=COLUMNS)
+    if not len(frame):
+        return 0
+    bad = regressions(frame, folder / BASELINE, scope=None if vanished else [])
+    for _, r in bad.iterrows():
+        was = r["baseline"] if isinstance(r["baseline"], str) else "not in the baseline"
+        if r["match"] == "vanished":
+            print(f"regression: {r['notebook']} {r['analysis']} {r['ref']} {r['quantity']}: vanished from the run "
+                  f"(was {was} in the baseline)", file=sys.stderr)
+            continue
+        print(f"regression: {r['notebook']} {r['analysis']} {r['ref']} {r['quantity']}: {r['match']} (was {was}); "
+              f"book {r['book']}, ours {r['ours']}", file=sys.stderr)
+    return len(bad)
+
+
+def _cmd_reproduce(args) -> int:
+    from ..resources import find_workbook, workbooks_dir
+    from .runner import notebooks_in, reproduce
+
+    args.folder = args.folder or str(workbooks_dir())
+    nbs = [find_workbook(n) for n in args.notebooks] if args.notebooks else notebooks_in(args.folder)
+    if not nbs:
+        print(f"error: no notebooks found in {args.folder}", file=sys.stderr)
+        return 1
+    results, card = reproduce(nbs, build_dir=args.build, defaults_only=args.defaults_only)
+    from .report import headline
+
+    failed = [r for r in results if r.error]
+    print(f"{len(results)} notebook runs, {len(failed)} failed; scorecard: {headline(card)}")
+    print(f"report: {Path(args.build) / 'html' / 'index.html'}; scorecard: {Path(args.build) / 'scorecard.csv'}")
+    for r in failed:
+        print(f"error: {r.error}", file=sys.stderr)
+    folder = Path(args.folder) if not args.notebooks else nbs[0].parent
+    if args.accept:
+        from .scorecard import accept_baseline
+
+        path = accept_baseline(card, folder)
+        print(f"baseline updated: {path}")
+        return 1 if failed else 0
+    n_bad = _report_regressions(card, folder)
+    if n_bad:
+        print(f"{n_bad} scorecard rows are worse than the committed baseline ({folder / 'scorecard_baseline.csv'}); "
+              f"if the change is intended and explained, run `vrs reproduce --accept`.", file=sys.stderr)
+    return 1 if failed or n_bad else 0
+
+
+def _cmd_workbooks(args) -> int:
+    from ..resources import copy_workbooks
+
+    written = copy_workbooks(args.dir, force=args.force)
+    print(f"{len(written)} files in {Path(args.dir).resolve()}:")
+    for p in written:
+        print(f"  {p.name}")
+    print(f"Open them with: jupyter lab {args.dir}   (student copies without solutions: vrs student "
+          f"{Path(args.dir) / '03_krippendorff_paradoxes.ipynb'} --out DIR)")
+    return 0
+
+
+def _cmd_docs(args) -> int:
+    from .report import build_api_docs
+
+    out = build_api_docs(args.out)
+    print(f"API reference: {out / 'index.html'}")
+    return 0
+
+
+def _cmd_batch(args) -> int:
+    from .runner import batch
+
+    results, table = batch(args.grid, out_dir=args.out, workers=args.workers, dask=args.dask)
+    from .runner import batch_checks
+
+    failed = [r for r in results if r.error]
+    out = results[0].output.parent if results else args.out
+    scalars = list(dict.fromkeys(k for r in results for k in r.scalars))
+    checks = batch_checks(results).drop_duplicates(["notebook", "analysis", "ref", "quantity"])
+    print(f"{len(results)} combinations, {len(failed)} failed; in {out}:\n"
+          f"  results.csv: the parameters and {len(scalars)} recorded results per combination"
+          f"{' (' + ', '.join(scalars[:6]) + (', ...' if len(scalars) > 6 else '') + ')' if scalars else ''}\n"
+          f"  checks.csv: {len(checks)} scorecard checks per combination, {int(checks['constant'].sum())} of them "
+          f"the same in every combination")
+    for r in failed:
+        print(f"error: {r.error} (parameters {r.parameters})", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _cmd_student(args) -> int:
+    from .student import StudentError, write_student_copies
+
+    try:
+        written = write_student_copies(args.notebooks, args.out, placeholder=not args.no_placeholder)
+    except StudentError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(f"student copy: {path}")
+    return 0
+
+
+def _cmd_analyze(args) -> int:
+    from .runner import analyze_report
+
+    summary = analyze_report(args.data, response=args.response, system=args.system, item=args.item,
+                             replications=args.replication or [], properties=args.property or [],
+                             baseline=args.baseline, out_dir=args.out, dropna=args.dropna, alpha=args.alpha,
+                             n_resamples=args.n_resamples, seed=args.seed, backend=args.dask,
+                             lower_is_better=args.lower_is_better or [], show_code=args.show_code,
+                             test=args.test, n_sim=args.n_sim, family=args.family, delta=args.delta)
+    out = Path(args.out)
+    print("\n".join(summary.get("verdict", [])))
+    if args.dask is not None:
+        print(f"summary: {out / 'summary.json'}, {out / 'summary.txt'} (fits on the Dask cluster; no notebook "
+              "report: its figures need the rows in memory)")
+        return 0
+    print(f"report: {out / 'report.html'}; notebook: {out / 'report.ipynb'}; summary: {out / 'summary.json'}")
+    return 0
+
+
+def _cmd_plan(args) -> int:
+    from ..evaluate.power import VarianceComponents, power_table
+
+    # the values reach the planner as typed: it checks them and says what is allowed (PlanningError, exit 2)
+    table = power_table(args.runs, args.items, args.delta,
+                        VarianceComponents(args.run_sd, args.item_sd, args.residual_sd),
+                        systems=args.systems, alpha=args.alpha, target=args.target)
+    print(table.text())
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="vrs", description="vrs-workbooks: reproduce and extend the book "
+                                     "'Validity, Reliability, and Significance' in Python.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("data", help="the registry of real data files")
+    p.add_argument("action", choices=["list", "fetch", "verify"])
+    p.add_argument("names", nargs="*", help="datasets to fetch (default: all)")
+    p.set_defaults(func=_cmd_data)
+
+    p = sub.add_parser("run", help="execute one notebook with papermill and export HTML")
+    p.add_argument("notebook", help="a notebook file, or a workbook by name or number (03_krippendorff_paradoxes, 03)")
+    p.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                   help="set a parameter (value parsed as YAML: 0.5, 10, true, [1, 2], text)")
+    p.add_argument("--out", default="build/notebooks",
+                   help="folder for the executed notebook (named after the notebook and its -p parameters, so runs "
+                        "do not overwrite each other), or a file name ending in .ipynb")
+    p.add_argument("--html", default="build/html", help="folder for the HTML export")
+    p.add_argument("--inplace", action="store_true",
+                   help="write the executed notebook (volatile metadata stripped) back over the source, "
+                        "to commit it with its outputs")
+    p.add_argument("--no-input", action="store_true",
+                   help="leave the code cells' inputs out of the HTML export (a report: Markdown and outputs only)")
+    p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("reproduce", help="execute all notebooks and build build/html/index.html with the scorecard")
+    p.add_argument("notebooks", nargs="*", help="notebooks (files, or workbooks by name or number) to run "
+                   "(default: all in --folder)")
+    p.add_argument("--folder", default=None, help="folder of the workbooks (default: notebooks/ of a checkout, "
+                   "else the installed package's workbooks)")
+    p.add_argument("--accept", action="store_true",
+                   help="record this run's scorecard statuses as the new baseline (notebooks/scorecard_baseline.csv)")
+    p.add_argument("--build", "--out", dest="build", default="build",
+                   help="output folder: executed notebooks, scorecard.csv, html/ (default: build)")
+    p.add_argument("--defaults-only", action="store_true",
+                   help="run each notebook once with its default parameters, not every analysis it lists in its "
+                        "metadata (e.g. the 7 dataset x target runs of the circularity workbook, ~15 min)")
+    p.set_defaults(func=_cmd_reproduce)
+
+    p = sub.add_parser("workbooks", help="copy the workbooks (with their exercises) into a folder to open in "
+                       "JupyterLab", description="Copy every workbook and the scorecard baseline into DIR: the way "
+                       "a seminar participant starts (jupyter lab DIR). Existing files are never overwritten "
+                       "without --force.")
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--force", action="store_true", help="overwrite workbooks already in DIR")
+    p.set_defaults(func=_cmd_workbooks)
+
+    p = sub.add_parser("docs", help="the API reference from the docstrings (pdoc), as in the report site")
+    p.add_argument("--out", default="build/html/api", help="output folder (default build/html/api)")
+    p.set_defaults(func=_cmd_docs)
+
+    p = sub.add_parser("analyze", help="analyse your own evaluation results (workbook 07): significance across "
+                       "runs, conditional on data properties, reliability; writes report.html and summary.json",
+                       description="Per-item scores of systems over training runs: one row per system, run and "
+                       "item. DATA is a CSV, TSV, Parquet or JSON-lines file, or a run-folder pattern with named "
+                       "fields such as 'runs/{system}/seed={seed}/scores.tsv' (quote it).")
+    p.add_argument("data")
+    p.add_argument("--response", required=True, nargs="+", metavar="COL",
+                   help="the score column; several (--response bleu chrf comet): each metric analysed, the system "
+                        "verdicts Holm-corrected across them, summary.json keyed by metric")
+    p.add_argument("--lower-is-better", nargs="+", metavar="COL", default=None,
+                   help="response(s) for which lower scores are better (TER, error rates): the direction of ASO and "
+                        "of the expected best of n runs")
+    p.add_argument("--system", default=None, help="the system column (omit for one system: reliability only)")
+    p.add_argument("--item", required=True, help="the test-item column")
+    p.add_argument("--replication", action="append", metavar="COL",
+                   help="a column identifying a run within a system (seed, meta-parameter); repeatable")
+    p.add_argument("--property", action="append", metavar="COL",
+                   help="a data property of the items (numeric: slope; otherwise per level); repeatable")
+    p.add_argument("--baseline", default=None, help="the reference system of the paired tests")
+    p.add_argument("--out", default="vrs-report", help="output folder (default: vrs-report)")
+    p.add_argument("--dropna", action="store_true", help="drop rows with a missing score instead of failing")
+    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--n-resamples", type=int, default=10_000)
+    p.add_argument("--test", default="kenward-roger", choices=["kenward-roger", "satterthwaite", "bootstrap", "chisq"],
+                   help="test of the runs-random reading: Kenward-Roger F test (default; keeps its level with 3-5 "
+                        "runs per system), Satterthwaite F test, parametric-bootstrap LRT (--n-sim simulations), or "
+                        "the large-sample chi-square GLRT (too liberal with few runs)")
+    p.add_argument("--n-sim", type=int, default=1000, help="simulations of --test bootstrap (default 1000)")
+    p.add_argument("--family", default="auto", choices=["auto", "gaussian", "binomial"],
+                   help="binomial: 0/1 scores (correct/incorrect) as logistic GLMMs, phi on the latent scale; auto "
+                        "(default): binomial when every score is 0 or 1, with a note")
+    p.add_argument("--delta", type=float, default=None,
+                   help="a system difference (in score units) to plan for: power of the runs-random test and runs "
+                        "per system needed for power 0.8, beside those of the observed difference")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--show-code", action="store_true",
+                   help="keep the code cells in report.html (default: the verdict, figures and text only)")
+    p.add_argument("--dask", default=None, metavar="ADDRESS",
+                   help="for a Parquet dataset larger than memory: the fits, per-run and per-item tables and "
+                        "resampling batches on a Dask cluster (scheduler address or 'local'); writes summary.json "
+                        "and summary.txt, no notebook report (pip install 'vrs-workbooks[dask]')")
+    p.set_defaults(func=_cmd_analyze)
+
+    p = sub.add_parser("plan", help="power of the test of a system difference and the runs per system it needs, "
+                       "from variance components (before any run exists)",
+                       description="Power of the F test of `score ~ system + (1|item) + (1|system:run)` for a "
+                       "difference DELTA between systems with n runs per system and m items (closed form for the "
+                       "balanced design: noncentral F), and the runs per system needed for --target power.")
+    p.add_argument("--runs", nargs="+", default=["3", "5", "10"], metavar="N", help="runs per system (default 3 5 10)")
+    p.add_argument("--items", nargs="+", required=True, metavar="M", help="test items (one or several)")
+    p.add_argument("--delta", required=True, help="the difference between systems to detect (score units)")
+    p.add_argument("--run-sd", required=True, help="SD of a system's score between training runs")
+    p.add_argument("--item-sd", default="0", help="SD between items (does not enter the balanced closed form)")
+    p.add_argument("--residual-sd", required=True, help="residual SD of a score")
+    p.add_argument("--systems", default="2", help="number of systems (default 2)")
+    p.add_argument("--target", default="0.8", help="target power (default 0.8)")
+    p.add_argument("--alpha", default="0.05", help="significance level (default 0.05)")
+    p.set_defaults(func=_cmd_plan)
+
+    p = sub.add_parser("batch", help="run one notebook over a parameter grid (YAML) in parallel")
+    p.add_argument("grid")
+    p.add_argument("--out", default=None, help="output folder (default build/batch/<grid name>)")
+    p.add_argument("--workers", type=int, default=None, help="worker processes (default: number of cores)")
+    p.add_argument("--dask", default=None, metavar="ADDRESS",
+                   help="run the executions as tasks on a Dask cluster: a scheduler address (tcp://host:8786) or "
+                        "'local'; finished runs are kept and skipped on a re-run (pip install 'vrs-workbooks[dask]')")
+    p.set_defaults(func=_cmd_batch)
+
+    p = sub.add_parser("student", help="student copies of workbooks: solution cells removed, outputs cleared",
+                       description="Write a copy of each NOTEBOOK to --out without its cells tagged 'solution', with "
+                       "all outputs cleared and an empty 'answer' cell after each cell tagged 'exercise'.")
+    p.add_argument("notebooks", nargs="+", metavar="NOTEBOOK")
+    p.add_argument("--out", default="build/student", help="output folder (default: build/student); never a "
+                   "source notebook's folder")
+    p.add_argument("--no-placeholder", action="store_true", help="no empty answer cell after each exercise")
+    p.set_defaults(func=_cmd_student)
+
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except VRSError as exc:  # a user error: one clear line and its exit code; anything else is a bug (traceback)
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,608 @@
+"""Execute workbooks reproducibly (papermill), export HTML, build the reproduction report, run grids."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import time
+import uuid
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import VRSError
+from .scorecard import COLUMNS, extract
+
+KERNEL_NAME = "python3"  # resolved by jupyter_client to the interpreter that runs `vrs`, so any venv works
+
+
+class NotebookError(VRSError, RuntimeError):
+    """A notebook failed to execute; the message names the notebook and the cell (``vrs`` exits 1)."""
+
+    exit_code = 1
+
+
+@dataclass
+class RunResult:
+    notebook: str
+    output: Path
+    html: Path | None
+    parameters: dict
+    scorecard: list[dict] = field(default_factory=list)
+    scalars: dict = field(default_factory=dict)
+    error: str = ""
+    seconds: float = float("nan")  # wall-clock run time (execution and export)
+
+    def __repr__(self) -> str:
+        state = f"error: {self.error.splitlines()[0]}" if self.error else f"{len(self.scorecard)} checks"
+        return f"RunResult({self.notebook!r}, {state})"
+
+
+def _failure_message(name: str, exc: Exception) -> str:
+    cell = getattr(exc, "exec_count", None)
+    ename = getattr(exc, "ename", type(exc).__name__)
+    evalue = getattr(exc, "evalue", str(exc))
+    where = f"cell [{cell}]" if cell is not None else "an unnumbered cell"
+    return f"notebook {name} failed in {where}: {ename}: {evalue}"
+
+
+_PROGRESS = re.compile(r"\d+/\d+ \[[0-9:<]+|it/s\]|s/it\]")
+
+
+def strip_volatile(nb) -> None:
+    """Remove what changes from run to run without changing results: papermill timings, execution metadata, and
+    progress bars (tqdm writes them, with timings, to stderr)."""
+    nb.metadata.pop("papermill", None)
+    for cell in nb.cells:
+        cell.metadata.pop("papermill", None)
+        cell.metadata.pop("execution", None)
+        if cell.get("outputs"):
+            cell.outputs = [o for o in cell.outputs
+                            if not (o.get("output_type") == "stream" and o.get("name") == "stderr"
+                                    and _PROGRESS.search(o.get("text", "")))]
+
+
+def export_html(nb_path: Path, html_dir: Path, exclude_input: bool = False) -> Path:
+    """Export an executed notebook to HTML that loads nothing from the internet (MathJax copied beside it,
+    :func:`vrs_helpers.app.report.export_page`); ``exclude_input``: without the code (``vrs run --no-input``)."""
+    from .report import export_page
+
+    return export_page(nb_path, html_dir, exclude_input=exclude_input)
+
+
+class ParameterError(VRSError, ValueError):
+    """A parameter a notebook does not have, or a value of the wrong type (raised before anything runs)."""
+
+
+def notebook_parameters(notebook: str | os.PathLike) -> dict:
+    """The names and default values of a notebook's ``parameters`` cell (values that are not Python literals are
+    reported as ``...``: their type is not checked)."""
+    import ast
+
+    import nbformat
+
+    nb = nbformat.read(str(notebook), as_version=4)
+    cell = next((c for c in nb.cells if c.cell_type == "code" and "parameters" in c.metadata.get("tags", [])), None)
+    if cell is None:
+        return {}
+    out = {}
+    for node in ast.parse(cell.source).body:
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    try:
+                        out[t.id] = ast.literal_eval(node.value)
+                    except (ValueError, SyntaxError):
+                        out[t.id] = ...
+    return out
+
+
+def _type_name(value) -> str:
+    return {bool: "true/false", int: "an integer", float: "a number", str: "text", list: "a list",
+            dict: "a mapping"}.get(type(value), type(value).__name__)
+
+
+def check_parameters(notebook: str | os.PathLike, parameters: dict) -> None:
+    """Raise :class:`ParameterError` if a parameter is not in the notebook's ``parameters`` cell (with a
+    did-you-mean) or its value does not have the type of the default (an integer is accepted for a number)."""
+    import difflib
+
+    defaults = notebook_parameters(notebook)
+    name = Path(notebook).name
+    for key, value in (parameters or {}).items():
+        if key not in defaults:
+            close = difflib.get_close_matches(key, list(defaults), n=1, cutoff=0.6)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise ParameterError(f"{name} has no parameter {key!r}.{hint} Its parameters: {', '.join(defaults)}.")
+        default = defaults[key]
+        if default is ... or default is None or value is None:
+            continue
+        ok = (isinstance(value, bool) if isinstance(default, bool) else
+              isinstance(value, int) and not isinstance(value, bool) if isinstance(default, int) else
+              isinstance(value, (int, float)) and not isinstance(value, bool) if isinstance(default, float) else
+              isinstance(value, type(default)))
+        if not ok:
+            raise ParameterError(f"{name}: parameter {key!r} must be {_type_name(default)} like its default "
+                                 f"{default!r}; got {value!r} ({_type_name(value)}).")
+
+
+def _ipc_kernel_manager():
+    """A kernel manager that talks to the kernel over local IPC sockets instead of TCP: no network ports, and no
+    "Kernel is running over TCP without encryption" warning on every run (POSIX only)."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class IPCKernelManager(AsyncKernelManager):
+        def __init__(self, **kwargs):
+            import tempfile
+            import uuid
+
+            kwargs.setdefault("transport", "ipc")
+            # a unique socket path per kernel: parallel runs (vrs batch) in one folder must not share sockets
+            kwargs.setdefault("ip", os.path.join(tempfile.gettempdir(), f"vrs-kernel-{uuid.uuid4().hex}"))
+            super().__init__(**kwargs)
+
+    return IPCKernelManager
+
+
+def cell_progress_options(name: str, progress: bool | dict = True) -> dict | bool:
+    """papermill's ``progress_bar`` argument for a per-cell bar named after the notebook: ``False`` for none; the
+    bar disables itself when stderr is not a terminal (``disable=None``) and disappears when done (``leave=False``),
+    so logs and CI output hold no bar. A dict overrides these tqdm options (e.g. ``position``, ``file``)."""
+    if progress is False or progress is None:
+        return False
+    options = {"desc": name, "unit": "cell", "disable": None, "leave": False, "dynamic_ncols": True}
+    if isinstance(progress, dict):
+        options.update(progress)
+    return options
+
+
+def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, *,
+                 out_dir: str | os.PathLike = "build/notebooks", html_dir: str | os.PathLike | None = "build/html",
+                 output_name: str | None = None,
+                 kernel_name: str = KERNEL_NAME, raise_on_error: bool = True,
+                 progress: bool | dict = False, exclude_input: bool = False) -> RunResult:
+    """Execute ``notebook`` with papermill (parameters injected after the ``parameters`` cell).
+
+    The executed copy goes to ``out_dir``, an HTML export to ``html_dir``. The notebook runs with its own folder
+    as working directory. A failure raises :class:`NotebookError` naming the notebook and the cell (the executed
+    copy with the traceback is still written).
+
+    ``progress=True`` shows a per-cell progress bar on stderr when stderr is a terminal (never in logs, CI or
+    tests: tqdm disables itself elsewhere); a dict gives the bar's tqdm options (:func:`cell_progress_options`).
+    ``exclude_input``: the HTML export without the code cells' inputs (the executed notebook keeps them).
+    """
+    import papermill as pm
+
+    src = Path(notebook)
+    if not src.is_file():
+        raise ParameterError(f"No notebook at {src}.")
+    parameters = dict(parameters or {})
+    check_parameters(src, parameters)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = out_dir / (output_name or src.name)
+    error = ""
+    started = time.perf_counter()
+    try:
+        extra = {"kernel_manager_class": _ipc_kernel_manager()} if os.name == "posix" else {}
+        pm.execute_notebook(str(src), str(out), parameters=parameters, kernel_name=kernel_name,
+                            cwd=str(src.parent.resolve()), log_output=False,
+                            progress_bar=cell_progress_options(src.name, progress), **extra)
+    except Exception as exc:  # papermill wraps kernel errors in PapermillExecutionError
+        error = _failure_message(src.name, exc)
+        if raise_on_error:
+            raise NotebookError(error + f" (executed copy with the traceback: {out})") from exc
+    if out.exists():
+        import nbformat
+
+        executed = nbformat.read(str(out), as_version=4)
+        strip_volatile(executed)
+        nbformat.write(executed, str(out))
+    html_path = (export_html(out, Path(html_dir), exclude_input=exclude_input)
+                 if html_dir is not None and out.exists() else None)
+    rows, scalars = extract(out) if out.exists() else ([], {})
+    return RunResult(src.name, out, html_path, parameters, rows, scalars, error,
+                     seconds=time.perf_counter() - started)
+
+
+def notebooks_in(folder: str | os.PathLike | None = None) -> list[Path]:
+    """The workbooks in ``folder`` in order (names starting with two digits); default: the workbooks of this
+    installation (:func:`vrs_helpers.resources.workbooks_dir`)."""
+    from ..resources import workbooks
+
+    return workbooks(folder)
+
+
+def reproduce_runs(notebook: str | os.PathLike) -> list[dict]:
+    """The parameter sets ``vrs reproduce`` runs a notebook with: ``metadata.vrs.reproduce_runs`` (a list of
+    {parameter: value}) when a workbook covers several of the book's analyses, else one run with the defaults."""
+    import nbformat
+
+    meta = nbformat.read(str(notebook), as_version=4).metadata.get("vrs", {})
+    runs = meta.get("reproduce_runs")
+    return [dict(r) for r in runs] if runs else [{}]
+
+
+def reproduce(notebooks: list[Path] | None = None, build_dir: str | os.PathLike = "build",
+              progress: bool = True, defaults_only: bool = False,
+              api: bool = True) -> tuple[list[RunResult], pd.DataFrame]:
+    """Execute all workbooks in order, then write ``build/scorecard.csv`` and the report site ``build/html/``
+    (:func:`vrs_helpers.app.report.build_site`: ``index.html``, the notebook pages with MathJax served locally and,
+    with ``api``, the API reference in ``api/``).
+
+    A workbook that covers several of the book's analyses lists them in its metadata (:func:`reproduce_runs`) and
+    is run once per analysis, unless ``defaults_only``.
+
+    Every notebook is run even when an earlier one fails; failures are reported in the index and in the
+    returned results (``RunResult.error``).
+    """
+    from tqdm.auto import tqdm
+
+    build = Path(build_dir)
+    notebooks = notebooks if notebooks is not None else notebooks_in()
+    results = []
+    bar = tqdm(notebooks, desc="notebooks", unit="nb", disable=not progress)
+    for nb in bar:
+        bar.set_postfix_str(Path(nb).name)
+        for params in ([{}] if defaults_only else reproduce_runs(nb)):
+            name = f"{Path(nb).stem}__{slug(params)}.ipynb" if params else None
+            results.append(run_notebook(nb, params, out_dir=build / "notebooks", html_dir=None,  # pages: below
+                                        output_name=name, raise_on_error=False,
+                                        progress={"position": 1} if progress else False))  # cells, below the notebooks
+    card = pd.DataFrame([{c: row.get(c) for c in COLUMNS} for r in results for row in r.scorecard], columns=COLUMNS)
+    build.mkdir(parents=True, exist_ok=True)
+    card.to_csv(build / "scorecard.csv", index=False)
+    from .report import build_site
+
+    build_site(results, card, build / "html", api=api)
+    return results, card
+
+
+# --------------------------------------------------------------------------------------------------- batch
+
+def expand_grid(grid: dict) -> list[dict]:
+    """Cartesian product of a {name: [values]} mapping (a scalar counts as a one-element list)."""
+    if not grid:
+        return [{}]
+    keys = list(grid)
+    lists = [v if isinstance(v, list) else [v] for v in grid.values()]
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*lists)]
+
+
+def slug(params: dict) -> str:
+    text = "__".join(f"{k}-{v}" for k, v in params.items())
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)[:150] or "default"
+
+
+def _batch_one(notebook: str, params: dict, out_dir: str) -> RunResult:
+    return run_notebook(notebook, params, out_dir=out_dir, html_dir=None,
+                        output_name=f"{Path(notebook).stem}__{slug(params)}.ipynb", raise_on_error=False)
+
+
+def load_grid(path: str | os.PathLike) -> dict:
+    """Read and check a grid file: ``notebook`` (path, relative to the file), ``parameters`` ({name: [values]})."""
+    import yaml
+
+    p = Path(path)
+    spec = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    if "notebook" not in spec:
+        raise ParameterError(f"{p}: the grid file needs a 'notebook' entry (path of the notebook to run).")
+    nb = Path(spec["notebook"])
+    if not nb.is_absolute():
+        nb = (p.parent / nb).resolve()
+    if not nb.is_file():
+        raise ParameterError(f"{p}: notebook {spec['notebook']!r} not found (looked at {nb}).")
+    params = spec.get("parameters") or {}
+    if not isinstance(params, dict):
+        raise ParameterError(f"{p}: 'parameters' must map each parameter name to a list of values.")
+    exclude = spec.get("exclude") or []
+    if not isinstance(exclude, list) or not all(isinstance(e, dict) for e in exclude):
+        raise ParameterError(f"{p}: 'exclude' must be a list of {{parameter: value}} combinations to leave out.")
+    return {"notebook": nb, "parameters": params, "output": spec.get("output"), "exclude": exclude}
+
+
+def batch_checks(results: list[RunResult]) -> pd.DataFrame:
+    """The scorecard rows of a batch, kept apart from its results: one row per combination and check, the
+    combination's parameters first, then the scorecard columns, then ``constant``: whether the check's ``ours``
+    and ``match`` are the same in every combination that has it (a book check that the grid does not touch)."""
+    params = list(dict.fromkeys(k for r in results for k in r.parameters))
+    rows = [{**{k: r.parameters.get(k) for k in params}, **{c: row.get(c) for c in COLUMNS}}
+            for r in results for row in r.scorecard]
+    table = pd.DataFrame(rows, columns=params + COLUMNS)
+    if not len(table):
+        return table.assign(constant=pd.Series(dtype=bool))
+    key = ["notebook", "analysis", "ref", "quantity"]
+    ours = table["ours"].map(lambda v: "nan" if v is None or (isinstance(v, float) and v != v) else repr(v))
+    same = table.assign(_ours=ours).groupby(key, dropna=False)[["_ours", "match"]].transform("nunique")
+    table["constant"] = (same["_ours"] <= 1) & (same["match"] <= 1)
+    return table
+
+
+def batch(grid_file: str | os.PathLike, out_dir: str | os.PathLike | None = None, workers: int | None = None,
+          progress: bool = True, dask=None) -> tuple[list[RunResult], pd.DataFrame]:
+    """Run one notebook over the cartesian product of a parameter grid, in parallel worker processes; the
+    combinations listed under ``exclude`` in the grid file are left out.
+
+    Writes one executed notebook per combination, ``results.csv`` (parameters + the headline scalars the notebook
+    :func:`~vrs_helpers.app.scorecard.record` s, one row per combination) and ``checks.csv`` (the scorecard rows, see
+    :func:`batch_checks`) into ``out_dir`` (default ``build/batch/<grid name>``). ``dask`` (a scheduler address,
+    ``"local"`` or a ``distributed.Client``) runs the executions as tasks on a Dask cluster instead
+    (:func:`run_grid_dask`: failed tasks retried, finished runs kept and skipped on a re-run).
+    """
+    from tqdm.auto import tqdm
+
+    spec = load_grid(grid_file)
+    combos = expand_grid(spec["parameters"])
+    excluded = spec.get("exclude") or []
+    combos = [c for c in combos if not any(all(c.get(k) == v for k, v in ex.items()) for ex in excluded)]
+    for c in combos:   # the whole grid is checked before anything runs
+        try:
+            check_parameters(spec["notebook"], c)
+        except ParameterError as exc:
+            raise ParameterError(f"{grid_file}: {exc}") from None
+    out = Path(out_dir or spec.get("output") or Path("build") / "batch" / Path(grid_file).stem)
+    out.mkdir(parents=True, exist_ok=True)
+    workers = workers or os.cpu_count() or 1
+    results: list[RunResult | None] = [None] * len(combos)
+    if dask is not None:  # tasks on a Dask cluster (address, "local" or a Client); finished runs are skipped
+        names = [f"{Path(spec['notebook']).stem}__{slug(c)}.ipynb" for c in combos]
+        results = run_grid_dask(spec["notebook"], combos, out, names, address=dask, progress=progress)
+    else:
+        with ProcessPoolExecutor(max_workers=min(workers, len(combos))) as pool:
+            futures = {pool.submit(_batch_one, str(spec["notebook"]), c, str(out)): i
+                       for i, c in enumerate(combos)}
+            for fut in tqdm(as_completed(futures), total=len(futures), desc="combinations", disable=not progress):
+                results[futures[fut]] = fut.result()
+    table = pd.DataFrame([{**r.parameters, **r.scalars, "notebook_output": r.output.name, "error": r.error}
+                          for r in results])
+    table.to_csv(out / "results.csv", index=False)
+    batch_checks(results).to_csv(out / "checks.csv", index=False)
+    return results, table
+
+
+ANALYZE_NOTEBOOK = "07_your_evaluation.ipynb"
+
+
+def analyze_notebook() -> Path:
+    """Workbook 07 (``notebooks/07_your_evaluation.ipynb`` of a checkout, or the installed package's copy)."""
+    from ..resources import find_workbook
+
+    return find_workbook(ANALYZE_NOTEBOOK)
+
+
+def analyze_report(data, *, response, system: str | None, item: str, replications=(), properties=(),
+                   baseline: str | None = None, out_dir: str | os.PathLike = "vrs-report", dropna: bool = False,
+                   alpha: float = 0.05, n_resamples: int = 10_000, seed: int = 0, backend=None,
+                   lower_is_better=(), show_code: bool = False, test: str = "kenward-roger", n_sim: int = 1000,
+                   family: str = "auto", delta: float | None = None) -> dict:
+    """``vrs analyze``: validate the score table, analyse it, and write ``out_dir/summary.json``.
+
+    ``response``: a score column, or a list of them (several metrics: each analysed, the system verdicts
+    Holm-corrected across them, summary.json keyed by metric); ``lower_is_better``: the responses for which lower
+    scores are better (or True for all), the direction ASO and the expected best of n runs need.
+    ``test``, ``n_sim``, ``family``, ``delta``: as :func:`vrs_helpers.evaluate.analysis.analyze` (the test of the
+    runs-random reading, the family of the scores, a difference to plan the number of runs for).
+
+    In memory (``backend=None``): workbook 07, without its exercises (:func:`vrs_helpers.app.student.report_notebook`),
+    runs on the validated table with papermill and also writes ``out_dir/report.ipynb`` and ``out_dir/report.html``,
+    which opens with the verdict box; the code cells are left out of the HTML unless ``show_code``. On a Dask
+    cluster (``backend``: a scheduler address,
+    ``"local"`` or a client; ``data`` a Parquet file or folder): the same validation
+    (:func:`vrs_helpers.evaluate.scores.validate`) and the same analysis
+    (:func:`vrs_helpers.evaluate.analysis.analyze`) run
+    with their passes over the rows on the cluster, and ``out_dir/summary.txt`` replaces the notebook report (its
+    figures need the rows in memory). The summary is the same file on both backends.
+
+    Bad input raises :class:`vrs_helpers.evaluate.scores.InputError` before anything is written. Everything is
+    produced in
+    a temporary folder first and moved into ``out_dir`` only when the run succeeded, so a failed run leaves a
+    previous report untouched (the failed copy stays in the temporary folder, named in the error). Returns the
+    summary.
+    """
+    import json
+    import shutil
+    import tempfile
+
+    from ..evaluate.metrics import metric_directions
+    from ..evaluate.scores import InputError, load_scores, validate
+
+    replications, properties = list(replications or []), list(properties or [])
+    responses = [response] if isinstance(response, str) else list(response)
+    higher = metric_directions(responses, lower_is_better if isinstance(lower_is_better, bool)
+                               else list(lower_is_better or []))
+    lower = [m for m in responses if not higher[m]]
+    if not 0 < float(alpha) < 1:
+        raise InputError(f"alpha must be between 0 and 1, got {alpha!r}.")
+    if int(n_resamples) < 1:
+        raise InputError(f"n_resamples must be a positive integer, got {n_resamples!r}.")
+    if int(n_sim) < 1:
+        raise InputError(f"n_sim must be a positive integer, got {n_sim!r}.")
+    if test not in ("kenward-roger", "satterthwaite", "bootstrap", "chisq"):
+        raise InputError(f"test must be kenward-roger, satterthwaite, bootstrap or chisq; got {test!r}.")
+    if family not in ("auto", "gaussian", "binomial"):
+        raise InputError(f"family must be auto, gaussian or binomial; got {family!r}.")
+    if delta is not None and not (np.isfinite(float(delta)) and float(delta) != 0):
+        raise InputError(f"delta must be a non-zero number (a system difference in score units); got {delta!r}.")
+    client = None
+    if backend is None:
+        raw = load_scores(data)
+    else:
+        from ..dask_support import connect, require_dask
+
+        require_dask()
+        path = Path(str(data))
+        if not path.exists() or not (path.is_dir() or path.suffix.lower() in (".parquet", ".pq")):
+            raise InputError(f"--dask reads a Parquet dataset (a .parquet file or a folder of them); got {data!r}. "
+                             "Convert the table once (pandas.DataFrame.to_parquet) or run without --dask.")
+        import dask.dataframe as dd
+
+        client = connect(backend)
+        raw = dd.read_parquet(str(path))
+    try:
+        clean, _info = validate(raw, response=responses, system=system, item=item, replications=replications,
+                                properties=properties, dropna=dropna)
+        if baseline is not None and system and str(baseline) not in _info.systems:
+            raise InputError(f"baseline {baseline!r} is not a level of {system!r}; levels: "
+                             f"{', '.join(_info.systems)}.")
+        work = Path(tempfile.mkdtemp(prefix="vrs-analyze-"))
+        if backend is not None:
+            from ..evaluate.analysis import analyze, write_summary
+
+            result = analyze(clean, responses, system, item, replications=replications, properties=properties,
+                             baseline=baseline, alpha=alpha, n_resamples=n_resamples, seed=seed, backend=client,
+                             lower_is_better=lower, test=test, n_sim=int(n_sim), family=family, delta=delta)
+            write_summary(result, work / "summary.json", work / "summary.txt")
+            produced = [(work / "summary.json", "summary.json"), (work / "summary.txt", "summary.txt")]
+        else:
+            table = work / "scores.parquet"
+            clean.to_parquet(table)
+            params = {"data": str(table), "data_label": str(data), "response": responses[0],
+                      "responses": responses if len(responses) > 1 else [], "lower_is_better": lower,
+                      "system": system or "",
+                      "item": item, "replications": replications, "properties": properties,
+                      "baseline": baseline or "", "alpha": float(alpha), "n_resamples": int(n_resamples),
+                      "seed": int(seed), "dropna": bool(dropna), "summary_path": str(work / "summary.json"),
+                      "test": test, "n_sim": int(n_sim), "family": family,
+                      "delta": 0.0 if delta is None else float(delta)}
+            from .student import report_notebook
+
+            try:
+                source = report_notebook(analyze_notebook(), work / "workbook.ipynb")
+                res = run_notebook(source, params, out_dir=work, html_dir=work, output_name="report.ipynb",
+                                   exclude_input=not show_code)
+            except NotebookError as exc:
+                raise NotebookError(f"{exc}. The previous report in {out_dir} (if any) is untouched.") from exc
+            produced = [(res.output, "report.ipynb"), (res.html, "report.html"), (work / "summary.json",
+                                                                                 "summary.json")]
+    finally:
+        if client is not None and not hasattr(backend, "submit"):
+            cluster = getattr(client, "cluster", None)
+            client.close()
+            if cluster is not None:
+                cluster.close()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for src, name in produced:
+        tmp = out / f".{name}.partial"
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, out / name)
+    if backend is None:
+        from .report import copy_mathjax
+
+        copy_mathjax(out)  # report.html loads MathJax from ./mathjax (no CDN)
+    shutil.rmtree(work, ignore_errors=True)
+    return json.loads((out / "summary.json").read_text())
+
+
+# ------------------------------------------------------------------------------------------- grids on Dask
+
+def _run_remote(notebook: str, source: bytes, params: dict, output_name: str) -> dict:
+    """On a worker: execute the notebook with papermill in a scratch folder; return the executed notebook."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="vrs-batch-") as tmp:
+        nb = Path(notebook)
+        if not nb.is_file():  # no shared file system: run the copy sent by the client
+            nb = Path(tmp) / Path(notebook).name
+            nb.write_bytes(source)
+        res = run_notebook(nb, params, out_dir=Path(tmp) / "out", html_dir=None, output_name=output_name,
+                           raise_on_error=False)
+        data = res.output.read_bytes() if res.output.exists() else b""
+    return {"notebook": res.notebook, "parameters": res.parameters, "scorecard": res.scorecard,
+            "scalars": res.scalars, "error": res.error, "ipynb": data}
+
+
+def finished(path: Path) -> bool:
+    """An executed notebook that ran through: it exists, reads, and no cell has an error output."""
+    if not path.is_file():
+        return False
+    try:
+        import nbformat
+
+        nb = nbformat.read(str(path), as_version=4)
+    except Exception:  # noqa: BLE001 - an unreadable (partial) file is not a finished run
+        return False
+    return not any(o.get("output_type") == "error" for c in nb.cells for o in c.get("outputs", []))
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.partial")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def run_grid_dask(notebook: str | os.PathLike, combos: list[dict], out_dir: str | os.PathLike, output_names: list[str],
+             address="local", retries: int = 2, progress: bool = True) -> list:
+    """Execute ``notebook`` once per parameter combination as tasks on a Dask cluster (see the module docstring).
+
+    ``output_names[i]`` is the file of combination i in ``out_dir``. Runs whose output already exists and ran
+    through are not executed again (their results are read from the file). A task that raises (a lost worker, a
+    kernel that died) is retried ``retries`` times; a notebook that fails in a cell is recorded as an error (its
+    executed copy written, as ``vrs batch`` does) and executed again on the next run. Returns the
+    :class:`~vrs_helpers.app.runner.RunResult` s in the order of ``combos``.
+    """
+    from tqdm.auto import tqdm
+
+    from ..dask_support import connect, identity
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    nb = Path(notebook)
+    results: list = [None] * len(combos)
+    todo = []
+    for i, (c, name) in enumerate(zip(combos, output_names, strict=True)):
+        path = out / name
+        if finished(path):
+            rows, scalars = extract(path)
+            results[i] = RunResult(nb.name, path, None, c, rows, scalars, "")
+        else:
+            todo.append(i)
+    if not todo:
+        return results
+    client = connect(address)
+    own = not hasattr(address, "submit")
+    try:
+        from concurrent.futures import CancelledError
+
+        from distributed import as_completed
+
+        source = nb.read_bytes()
+        src = client.submit(identity, source, pure=False)  # not scattered: recomputable when its worker dies
+        tries = {i: 0 for i in todo}
+
+        def submit(i):
+            return client.submit(_run_remote, str(nb.resolve()), src, combos[i], output_names[i], retries=retries,
+                                 pure=False, key=f"vrs-batch-{output_names[i]}-{uuid.uuid4().hex}")
+
+        futures = {submit(i): i for i in todo}
+        pending = as_completed(list(futures))
+        with tqdm(total=len(todo), desc="combinations", disable=not progress) as bar:
+            for fut in pending:
+                i = futures.pop(fut)
+                try:
+                    r = fut.result()
+                except CancelledError:  # lost by the scheduler (e.g. with its worker): submitted again
+                    tries[i] += 1
+                    if tries[i] > retries:
+                        raise
+                    new = submit(i)
+                    futures[new] = i
+                    pending.add(new)
+                    continue
+                path = out / output_names[i]
+                if r["ipynb"]:
+                    _write_atomic(path, r["ipynb"])
+                results[i] = RunResult(r["notebook"], path, None, r["parameters"], r["scorecard"], r["scalars"],
+                                       r["error"])
+                bar.update()
+    finally:
+        if own:
+            cluster = getattr(client, "cluster", None)
+            client.close()
+            if cluster is not None and address in (None, "", "local"):
+                cluster.close()
+    return results

@@ -1,0 +1,202 @@
+"""The GLRT of system differences on a mixed model (book 4.3; Hagmann, Meier & Riezler, ICLR 2023, eq. 3-7):
+:func:`compare_systems` fits ``response ~ system + (1|item)`` (optionally conditional on a data property, with runs
+as a random effect, or as a logistic GLMM for binary scores) and tests the system terms; :class:`SystemComparison`
+holds the test, the marginal means and the contrasts.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .significance import SignificanceError
+
+
+@dataclass
+class SystemComparison:
+    """GLRT of system differences on a mixed model with a random item intercept (book 4.3, ICLR eq. 3-7).
+
+    ``family`` is ``"gaussian"`` (LMM) or ``"binomial"`` (logistic GLMM: ``glrt`` a
+    :class:`~vrs_helpers.mixed.GLMMLRTResult`, means, contrasts and slopes on the logit scale); ``notes`` say how
+    the test was made where the reader needs to know (the GLMM has no small-sample F test).
+    """
+
+    formula: str
+    null_formula: str
+    glrt: object  # vrs_helpers.mixed.LRTResult (gaussian) or GLMMLRTResult (binomial)
+    means: pd.DataFrame
+    contrasts: pd.DataFrame
+    slopes: pd.DataFrame | None = None  # per-system slope of a continuous property (ICLR eq. 6/7)
+    model: object = field(default=None, repr=False)
+    f_test: object = None  # with replications: the small-sample F test of the system term (mixed.ddf.FTest)
+    family: str = "gaussian"
+    notes: list = field(default_factory=list)
+
+    @property
+    def test(self):
+        """The test a verdict should use: the small-sample F test when the runs are a random effect (few runs: the
+        chi-square GLRT is too liberal), else the GLRT."""
+        return self.f_test if self.f_test is not None else self.glrt
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.contrasts.copy()
+
+    def __repr__(self) -> str:
+        extra = f"; {self.f_test!r}" if self.f_test is not None else ""
+        fam = f", {self.family}" if self.family != "gaussian" else ""
+        return f"SystemComparison({self.formula!r} vs {self.null_formula!r}{fam}: {self.glrt!r}{extra})"
+
+
+def _computed(x):
+    """The value of a lazy (Dask) result, computed; anything else as it is."""
+    return x.compute() if hasattr(x, "compute") and hasattr(x, "dask") else x
+
+
+def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, by: str | None = None,
+                    covariate: str | None = None, adjust: str = "tukey", replications=(), family: str = "gaussian",
+                    trials: str | None = None, test: str = "kenward-roger", n_sim: int = 1000,
+                    seed: int = 0) -> SystemComparison:
+    """Do systems differ — overall, within the levels of a binned data property (``by``), or in their slope over
+    a continuous property (``covariate``)? Fits the LMM with a random intercept per test item (sentence) by REML
+    for the contrasts and tests the system terms with a GLRT on ML refits.
+
+    Replications (random seeds, meta-parameter configurations) of a system are, by default, simply more rows
+    clustered by item (the ICLR 2023 paper's eq. 3/4 and 6/7): they inform the residual and item variances instead
+    of being averaged away. With ``replications=[R, ...]`` every replication column also gets a random intercept
+    per run of each system, ``(1|system:R)``, in both models: the runs are then a sample of the runs a system could
+    have had, and the test asks whether the systems differ beyond run-to-run variation. The two readings can
+    disagree (few runs, large run variance); report both.
+
+    ``test`` chooses the test of the runs-random reading (``replications`` given, no ``by``/``covariate``), the
+    result's ``test``: ``"kenward-roger"`` (default: the F test with Kenward & Roger's (1997) adjusted covariance and
+    denominator df, as pbkrtest; exact for balanced designs), ``"satterthwaite"`` (lmerTest's F test),
+    ``"bootstrap"`` (the parametric-bootstrap LRT, ``n_sim`` simulations from the null fit, ``seed``) or ``"chisq"``
+    (the large-sample chi-square GLRT, which rejects too often with 3-5 runs per system; kept for comparison). The
+    chi-square GLRT is always in ``glrt``.
+
+    ``data`` may be a ``dask.dataframe.DataFrame``: the fits then run on its cluster (``vrs_helpers.distributed``).
+
+    ``family="binomial"`` is for binary scores (correct/incorrect per item; or successes out of ``trials`` per row, a
+    column name): the same models as logistic GLMMs fitted by the Laplace approximation (:func:`mixed.glmer`, as
+    lme4's ``glmer``), the GLRTs as chi-square tests on their log-likelihoods (ML, as ``anova(m0, m1)``). With
+    replications there is no small-sample F test for a GLMM (Satterthwaite and Kenward-Roger are LMM methods):
+    the chi-square GLRT is the test, liberal with few runs per system, and a note says so. Marginal means,
+    contrasts and slopes are on the logit scale: contrasts are log odds ratios with Wald z tests and the same
+    Tukey/Holm adjustment, ``odds_ratio`` = exp(estimate) beside them, ``effect_size`` = log odds ratio /
+    (pi/sqrt 3), the latent-scale standardized difference (Chinn 2000, Statistics in Medicine 19: 3127-3131); the
+    means carry ``probability`` = logistic(emmean) and its interval. ``family="auto"`` picks binomial for a 0/1
+    response (:func:`vrs_helpers.book.binary.detect_family`) and notes it. The GLMM is fitted in memory (a dask
+    DataFrame is collected first).
+    """
+    from .. import mixed
+    from ..mixed.marginal import emmeans
+    from .binary import binomial_response, latent_residual_variance, resolve_family
+
+    if by is not None and covariate is not None:
+        raise SignificanceError("Give either a binned property (by) or a continuous one (covariate), not both.")
+    replications = [replications] if isinstance(replications, str) else list(replications)
+    needed = [c for c in (response, system, item, by, covariate, *replications) if c is not None]
+    missing = [c for c in needed if c not in data.columns]
+    if missing:
+        raise SignificanceError(f"Column(s) {missing} not in the data; available: {', '.join(map(str, data.columns))}.")
+    n_sys = _computed(data[system].nunique())
+    if n_sys < 2:
+        raise SignificanceError(f"Comparing systems needs at least two; column {system!r} has {n_sys}.")
+    if by is not None and _computed(data[by].nunique()) < 2:
+        raise SignificanceError(f"The data property {by!r} has a single level: there is nothing to condition on.")
+    if covariate is not None and not pd.api.types.is_numeric_dtype(data[covariate]):
+        raise SignificanceError(f"The covariate {covariate!r} must be numeric; use by= for a binned property.")
+    if test not in SMALL_SAMPLE_TESTS:
+        raise SignificanceError(f"test must be one of {', '.join(SMALL_SAMPLE_TESTS)}; got {test!r}.")
+    family, family_note = resolve_family(family, data[response])
+    notes = [family_note] if family_note else []
+    if trials is not None and family != "binomial":
+        raise SignificanceError("trials= is for binomial responses (successes out of trials); give family='binomial'.")
+    lhs = response
+    if family == "binomial":
+        data = _computed(data)
+        lhs = binomial_response(data, response, trials)
+    for r in replications:
+        runs = _computed(data.groupby(system, observed=True)[r].nunique())
+        if (runs < 2).all():
+            raise SignificanceError(f"The replication column {r!r} has a single level within every system: the "
+                                    f"run-level variance (1|{system}:{r}) is not estimable. Drop it from "
+                                    "replications, or add runs.")
+    rand = " + ".join([f"(1|{item})"] + [f"(1|{system}:{r})" for r in replications])
+    if by is not None:
+        formula, null = f"{lhs} ~ {system} * {by} + {rand}", f"{lhs} ~ {by} + {rand}"
+    elif covariate is not None:
+        formula, null = f"{lhs} ~ {system} * {covariate} + {rand}", f"{lhs} ~ {covariate} + {rand}"
+    else:
+        formula, null = f"{lhs} ~ {system} + {rand}", f"{lhs} ~ 1 + {rand}"
+    if family == "binomial":
+        full = mixed.glmer(formula, data, family="binomial")
+        glrt = mixed.glmm_lrt(mixed.glmer(null, data, family="binomial"), full)
+        if replications:
+            glrt.method = "GLRT (chi-square, Laplace; runs random, no small-sample test for GLMMs)"
+            notes.append("binomial GLMM with runs as a random effect: there is no Satterthwaite/Kenward-Roger F test "
+                         "for a GLMM, so the large-sample chi-square GLRT is the test; with few runs per system it "
+                         "rejects more often than alpha")
+        return _binomial_comparison(full, glrt, formula, null, system, covariate, notes,
+                                    emmeans(full, system, by=by, adjust=adjust,
+                                            sigma=math.sqrt(latent_residual_variance("logit"))))
+    full = mixed.fit(formula, data)
+    glrt = mixed.lrt(mixed.fit(null, data), full)
+    f_test = None
+    if replications and by is None and covariate is None and test != "chisq":
+        # runs as a random effect: with 3-5 runs per system the chi-square GLRT rejects far more often than alpha;
+        # a small-sample test on the REML fit keeps its level (benchmarks/type_one_error.py)
+        f_test = _small_sample_test(test, full, system, data, null, formula, n_sim, seed)
+    emm = emmeans(full, system, by=by, adjust=adjust)
+    slopes = None if covariate is None else _slopes(full, system, covariate)
+    return SystemComparison(formula, null, glrt, emm.means, emm.contrasts, slopes, full, f_test, notes=notes)
+
+
+SMALL_SAMPLE_TESTS = ("kenward-roger", "satterthwaite", "bootstrap", "chisq")
+
+
+def _small_sample_test(test: str, full, system: str, data, null: str, formula: str, n_sim: int, seed: int):
+    """The runs-random reading's test of the system term: an F test with Kenward-Roger or Satterthwaite df on the
+    REML fit (every non-intercept fixed effect), or the parametric-bootstrap LRT (ML refits of both models)."""
+    from .. import mixed
+    from ..mixed.ddf import contrast_test
+
+    if test == "bootstrap":
+        m0, m1 = mixed.fit(null, data, method="ML"), mixed.fit(formula, data, method="ML")
+        return mixed.parametric_bootstrap_lrt(m0, m1, n_sim=n_sim, seed=seed)
+
+    names = list(full.fixed_effects.index)
+    cols = [i for i, n in enumerate(names) if n != "(Intercept)"]
+    L = np.zeros((len(cols), len(names)))
+    L[np.arange(len(cols)), cols] = 1.0
+    return contrast_test(full, L, system, ddf=test)
+
+
+def _slopes(full, system: str, covariate: str) -> pd.DataFrame:
+    """Per-system slope of a continuous property with its SE and z (ICLR eq. 6/7): the covariate's coefficient plus
+    the system's interaction coefficient."""
+    fe = full.fixed_effects["estimate"]
+    V = full.vcov
+    rows = []
+    for level in full.stats.factor_levels[system]:
+        names = [covariate] + ([f"{system}{level}:{covariate}"] if f"{system}{level}:{covariate}" in fe.index
+                               else [])
+        est = float(fe[names].sum())
+        se = float(np.sqrt(V.loc[names, names].to_numpy().sum()))
+        rows.append({system: level, "slope": est, "SE": se, "z": est / se})
+    return pd.DataFrame(rows)
+
+
+def _binomial_comparison(full, test, formula, null, system, covariate, notes, emm) -> SystemComparison:
+    """The logistic GLMM's comparison: means with probabilities, contrasts with odds ratios (logit scale)."""
+    from scipy.special import expit
+
+    means = emm.means.assign(probability=expit(emm.means["emmean"]), prob_lower=expit(emm.means["lower"]),
+                             prob_upper=expit(emm.means["upper"]))
+    contrasts = emm.contrasts.assign(odds_ratio=np.exp(emm.contrasts["estimate"]))
+    slopes = None if covariate is None else _slopes(full, system, covariate)
+    return SystemComparison(formula, null, test, means, contrasts, slopes, full, None, family="binomial",
+                            notes=notes)

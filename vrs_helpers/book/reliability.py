@@ -1,0 +1,322 @@
+"""Reliability from variance components (book 3.3.2-3.3.3): phi, decision studies, meta-parameter importance.
+
+The reliability coefficient (Definition 3.2) relates the variance of the objects of measurement (e.g. test
+sentences), sigma_s^2, to the error variance sigma_Delta^2: every other variance component, each divided by the
+sample sizes n_f of the facets it involves apart from the object (eq. 3.11), the residual by the product of all:
+
+    phi = sigma_s^2 / (sigma_s^2 + sigma_Delta^2)                                                     (3.12)
+
+With n_f = 1 for every facet, phi is the share of the objects' variance in the total variance (ICC, eq. 3.10).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+
+from ..errors import VRSError
+
+
+class ReliabilityError(VRSError, ValueError):
+    """Bad variance components or arguments for phi or a decision study."""
+
+
+RESIDUAL = "Residual"
+
+KOO_LI_BANDS = ((0.5, "poor"), (0.75, "moderate"), (0.9, "good"), (math.inf, "excellent"))
+
+
+def koo_li(value: float) -> str:
+    """Interpretation of a reliability coefficient after Koo & Li (2016), as in the ICLR paper:
+    < .5 poor, .5-.75 moderate, .75-.9 good, > .9 excellent."""
+    if value is None or not np.isfinite(value):
+        return "undefined"
+    for upper, label in KOO_LI_BANDS:
+        if value < upper:
+            return label
+    return "excellent"  # pragma: no cover
+
+
+def _components(source) -> pd.Series:
+    """Variance components as a Series indexed by lme4 names (incl. 'Residual') from a fit, frame or mapping."""
+    if hasattr(source, "variance_components"):
+        source = source.variance_components
+    if isinstance(source, pd.DataFrame):
+        if "variance" not in source.columns:
+            raise ReliabilityError("A variance-component table needs a 'variance' column.")
+        source = source["variance"]
+    s = pd.Series(source, dtype=float)
+    if RESIDUAL not in s.index:
+        raise ReliabilityError(f"The variance components need a '{RESIDUAL}' entry; got "
+                               f"{', '.join(map(str, s.index))}.")
+    if s.isna().any() or (s < 0).any():
+        raise ReliabilityError("Variance components must be non-negative numbers.")
+    return s
+
+
+def variance_table(source, order: list[str] | None = None, labels: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Component, variance and percent of total, in the layout of the book's Tables 3.1-3.12."""
+    s = _components(source)
+    if order is not None:
+        missing = [o for o in order if o not in s.index]
+        if missing:
+            raise KeyError(f"Components {missing} are not in the model; it has {', '.join(s.index)}.")
+        s = s[order + [c for c in s.index if c not in order]]
+    out = pd.DataFrame({"component": [labels.get(c, c) if labels else c for c in s.index],
+                        "variance": s.to_numpy(), "percent": 100 * s.to_numpy() / s.sum()})
+    return out
+
+
+def _facets_of(component: str, obj: str) -> list[str]:
+    return [f for f in component.split(":") if f != obj]
+
+
+@dataclass
+class PhiResult:
+    """A reliability coefficient with its error-variance terms (which component, divided by what)."""
+
+    phi: float
+    kind: str  # "absolute" (Phi, Definition 3.2) or "relative" (E rho^2, footnote 9)
+    object: str
+    n: dict
+    substantial: float
+    error_variance: float
+    terms: pd.DataFrame = field(repr=False)  # component, variance, divisor, contribution
+
+    @property
+    def interpretation(self) -> str:
+        return koo_li(self.phi)
+
+    def __float__(self) -> float:
+        return float(self.phi)
+
+    def __repr__(self) -> str:
+        n = ", ".join(f"n_{k}={v:g}" for k, v in self.n.items())
+        return (f"PhiResult({self.kind} phi={self.phi:.4f} [{self.interpretation}], object={self.object!r}"
+                f"{', ' + n if n else ''})")
+
+    def _repr_html_(self) -> str:
+        return (f"<p><b>{self.kind} reliability coefficient φ = {self.phi:.4f}</b> ({self.interpretation}, Koo &amp; "
+                f"Li); σ²<sub>{self.object}</sub> = {self.substantial:.4g}, σ²<sub>Δ</sub> = "
+                f"{self.error_variance:.4g}</p>" + self.terms.to_html(index=False, float_format=lambda x: f"{x:.4g}"))
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.terms.copy()
+
+
+def phi(source, object: str, n: Mapping[str, float] | None = None, kind: str = "absolute",
+        include: list[str] | None = None) -> PhiResult:
+    """Reliability coefficient phi of Definition 3.2 (``kind="absolute"``, Brennan's Phi, eq. 3.11/3.12) or the
+    relative coefficient E rho^2 (``kind="relative"``, footnote 9: only components that interact with the object).
+
+    Parameters
+    ----------
+    source : a fitted model (vrs_helpers.mixed), its variance-component table, or a mapping component -> variance
+        with lme4 names (``sentence``, ``rater``, ``sentence:rater``, ``Residual``).
+    object : the object-of-measurement factor (e.g. ``"sentence"``).
+    n : facet sample sizes n_f (default 1 for each facet): each component is divided by the product of the n_f of
+        the facets it involves apart from the object; the residual by the product over all facets.
+    include : components to count as error variance (default: all). Definition 3.2 lets the user choose.
+    """
+    if kind not in ("absolute", "relative"):
+        raise ReliabilityError(f"kind must be 'absolute' or 'relative'; got {kind!r}.")
+    s = _components(source)
+    if object not in s.index:
+        raise ReliabilityError(f"The object of measurement {object!r} is not a component of the model "
+                         f"({', '.join(s.index)}); fit a model with (1|{object}).")
+    facets = list(dict.fromkeys(f for c in s.index if c not in (object, RESIDUAL) for f in _facets_of(c, object)))
+    n = dict(n or {})
+    unknown = [f for f in n if f not in facets]
+    if unknown:
+        raise ReliabilityError(f"Unknown facet(s) {unknown}; the model's facets are {facets or 'none'}.")
+    for f, v in n.items():
+        if not (isinstance(v, (int, float, np.integer, np.floating)) and v >= 1):
+            raise ReliabilityError(f"Sample size n_{f} must be a number >= 1; got {v!r}.")
+    sizes = {f: float(n.get(f, 1)) for f in facets}
+    rows = []
+    for comp, var in s.items():
+        if comp == object:
+            continue
+        if include is not None and comp not in include and comp != RESIDUAL:
+            continue
+        involved = facets if comp == RESIDUAL else _facets_of(comp, object)
+        interacts = comp == RESIDUAL or object in comp.split(":")
+        if kind == "relative" and not interacts:
+            continue
+        divisor = float(np.prod([sizes[f] for f in involved])) if involved else 1.0
+        rows.append({"component": comp, "variance": var, "divisor": divisor, "contribution": var / divisor})
+    terms = pd.DataFrame(rows, columns=["component", "variance", "divisor", "contribution"])
+    err = float(terms["contribution"].sum())
+    sub = float(s[object])
+    value = sub / (sub + err) if sub + err > 0 else float("nan")
+    return PhiResult(value, kind, object, {f: sizes[f] for f in facets if f in n}, sub, err, terms)
+
+
+def phi_intra_rater(source, object: str, rater: str, instantiation: str) -> float:
+    """Intra-rater reliability, eq. (3.18): (s + s:r) / (s + s:r + r:i + residual)."""
+    s = _components(source)
+    get = lambda a, b=None: float(s.get(a if b is None else _name(s, a, b), 0.0))  # noqa: E731
+    num = get(object) + get(object, rater)
+    return num / (num + get(rater, instantiation) + get(RESIDUAL))
+
+
+def phi_inter_rater(source, object: str, rater: str, instantiation: str) -> float:
+    """Inter-rater reliability, eq. (3.19): (s + s:i) / (s + s:i + s:r + residual)."""
+    s = _components(source)
+    get = lambda a, b=None: float(s.get(a if b is None else _name(s, a, b), 0.0))  # noqa: E731
+    num = get(object) + get(object, instantiation)
+    return num / (num + get(object, rater) + get(RESIDUAL))
+
+
+def _name(s: pd.Series, a: str, b: str) -> str:
+    """The lme4 name of the a:b interaction in either order."""
+    return f"{a}:{b}" if f"{a}:{b}" in s.index else f"{b}:{a}"
+
+
+def decision_study(source, object: str, sizes: Mapping[str, list], kind: str = "absolute") -> pd.DataFrame:
+    """phi over a grid of facet sample sizes (a D-study in Brennan's terms; Figure 3.3): one row per design."""
+    facets = list(sizes)
+    grids = [list(v) for v in sizes.values()]
+    rows = []
+    for combo in (np.array(np.meshgrid(*grids, indexing="ij")).reshape(len(facets), -1).T if facets else [[]]):
+        n = dict(zip(facets, (float(v) for v in combo), strict=True))
+        res = phi(source, object, n=n, kind=kind)
+        rows.append({**{f"n_{f}": int(v) if float(v).is_integer() else v for f, v in n.items()}, "phi": res.phi,
+                     "interpretation": res.interpretation})
+    return pd.DataFrame(rows)
+
+
+def smallest_design(study: pd.DataFrame, target: float = 0.8) -> pd.Series | None:
+    """The design of a decision study with the fewest measurements (product of the n_f) reaching ``target``;
+    ties go to the higher phi. None when no design in the grid reaches the target."""
+    ncols = [c for c in study.columns if c.startswith("n_")]
+    ok = study[study["phi"] >= target].copy()
+    if ok.empty:
+        return None
+    ok["measurements"] = ok[ncols].prod(axis=1)
+    return ok.sort_values(["measurements", "phi"], ascending=[True, False]).iloc[0]
+
+
+def plot_decision_study(study: pd.DataFrame, x: str, line: str, ax=None, target: float | None = 0.8, title=None):
+    """phi against one facet's sample size, one line per sample size of another (book Figure 3.3)."""
+    import matplotlib.pyplot as plt
+
+    ax = ax or plt.gca()
+    for value, g in study.groupby(line):
+        ax.plot(g[x], g["phi"], marker="o", ms=3, label=f"{line.removeprefix('n_')} = {value}")
+    if target is not None:
+        ax.axhline(target, color="grey", ls="--", lw=0.8)
+    ax.set_xlabel(f"number of {x.removeprefix('n_')}s ({x})")
+    ax.set_ylabel("reliability coefficient φ")
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def level_means(data: pd.DataFrame, response: str, factors: list[str]) -> pd.DataFrame:
+    """Mean and standard deviation of the response for every level of every factor (book Figure 3.4)."""
+    rows = []
+    for f in factors:
+        if f not in data.columns:
+            raise KeyError(f"Column {f!r} not in the data.")
+        g = data.groupby(f, observed=True)[response]
+        for level, mean, sd, cnt in zip(g.mean().index, g.mean(), g.std(), g.size(), strict=True):
+            rows.append({"factor": f, "level": level, "mean": mean, "sd": sd, "n": cnt})
+    return pd.DataFrame(rows)
+
+
+def plot_level_means(means: pd.DataFrame, axes=None, ylabel: str = "score"):
+    """One panel per factor: the mean +- SD of the response per level (book Figure 3.4)."""
+    import matplotlib.pyplot as plt
+
+    factors = list(dict.fromkeys(means["factor"]))
+    if axes is None:
+        fig, axes = plt.subplots(1, len(factors), figsize=(2.4 * len(factors), 3.2), sharey=True)
+    axes = np.atleast_1d(axes)
+    for ax, f in zip(axes, factors, strict=True):
+        g = means[means["factor"] == f]
+        ax.errorbar(range(len(g)), g["mean"], yerr=g["sd"], fmt="o", capsize=3)
+        ax.set_xticks(range(len(g)), [str(v) for v in g["level"]], rotation=45, fontsize=8)
+        ax.set_title(f, fontsize=9)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel(ylabel)
+    return axes
+
+
+@dataclass
+class BudgetCI:
+    """Bootstrap mean and confidence interval of the expected maximum score under a search budget (Alg. 3.1)."""
+
+    table: pd.DataFrame  # budget, mean, sd, lower, upper
+    n_boot: int
+    level: float
+    seed: int
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table.copy()
+
+    def __repr__(self) -> str:
+        return f"BudgetCI({len(self.table)} budgets, {self.n_boot} resamples, level {self.level}, seed {self.seed})"
+
+    def _repr_html_(self) -> str:
+        return self.table.to_html(index=False, float_format=lambda x: f"{x:.4g}")
+
+
+def expected_max_ci(scores, budgets=None, n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> BudgetCI:
+    """Algorithm 3.1: for each budget B, draw B scores with replacement K = n_boot times, take the maximum; the
+    mean and SD of the maxima give the interval mean +- z SD (the standard method, eq. 3.2).
+
+    Beware: the maximum is a non-smooth statistic whose bootstrap is inconsistent at the boundary of the support
+    (the book's discussion of 3.3.2): as B approaches M, the maxima pile up on the sample maximum and the interval
+    shrinks to a point that says nothing about a new search.
+    """
+    u = np.asarray(scores, dtype=float)
+    if u.ndim != 1 or len(u) == 0 or not np.isfinite(u).all():
+        raise ReliabilityError("scores must be a non-empty 1-D array of finite numbers.")
+    budgets = list(range(1, len(u) + 1)) if budgets is None else [int(b) for b in budgets]
+    if any(b < 1 for b in budgets):
+        raise ReliabilityError("budgets must be >= 1.")
+    from scipy import stats
+
+    z = stats.norm.ppf(0.5 + level / 2)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for b in budgets:
+        maxima = u[rng.integers(0, len(u), size=(n_boot, b))].max(axis=1)
+        m, sd = float(maxima.mean()), float(maxima.std(ddof=1))
+        rows.append({"budget": b, "mean": m, "sd": sd, "lower": m - z * sd, "upper": m + z * sd})
+    return BudgetCI(pd.DataFrame(rows), n_boot, level, seed)
+
+
+def substantial_variance_check(data, response: str, object: str, method: str = "REML"):
+    """The substantial variance check of model (3.15), Y = mu + nu_s + eps (Proposition 3.1): in a crossed,
+    balanced design the object's variance is estimated without modelling the facets.
+
+    Returns ``(model, phi)`` with phi = sigma_s^2 / (sigma_s^2 + sigma_residual^2).
+    """
+    from .. import mixed
+
+    model = mixed.fit(f"{response} ~ (1|{object})", data, method=method)
+    return model, phi(model, object)
+
+
+def meta_parameter_importance(data, response: str, factors: list[str], object: str | None = None,
+                              method: str = "REML"):
+    """Random-effects-only model over a grid of configurations (model 3.14; with ``object``, model 3.16):
+    one random intercept per meta-parameter. Returns ``(model, table)`` with the variance components sorted by
+    size (book Tables 3.4, 3.9, 3.11)."""
+    from .. import mixed
+
+    if not factors:
+        raise ReliabilityError("Name at least one meta-parameter column in factors.")
+    terms = ([object] if object else []) + list(factors)
+    model = mixed.fit(f"{response} ~ " + " + ".join(f"(1|{t})" for t in terms), data, method=method)
+    table = variance_table(model).sort_values("variance", ascending=False, kind="stable").reset_index(drop=True)
+    return model, table

@@ -1,0 +1,111 @@
+"""Type-I error and power of tests by simulation (book 4.1: the significance level is the probability of rejecting a
+true null hypothesis; power the probability of rejecting a false one).
+
+- :func:`evaluation_log` - a simulated per-item score table of systems over training runs with the variance
+  structure of the book's models: ``score = mu_s + run_{s,r} + item_i + e``, all normal.
+- :func:`rejection_rates` - how often each of several tests rejects at ``alpha`` over ``n_sim`` simulated data sets,
+  with the Monte-Carlo standard error sqrt(r (1 - r) / n_sim) of each rate. Every simulation draws from its own
+  generator spawned from ``seed`` (numpy SeedSequence), so the result does not depend on the order of evaluation
+  and a subset of simulations can be re-run alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..errors import VRSError
+
+
+class SimulationError(VRSError, ValueError):
+    """Bad arguments for a simulation (the message says which and what is allowed)."""
+
+
+def evaluation_log(rng: np.random.Generator | int, systems: int = 2, runs: int = 3, items: int = 300,
+                   delta: float | np.ndarray = 0.0, run_sd: float = 0.05, item_sd: float = 0.1,
+                   residual_sd: float = 0.1, mean: float = 0.0) -> pd.DataFrame:
+    """One simulated evaluation log: ``systems`` systems (``S0``, ``S1``, ...), ``runs`` training runs each and the
+    same ``items`` test items, one row per system, run and item.
+
+    ``delta`` is the difference of each system to ``S0`` (a scalar: ``S1`` and later differ by ``delta``; or one
+    value per system). The run effects are N(0, run_sd^2) per system and run (the ``(1|system:run)`` term), the item
+    effects N(0, item_sd^2) shared by all systems (``(1|item)``), the residuals N(0, residual_sd^2).
+    """
+    rng = np.random.default_rng(rng)
+    if systems < 1 or runs < 1 or items < 1:
+        raise SimulationError(f"systems, runs and items must be >= 1, got {systems}, {runs}, {items}.")
+    if min(run_sd, item_sd, residual_sd) < 0:
+        raise SimulationError("standard deviations must be >= 0.")
+    shift = np.asarray(delta, dtype=float)
+    if shift.ndim == 0:
+        shift = np.r_[0.0, np.full(systems - 1, float(shift))]
+    if shift.shape != (systems,):
+        raise SimulationError(f"delta must be a scalar or one value per system ({systems}), got shape {shift.shape}.")
+    item_effect = rng.normal(0.0, item_sd, items)
+    run_effect = rng.normal(0.0, run_sd, (systems, runs))
+    noise = rng.normal(0.0, residual_sd, (systems, runs, items))
+    score = mean + shift[:, None, None] + run_effect[:, :, None] + item_effect[None, None, :] + noise
+    s, r, i = np.meshgrid(np.arange(systems), np.arange(runs), np.arange(items), indexing="ij")
+    return pd.DataFrame({"system": pd.Categorical([f"S{k}" for k in s.ravel()],
+                                                  categories=[f"S{k}" for k in range(systems)]),
+                         "run": r.ravel().astype(str), "item": i.ravel().astype(str), "score": score.ravel()})
+
+
+@dataclass
+class RejectionRates:
+    """Rejection rates of several tests over the same simulated data sets (:func:`rejection_rates`)."""
+
+    alpha: float
+    n_sim: int
+    p_values: pd.DataFrame = field(repr=False)  # one row per simulation, one column per test
+
+    @property
+    def rates(self) -> pd.Series:
+        return (self.p_values <= self.alpha).mean()
+
+    def to_frame(self) -> pd.DataFrame:
+        """test, rejections, simulations, rate and its Monte-Carlo SE, and a 95 % normal interval of the rate."""
+        valid = self.p_values.notna().sum()
+        rej = (self.p_values <= self.alpha).sum()
+        rate = rej / valid
+        se = np.sqrt(rate * (1 - rate) / valid)
+        return pd.DataFrame({"test": self.p_values.columns, "rejections": rej.to_numpy(),
+                             "simulations": valid.to_numpy(), "rate": rate.to_numpy(), "mc_se": se.to_numpy(),
+                             "ci_low": (rate - 1.96 * se).clip(lower=0).to_numpy(),
+                             "ci_high": (rate + 1.96 * se).clip(upper=1).to_numpy()})
+
+    def __repr__(self) -> str:
+        body = ", ".join(f"{k}: {v:.3f}" for k, v in self.rates.items())
+        return f"RejectionRates(alpha={self.alpha:g}, n_sim={self.n_sim}; {body})"
+
+    def _repr_html_(self) -> str:
+        return self.to_frame().to_html(index=False, float_format=lambda v: f"{v:.4g}")
+
+
+def rejection_rates(simulate: Callable[[np.random.Generator], object],
+                    tests: Mapping[str, Callable[[object], float]], n_sim: int = 1000, alpha: float = 0.05,
+                    seed: int = 0, progress: bool | str = False) -> RejectionRates:
+    """Simulate ``n_sim`` data sets with ``simulate(rng)`` and apply every test (``name -> data -> p-value``).
+
+    Under a true null hypothesis the rate estimates the type-I error (a valid test: at most ``alpha``, within
+    Monte-Carlo error); under an alternative it estimates the power. A test may return NaN (it could not be
+    computed on that data set): that simulation is left out of its rate and ``simulations`` says how many counted.
+    """
+    if not 0 < alpha < 1:
+        raise SimulationError(f"alpha must be between 0 and 1, got {alpha!r}.")
+    if int(n_sim) < 1:
+        raise SimulationError(f"n_sim must be a positive integer, got {n_sim!r}.")
+    if not tests:
+        raise SimulationError("give at least one test (name -> function of the data returning a p-value).")
+    from tqdm.auto import tqdm
+
+    children = np.random.SeedSequence(seed).spawn(int(n_sim))
+    rows = []
+    desc = progress if isinstance(progress, str) else "simulations"
+    for child in tqdm(children, desc=desc, disable=not progress, leave=False):
+        data = simulate(np.random.default_rng(child))
+        rows.append({name: float(fn(data)) for name, fn in tests.items()})
+    return RejectionRates(float(alpha), int(n_sim), pd.DataFrame(rows, columns=list(tests)))

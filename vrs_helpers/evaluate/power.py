@@ -1,0 +1,446 @@
+"""Power and sample-size planning for comparing systems across training runs: how many runs per system (and test
+items) a difference needs to be detected by the small-sample F test (issue 20).
+
+This is the significance counterpart of the decision study (book 3.3.3, Figure 3.3): where the decision study
+asks how the reliability coefficient phi changes with the numbers of levels of the facets, the planner asks how the
+power of the test of the system difference changes with the numbers of runs n and items m, from the same variance
+components (run SD, item SD, residual SD: values the user gives, or those of a fitted model).
+
+Design (:func:`vrs_helpers.book.simulation.evaluation_log`): k systems, n runs each, the same m items, one score per
+system, run and item, analysed as ``score ~ system + (1|item) + (1|system:run)``:
+
+    y_sri = mu + delta_s + a_sr + b_i + e_sri,  a_sr ~ N(0, s_run^2), b_i ~ N(0, s_item^2), e_sri ~ N(0, s_e^2).
+
+**Closed form (balanced designs).** The mean of run (s, r) over the items is
+z_sr = mu + delta_s + a_sr + bbar + ebar_sr, where bbar, the mean item effect, is the same for every run and
+cancels from every comparison of runs. So the run means are a one-way layout with k groups of n and independent
+errors a_sr + ebar_sr ~ N(0, tau^2), tau^2 = s_run^2 + s_e^2 / m. Its F statistic,
+
+    F = [n sum_s (zbar_s - zbar)^2 / (k - 1)] / [sum_s sum_r (z_sr - zbar_s)^2 / (k (n - 1))]
+      = MS_system / MS_run(system)     (the ANOVA of the full layout; the factor m cancels),
+
+is the ratio of independent chi-squares: F ~ F'(k - 1, k (n - 1), lambda), noncentral with
+
+    lambda = n sum_s (delta_s - deltabar)^2 / tau^2 = n m sum_s (delta_s - deltabar)^2 / (s_e^2 + m s_run^2),
+
+and the power at level alpha is P(F'(k-1, k(n-1), lambda) > F_{1-alpha}(k-1, k(n-1))). In this balanced design,
+when the REML estimate of the run variance is inside its range (MS_run(system) > MS_residual), the Satterthwaite
+and Kenward-Roger F tests of ``system`` are exactly this F test (same F, denominator df k (n - 1)); when it is on
+the boundary they pool the run and residual variation and differ. The item SD does not enter. As m grows, lambda
+tends to n sum_s (delta_s - deltabar)^2 / s_run^2: more items cannot make up for too few runs.
+
+**Simulation (any design).** :func:`simulated_power` draws responses on the design (balanced by default, or the
+rows of an existing log, e.g. with missing items) as sufficient statistics (:mod:`vrs_helpers.mixed.simulate`),
+fits each by REML with the engine and applies the small-sample test (a parameter: Satterthwaite's F test now); the
+power is the rejection rate with its Monte-Carlo standard error sqrt(power (1 - power) / n_sim).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ..errors import VRSError
+
+
+class PlanningError(VRSError, ValueError):
+    """Bad arguments for a power or sample-size computation (the message says which and what is allowed)."""
+
+
+FORMULA = "score ~ system + (1|item) + (1|system:run)"
+
+
+def _number(name: str, value, low: float = 0.0, strict: bool = False) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise PlanningError(f"{name} must be a number, got {value!r}.") from None
+    if not math.isfinite(v) or v < low or (strict and v == low):
+        raise PlanningError(f"{name} must be {'>' if strict else '>='} {low:g}, got {value!r}.")
+    return v
+
+
+def _count(name: str, value, low: int) -> int:
+    try:
+        whole = not isinstance(value, bool) and float(value).is_integer()
+    except (TypeError, ValueError, OverflowError):
+        whole = False
+    if not whole or int(value) < low:
+        raise PlanningError(f"{name} must be an integer >= {low}, got {value!r}.")
+    return int(value)
+
+
+def _check_alpha(alpha) -> float:
+    a = _number("alpha", alpha)
+    if not 0 < a < 1:
+        raise PlanningError(f"alpha must be between 0 and 1, got {alpha!r}.")
+    return a
+
+
+def _shifts(delta, systems: int) -> np.ndarray:
+    """Per-system means relative to the first system: a scalar delta for systems 2..k (as evaluation_log)."""
+    d = np.asarray(delta, dtype=float)
+    if d.ndim == 0:
+        if not math.isfinite(float(d)):
+            raise PlanningError(f"delta must be a finite number, got {delta!r}.")
+        return np.r_[0.0, np.full(systems - 1, float(d))]
+    if d.shape != (systems,) or not np.isfinite(d).all():
+        raise PlanningError(f"delta must be a number or one finite value per system ({systems}), got {delta!r}.")
+    return d
+
+
+@dataclass(frozen=True)
+class VarianceComponents:
+    """The standard deviations the planner needs: between runs of a system, between items, residual."""
+
+    run_sd: float
+    item_sd: float
+    residual_sd: float
+
+    def __post_init__(self):
+        for name, label in (("run_sd", "run SD"), ("item_sd", "item SD"), ("residual_sd", "residual SD")):
+            object.__setattr__(self, name, _number(label, getattr(self, name)))
+        if self.run_sd == 0 and self.residual_sd == 0:
+            raise PlanningError("run SD and residual SD are both 0: every run would give the same mean; give the "
+                                "variation of your runs.")
+
+    @classmethod
+    def from_fit(cls, source, run: str, item: str = "item") -> VarianceComponents:
+        """From a fitted model (:func:`vrs_helpers.mixed.fit`), its ``variance_components`` table, a mapping
+        component -> variance (lme4 names, with ``Residual``), or a mapping system -> such a table (the per-system
+        tables of ``vrs analyze``: their variances are averaged, the joint model's common run variance).
+        ``run``: the run component's name (``system:seed`` in a joint fit, ``seed`` in a per-system table)."""
+        if isinstance(source, Mapping) and source and all(
+                hasattr(v, "variance_components") or isinstance(v, (pd.DataFrame, Mapping)) for v in source.values()):
+            parts = [cls.from_fit(v, run, item) for v in source.values()]
+            return cls(*(math.sqrt(float(np.mean([getattr(p, a) ** 2 for p in parts])))
+                         for a in ("run_sd", "item_sd", "residual_sd")))
+        if hasattr(source, "variance_components"):
+            source = source.variance_components
+        if isinstance(source, pd.DataFrame):
+            if "variance" not in source.columns:
+                raise PlanningError("A variance-component table needs a 'variance' column.")
+            source = source["variance"]
+        s = pd.Series(source, dtype=float)
+        missing = [c for c in (run, item, "Residual") if c not in s.index]
+        if missing:
+            raise PlanningError(f"Component(s) {', '.join(map(repr, missing))} not in the variance components "
+                                f"({', '.join(map(str, s.index))}); name the run component with run=.")
+        return cls(math.sqrt(s[run]), math.sqrt(s[item]), math.sqrt(s["Residual"]))
+
+
+def noncentrality(delta, runs: int, items: int, run_sd: float, residual_sd: float, systems: int = 2) -> float:
+    """lambda = n m sum_s (delta_s - deltabar)^2 / (s_e^2 + m s_run^2) of the balanced design (module docstring)."""
+    systems = _count("systems", systems, 2)
+    n, m = _count("runs", runs, 1), _count("items", items, 1)
+    d = _shifts(delta, systems)
+    tau2 = _number("run SD", run_sd) ** 2 + _number("residual SD", residual_sd) ** 2 / m
+    if tau2 == 0:
+        raise PlanningError("run SD and residual SD are both 0; give the variation of your runs.")
+    return float(n * np.sum((d - d.mean()) ** 2) / tau2)
+
+
+def f_test_power(delta, runs: int, items: int, run_sd: float, residual_sd: float, systems: int = 2,
+                 alpha: float = 0.05) -> float:
+    """Power of the F test of the system difference in the balanced design: P(F'(k-1, k(n-1), lambda) >
+    F_{1-alpha}(k-1, k(n-1))) (module docstring). Needs at least 2 runs per system (else no df for the runs)."""
+    alpha = _check_alpha(alpha)
+    n = _count("runs", runs, 2)
+    k = _count("systems", systems, 2)
+    lam = noncentrality(delta, n, items, run_sd, residual_sd, k)
+    d1, d2 = k - 1, k * (n - 1)
+    crit = stats.f.isf(alpha, d1, d2)
+    return float(stats.ncf.sf(crit, d1, d2, lam)) if lam > 0 else alpha
+
+
+def power_limit(delta, runs: int, run_sd: float, systems: int = 2, alpha: float = 0.05) -> float:
+    """The power with n runs as the number of items grows without bound (lambda -> n sum (delta - deltabar)^2 /
+    s_run^2): no number of items gives more."""
+    alpha = _check_alpha(alpha)
+    n, k = _count("runs", runs, 2), _count("systems", systems, 2)
+    d = _shifts(delta, k)
+    ss = float(np.sum((d - d.mean()) ** 2))
+    if ss == 0:
+        return alpha
+    if _number("run SD", run_sd) == 0:
+        return 1.0
+    crit = stats.f.isf(alpha, k - 1, k * (n - 1))
+    return float(stats.ncf.sf(crit, k - 1, k * (n - 1), n * ss / run_sd ** 2))
+
+
+def _check_effect(delta, systems, target):
+    d = _shifts(delta, systems)
+    if np.allclose(d, d.mean()):
+        raise PlanningError("delta is 0 (all systems equal): there is no difference to detect; give the smallest "
+                            "difference that matters to you.")
+    t = _number("target", target)
+    if not 0 < t < 1:
+        raise PlanningError(f"target power must be between 0 and 1, got {target!r}.")
+    return t
+
+
+def runs_needed(delta, items: int, run_sd: float, residual_sd: float, systems: int = 2, alpha: float = 0.05,
+                target: float = 0.8, max_runs: int = 10_000) -> int | None:
+    """The smallest number of runs per system n >= 2 whose power (:func:`f_test_power`) reaches ``target`` with
+    ``items`` items; None if no n up to ``max_runs`` does. The power increases with n (lambda grows linearly and
+    the critical value falls), so the first n reaching the target is found by doubling and bisection."""
+    target = _check_effect(delta, systems, target)
+    max_runs = _count("max_runs", max_runs, 2)
+
+    def ok(n):
+        return f_test_power(delta, n, items, run_sd, residual_sd, systems, alpha) >= target
+
+    hi = 2
+    while not ok(hi):
+        if hi >= max_runs:
+            return None
+        hi = min(2 * hi, max_runs)
+    lo = 1  # ok(lo) is False (1 run: no test) and ok(hi) is True
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if mid >= 2 and ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def items_needed(delta, runs: int, run_sd: float, residual_sd: float, systems: int = 2, alpha: float = 0.05,
+                 target: float = 0.8, max_items: int = 10_000_000) -> int | None:
+    """The smallest number of items m whose power with ``runs`` runs per system reaches ``target``; None if even
+    infinitely many items do not (:func:`power_limit` below the target) or none up to ``max_items`` does."""
+    target = _check_effect(delta, systems, target)
+    max_items = _count("max_items", max_items, 1)
+    if power_limit(delta, runs, run_sd, systems, alpha) < target:
+        return None
+
+    def ok(m):
+        return f_test_power(delta, runs, m, run_sd, residual_sd, systems, alpha) >= target
+
+    hi = 1
+    while not ok(hi):
+        if hi >= max_items:
+            return None
+        hi = min(2 * hi, max_items)
+    lo = 0
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if mid >= 1 and ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+@dataclass
+class PowerTable:
+    """Power of the F test by runs per system and items (closed form, balanced design), with the runs needed for
+    the target power for each number of items (:func:`power_table`)."""
+
+    delta: object
+    components: VarianceComponents
+    systems: int
+    alpha: float
+    target: float
+    table: pd.DataFrame = field(repr=False)  # runs, items, lambda, num_df, den_df, power
+    needed: pd.DataFrame = field(repr=False)  # items, runs_needed, power_limit_with_max_runs
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table.copy()
+
+    def wide(self) -> pd.DataFrame:
+        """Power with runs as rows and items as columns."""
+        return self.table.pivot(index="runs", columns="items", values="power")
+
+    def __repr__(self) -> str:
+        need = ", ".join(f"{int(r['items'])} items: {'none' if pd.isna(r['runs_needed']) else int(r['runs_needed'])}"
+                         for _, r in self.needed.iterrows())
+        return (f"PowerTable(delta={self.delta}, {self.systems} systems, alpha={self.alpha:g}; runs needed for "
+                f"power {self.target:g}: {need})")
+
+    def text(self) -> str:
+        """The table as the ``vrs plan`` command prints it: power by runs (rows) and items (columns), the limit as
+        the items grow, and the runs needed for the target per number of items."""
+        c = self.components
+        wide = self.wide()
+        wide.columns = [f"{m} items" for m in wide.columns]
+        wide["items -> inf"] = [power_limit(self.delta, n, c.run_sd, self.systems, self.alpha) for n in wide.index]
+        wide.index.name = "runs per system"
+        lines = [f"Power of the F test of the system difference (closed form, balanced design: noncentral F on "
+                 f"({self.systems - 1}, {self.systems} (n - 1)) df)",
+                 f"{self.systems} systems, delta = {self.delta}, run SD = {c.run_sd:g}, item SD = {c.item_sd:g}, "
+                 f"residual SD = {c.residual_sd:g}, alpha = {self.alpha:g}", "",
+                 wide.to_string(float_format=lambda v: f"{v:.3f}"), ""]
+        for _, r in self.needed.iterrows():
+            n = r["runs_needed"]
+            lines.append(f"runs per system needed for power {self.target:g} with {int(r['items'])} items: "
+                         + ("more than 10000" if pd.isna(n) else str(int(n))))
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        return (f"<p>Power of the F test (k = {self.systems} systems, alpha = {self.alpha:g}, delta = {self.delta})"
+                "</p>" + self.wide().to_html(float_format=lambda v: f"{v:.3f}")
+                + self.needed.to_html(index=False, float_format=lambda v: f"{v:.3f}"))
+
+
+def power_table(runs, items, delta, components: VarianceComponents, systems: int = 2, alpha: float = 0.05,
+                target: float = 0.8) -> PowerTable:
+    """The closed-form power for every combination of ``runs`` (per system) and ``items``, and for each number of
+    items the runs needed for ``target`` (None: more than 10,000, or never when the power limit over items is
+    below the target)."""
+    runs = [runs] if np.ndim(runs) == 0 else list(runs)
+    items = [items] if np.ndim(items) == 0 else list(items)
+    if not runs or not items:
+        raise PlanningError("give at least one number of runs and one number of items.")
+    runs = [_count("runs per system", n, 2) for n in runs]
+    items = [_count("items", m, 1) for m in items]
+    k = _count("systems", systems, 2)
+    alpha = _check_alpha(alpha)
+    delta = float(_number("delta", delta, low=-math.inf)) if np.ndim(delta) == 0 else np.asarray(delta, float)
+    target = _check_effect(delta, k, target)
+    c = components
+    rows = []
+    for m in items:
+        for n in runs:
+            rows.append({"runs": n, "items": m, "lambda": noncentrality(delta, n, m, c.run_sd, c.residual_sd, k),
+                         "num_df": k - 1, "den_df": k * (n - 1),
+                         "power": f_test_power(delta, n, m, c.run_sd, c.residual_sd, k, alpha)})
+    needed = [{"items": m, "runs_needed": runs_needed(delta, m, c.run_sd, c.residual_sd, k, alpha, target)}
+              for m in items]
+    return PowerTable(delta, c, k, alpha, target, pd.DataFrame(rows),
+                      pd.DataFrame(needed).astype({"runs_needed": "Int64"}))
+
+
+# ----------------------------------------------------------------------------------------------- simulation
+
+def satterthwaite(result, L):
+    """The F test of ``L beta = 0`` with Satterthwaite's df (:func:`vrs_helpers.mixed.ddf.contrast_test`)."""
+    from ..mixed.ddf import contrast_test
+
+    return contrast_test(result, L, "system")
+
+
+def kenward_roger(result, L):
+    """The F test of ``L beta = 0`` with Kenward-Roger's adjusted covariance and df (pbkrtest's ``KRmodcomp``;
+    :func:`vrs_helpers.mixed.ddf.contrast_test`): the default test of ``vrs analyze``'s runs-random reading."""
+    from ..mixed.ddf import contrast_test
+
+    return contrast_test(result, L, "system", ddf="kenward-roger")
+
+
+#: small-sample tests by name: (REML result, contrast matrix) -> a TestOutcome with ``p_value``
+TESTS: dict[str, Callable] = {"kenward-roger": kenward_roger, "satterthwaite": satterthwaite}
+
+
+def _test_function(test) -> Callable:
+    if callable(test):
+        return test
+    if test not in TESTS:
+        raise PlanningError(f"test must be one of {', '.join(map(repr, TESTS))} or a function (REML fit, L) -> test "
+                            f"result; got {test!r}.")
+    return TESTS[test]
+
+
+@dataclass
+class SimulatedPower:
+    """Power by simulation (:func:`simulated_power`): the rejection rate, its Monte-Carlo SE and the p-values."""
+
+    power: float
+    mc_se: float
+    n_sim: int
+    n_failed: int
+    alpha: float
+    test: str
+    design: str
+    p_values: np.ndarray = field(repr=False)
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([{"design": self.design, "test": self.test, "power": self.power, "mc_se": self.mc_se,
+                              "n_sim": self.n_sim, "n_failed": self.n_failed, "alpha": self.alpha}])
+
+    def __repr__(self) -> str:
+        return (f"SimulatedPower({self.power:.3f} +- {self.mc_se:.3f} (MC SE), {self.n_sim} simulations, "
+                f"{self.test}; {self.design})")
+
+
+def _design_rows(systems: int, runs, items: int) -> pd.DataFrame:
+    runs = [runs] * systems if np.ndim(runs) == 0 else list(runs)
+    if len(runs) != systems:
+        raise PlanningError(f"runs must be a number or one number per system ({systems}), got {runs!r}.")
+    frames = []
+    for s, n in enumerate(runs):
+        n = _count("runs", n, 2)
+        sr, it = np.meshgrid(np.arange(n), np.arange(items), indexing="ij")
+        frames.append(pd.DataFrame({"system": f"S{s}", "run": sr.ravel().astype(str), "item": it.ravel().astype(str)}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def simulated_power(delta, components: VarianceComponents, runs=3, items: int = 100, systems: int = 2,
+                    alpha: float = 0.05, n_sim: int = 500, seed: int = 0, test="kenward-roger",
+                    design: pd.DataFrame | None = None, batch_size: int = 50) -> SimulatedPower:
+    """Power of the small-sample test by simulation through the engine (module docstring).
+
+    ``runs``: runs per system (a number, or one per system: an unbalanced design); or ``design``: the rows of a
+    log (columns ``system``, ``run``, ``item``; the run labels within a system), e.g. with missing items - then
+    ``runs``/``items``/``systems`` are taken from it, ``delta`` per system follows the sorted system labels.
+    ``test``: "satterthwaite" or a function (REML fit, L) -> test result. Seeded: batch i of ``batch_size``
+    simulations draws from child i of SeedSequence(seed).
+    """
+    from ..mixed import accumulate, fit_stats
+    from ..mixed.simulate import ModelView, ResponseSimulator, term_columns, term_offsets
+    from ..threads import blas_limit
+
+    alpha = _check_alpha(alpha)
+    n_sim = _count("n_sim", n_sim, 1)
+    fn = _test_function(test)
+    name = test if isinstance(test, str) else getattr(test, "__name__", "custom test")
+    c = components
+    if design is None:
+        k = _count("systems", systems, 2)
+        rows = _design_rows(k, runs, _count("items", items, 1))
+        label = f"{k} systems x {runs} runs x {items} items"
+    else:
+        missing = [v for v in ("system", "run", "item") if v not in design.columns]
+        if missing:
+            raise PlanningError(f"design needs the columns system, run and item; missing {', '.join(missing)}.")
+        rows = design[["system", "run", "item"]].astype(str)
+        k = rows["system"].nunique()
+        label = f"given design: {len(rows)} rows, {k} systems"
+    s = accumulate(FORMULA, rows.assign(score=0.0))
+    levels = s.factor_levels["system"]
+    shifts = _shifts(delta, len(levels))
+    p = s.p
+    q = int(term_offsets(s)[-1])
+    fixed = np.zeros(q + p)
+    fixed[q + np.arange(p)] = np.r_[0.0, shifts[1:] - shifts[0]]  # treatment coding: intercept, then vs S0
+    cols = term_columns(s)
+    random = [(cols[j], np.array([[(c.item_sd if t.group == ("item",) else c.run_sd) ** 2]]))
+              for j, t in enumerate(s.terms)]
+    L = np.zeros((p - 1, p))
+    L[np.arange(p - 1), np.arange(1, p)] = 1.0
+    sim = ResponseSimulator(s)
+    pvals = np.full(n_sim, np.nan)
+    view = ModelView(s)
+    with warnings.catch_warnings(), blas_limit(1):
+        warnings.simplefilter("ignore")
+        for b, start in enumerate(range(0, n_sim, batch_size)):
+            size = min(batch_size, n_sim - start)
+            draws = sim.draw(np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(b,))), size, fixed,
+                             random, c.residual_sd)
+            for j in range(size):
+                try:
+                    pvals[start + j] = float(fn(fit_stats(view.stats(draws, j), "REML", blas_threads=None), L).p_value)
+                except (VRSError, np.linalg.LinAlgError, ValueError):
+                    pass
+    valid = pvals[np.isfinite(pvals)]
+    if not len(valid):
+        raise PlanningError("no simulated data set could be fitted and tested.")
+    power = float(np.mean(valid <= alpha))
+    return SimulatedPower(power, math.sqrt(power * (1 - power) / len(valid)), len(valid), n_sim - len(valid), alpha,
+                          name, label, pvals)

@@ -1,0 +1,323 @@
+"""Reading and checking your own evaluation results for workbook 07 and ``vrs analyze``.
+
+A score table has one row per system, run and test item. It comes as a file (CSV, TSV, Parquet, JSON lines) or as a
+folder of runs the way experiment logs look, given as a pattern with named fields::
+
+    runs/{system}/seed={seed}/scores.tsv
+
+Every file matching the pattern is read (a table with a header, or a plain file with one score per line, the
+item being the line number) and the named fields become columns. :func:`validate` then checks the roles of the
+columns and says what to do about anything that would make a wrong number.
+"""
+
+from __future__ import annotations
+
+import difflib
+import glob
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import VRSError
+
+TABLE_SUFFIXES = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".jsonl": "jsonl", ".ndjson": "jsonl",
+                  ".parquet": "parquet", ".pq": "parquet"}
+PLAIN_SUFFIXES = {".txt", ".score", ".scores", ""}
+_FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class InputError(VRSError, ValueError):
+    """Bad input to ``vrs analyze`` / workbook 07; the message names the column, value or file and what to do."""
+
+
+def _suffix(path: Path) -> str:
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] in (".gz", ".bz2", ".xz", ".zip"):
+        suffixes = suffixes[:-1]
+    return suffixes[-1] if suffixes else ""
+
+
+def _read_table(path: Path) -> pd.DataFrame:
+    kind = TABLE_SUFFIXES.get(_suffix(path))
+    try:
+        if kind == "parquet":
+            return pd.read_parquet(path)
+        if kind == "jsonl":
+            return pd.read_json(path, lines=True)
+        if kind is not None:
+            return pd.read_csv(path, sep=kind)
+    except (ValueError, OSError, pd.errors.ParserError) as exc:
+        raise InputError(f"Could not read {path}: {exc}") from exc
+    return _read_plain(path)
+
+
+def _read_plain(path: Path) -> pd.DataFrame:
+    """One score per line (empty lines skipped); the item is the 1-based line number."""
+    try:
+        lines = path.read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"Could not read {path}: {exc}") from exc
+    items, scores = [], []
+    for i, line in enumerate(lines, start=1):
+        text = line.strip()
+        if not text:
+            continue
+        try:
+            scores.append(float(text))
+        except ValueError:
+            raise InputError(f"{path}, line {i}: {text[:40]!r} is not a number. A plain score file has one number "
+                             f"per line; use a .csv/.tsv/.jsonl/.parquet extension for a table with a header. "
+                             f"Supported: {', '.join(sorted(TABLE_SUFFIXES))} or plain score files.") from None
+        items.append(i)
+    if not scores:
+        raise InputError(f"{path} is empty: no scores in it.")
+    return pd.DataFrame({"item": items, "score": scores})
+
+
+def _nearest_dir(glob_pattern: str) -> str:
+    parts = Path(glob_pattern).parts
+    for k in range(len(parts), 0, -1):
+        cand = Path(*parts[:k])
+        if "*" not in str(cand) and cand.is_dir():
+            return str(cand)
+    return "."
+
+
+def load_scores(source, *, sep: str | None = None) -> pd.DataFrame:
+    """A score table from a DataFrame, a file (CSV, TSV, Parquet, JSON lines; compressed as pandas reads them), a
+    folder of Parquet files, or a run-folder pattern with named fields, e.g. ``runs/{system}/seed={seed}/scores.tsv``.
+
+    Pattern fields become string columns; files are read in sorted order, so the result is deterministic.
+    """
+    if isinstance(source, pd.DataFrame):
+        return source.copy()
+    text = str(source)
+    fields = _FIELD.findall(text)
+    if not fields:
+        path = Path(text)
+        if path.is_dir() and any(path.glob("*.parquet")):  # a Parquet dataset (as `vrs analyze --dask` reads it)
+            return pd.read_parquet(path)
+        if not path.is_file():
+            raise InputError(f"No file at {path}. Give a CSV/TSV/Parquet/JSON-lines file, a folder of Parquet files "
+                             "or a run-folder pattern such as 'runs/{system}/seed={seed}/scores.tsv'.")
+        if sep is not None:
+            return pd.read_csv(path, sep=sep)
+        return _read_table(path)
+    if len(set(fields)) != len(fields):
+        raise InputError(f"The pattern {text!r} names a field twice ({', '.join(fields)}); name each field once.")
+    glob_pattern = _FIELD.sub("*", text)
+    pieces = _FIELD.split(text)   # literal, field, literal, field, ..., literal
+    regex = re.compile("^" + "".join(f"(?P<{p}>[^/]+)" if i % 2 else re.escape(p)
+                                     for i, p in enumerate(pieces)) + "$")
+    files = sorted(glob.glob(glob_pattern, recursive=False))
+    if not files:
+        raise InputError(f"The pattern {text!r} matches no file (searched {glob_pattern!r}; the nearest existing "
+                         f"folder is {_nearest_dir(glob_pattern)!r}). Check the path and the field names.")
+    frames, columns0, first = [], None, None
+    for f in files:
+        m = regex.match(f.replace(os.sep, "/") if os.sep != "/" else f)
+        if m is None:
+            raise InputError(f"{f} matches the glob {glob_pattern!r} but not the pattern {text!r}: a field value "
+                             "contains '/' or the fixed parts differ. Rename the file or adjust the pattern.")
+        table = pd.read_csv(f, sep=sep) if sep is not None else _read_table(Path(f))
+        if table.empty:
+            raise InputError(f"{f} has no rows.")
+        clash = [c for c in fields if c in table.columns]
+        if clash:
+            raise InputError(f"{f} has column(s) {clash} that are also fields of the pattern {text!r}; rename the "
+                             "column or the field.")
+        if columns0 is None:
+            columns0, first = list(table.columns), f
+        elif list(table.columns) != columns0:
+            only_first = [c for c in columns0 if c not in table.columns]
+            only_this = [c for c in table.columns if c not in columns0]
+            raise InputError(f"The files disagree on their columns: {first} has {columns0}, {f} has "
+                             f"{list(table.columns)} (only in the first: {only_first}; only in the second: "
+                             f"{only_this}). Give all runs the same columns.")
+        for name in fields:
+            table[name] = m.group(name)
+        frames.append(table)
+    out = pd.concat(frames, ignore_index=True)
+    return out[fields + [c for c in out.columns if c not in fields]]
+
+
+@dataclass
+class DataSummary:
+    """What :func:`validate` found: the design of the score table."""
+
+    n_rows: int
+    n_items: int
+    n_systems: int
+    systems: list
+    replications: dict = field(default_factory=dict)   # column -> levels (over all systems)
+    runs_per_system: dict = field(default_factory=dict)
+    n_dropped_nan: int = 0
+    design: str = ""
+
+    def to_frame(self) -> pd.DataFrame:
+        rows = [("rows", self.n_rows), ("items", self.n_items), ("systems", self.n_systems),
+                ("dropped rows with a missing score", self.n_dropped_nan)]
+        rows += [(f"levels of {k}", v) for k, v in self.replications.items()]
+        rows += [(f"runs of {s}", v) for s, v in self.runs_per_system.items()]
+        return pd.DataFrame(rows, columns=["", "value"]).set_index("")
+
+    def __repr__(self) -> str:
+        return f"DataSummary({self.design})"
+
+    def _repr_html_(self) -> str:
+        return f"<p>{self.design}</p>" + self.to_frame().to_html()
+
+
+def suggest(name: str, columns) -> str:
+    close = difflib.get_close_matches(str(name), [str(c) for c in columns], n=1, cutoff=0.5)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def computed(x):
+    """A dask collection computed (a list of them in one pass); anything else as it is (validation and analysis
+    run on pandas and dask DataFrames alike)."""
+    if isinstance(x, (list, tuple)):
+        if any(hasattr(v, "dask") for v in x):
+            import dask
+
+            return list(dask.compute(*x))
+        return list(x)
+    return x.compute() if hasattr(x, "compute") and hasattr(x, "dask") else x
+
+
+def _numeric_response(out, response: str, lazy: bool):
+    """``out`` with the response column as floats; non-numeric values are an error naming them (and, in memory,
+    their rows)."""
+    y = out[response]
+    if not pd.api.types.is_numeric_dtype(y.dtype):
+        conv = pd.to_numeric(y, errors="coerce") if not lazy else y.map_partitions(pd.to_numeric, errors="coerce")
+        bad = y.notna() & conv.isna()
+        n_bad = int(computed(bad.sum()))
+        if n_bad:
+            if lazy:
+                values = list(computed(y[bad].head(5, npartitions=-1)))
+                examples = ", ".join(repr(v) for v in values)
+            else:
+                idx = list(np.flatnonzero(bad.to_numpy())[:5])
+                examples = ", ".join(f"row {i + 1}: {y.iloc[i]!r}" for i in idx)
+            raise InputError(f"The response {response!r} must be numeric; {n_bad} value(s) are not ("
+                             f"{examples}). Fix or drop those rows.")
+        out[response] = conv
+    out[response] = out[response].astype(float)
+    return out
+
+
+def validate(df, *, response, system: str | None = None, item: str, replications=(),
+             properties=(), dropna: bool = False) -> tuple[pd.DataFrame, DataSummary]:
+    """Check the roles of the columns of a score table and return (a clean copy, a :class:`DataSummary`).
+
+    Raises :class:`InputError` for: a missing column (with a did-you-mean), a column in two roles, a non-numeric
+    response (naming bad values and, in memory, their rows), missing scores (unless ``dropna``), a missing or single
+    property value, a replication column with a single level within every system (run variance not estimable),
+    items not shared by all systems, and two rows for the same system, run and item.
+
+    ``df`` may be a pandas or a dask DataFrame (``vrs analyze --dask``): every check is an aggregation (counts per
+    system and item, per system, run and item), so the same checks give the same messages on both, and a dask
+    DataFrame is returned lazily (validated, not loaded).
+
+    ``response`` may be a list of score columns (several metrics): each is checked; with ``dropna`` a row with a
+    missing score in any of them is dropped.
+    """
+    replications = [replications] if isinstance(replications, str) else list(replications or [])
+    properties = [properties] if isinstance(properties, str) else list(properties or [])
+    lazy = hasattr(df, "dask")
+    responses = [response] if isinstance(response, str) else list(response)
+    if not responses:
+        raise InputError("Give at least one response (score) column.")
+    roles = [("response", r) for r in responses] + [("system", system), ("item", item)]
+    roles += [("replication", r) for r in replications] + [("property", p) for p in properties]
+    cols = list(df.columns)
+    for role, c in roles:
+        if c is not None and c not in cols:
+            raise InputError(f"The {role} column {c!r} is not in the data.{suggest(c, cols)} Columns: "
+                             f"{', '.join(map(str, cols))}.")
+    used = [c for _, c in roles if c is not None]
+    dup = sorted({c for c in used if used.count(c) > 1})
+    if dup:
+        raise InputError(f"Column(s) {dup} are given in two roles; each column has one role (response, system, "
+                         "item, replication or property).")
+    out = df[used] if lazy else df[used].copy()
+    for r in responses:
+        out = _numeric_response(out, r, lazy)
+    n_rows_in = int(computed(out[responses[0]].size)) if lazy else len(out)
+    missing = out[responses].isna()
+    per_column = [int(v) for v in computed(missing.sum())]
+    for r, n in zip(responses, per_column, strict=True):
+        if n and not dropna:
+            raise InputError(f"The response {r!r} has {n} missing value(s) (of {n_rows_in} rows). Drop them "
+                             "with dropna=True (vrs analyze --dropna) if they are failed runs, or fill them.")
+    any_missing = missing.any(axis=1)
+    n_nan = int(computed(any_missing.sum()))
+    if n_nan:
+        out = out[~any_missing]
+        if not lazy:
+            out = out.reset_index(drop=True)
+    for r in responses:
+        if int(computed((~np.isfinite(out[r])).sum())):
+            raise InputError(f"The response {r!r} has infinite values; fix them.")
+    if system is None:
+        sys_col = "_system"
+        out = out.assign(**{sys_col: "all"})
+    else:
+        sys_col = system
+    for c in [sys_col, item, *replications]:
+        out[c] = out[c].astype(str)
+    for p in properties:
+        missing, distinct = (int(v) for v in computed([out[p].isna().sum(), out[p].nunique()])) if lazy else \
+            (int(out[p].isna().sum()), int(out[p].nunique()))
+        if missing:
+            raise InputError(f"The property {p!r} has {missing} missing value(s); fill or drop them.")
+        if distinct < 2:
+            first = computed(out[p].head(1, npartitions=-1)).iloc[0] if lazy else out[p].iloc[0]
+            raise InputError(f"The property {p!r} has a single value ({first!r}): there is nothing to "
+                             "condition on; drop it from the properties.")
+    # the design, from counts per (system, runs..., item): every remaining check reads these
+    keys = [sys_col, *replications, item]
+    cells = computed(out.groupby(keys, observed=True)[responses[0]].size())
+    cells = cells[cells > 0]
+    frame = cells.rename("n").reset_index()
+    systems = sorted(frame[sys_col].unique())
+    for r in replications:
+        per = frame.groupby(sys_col)[r].nunique()
+        if (per < 2).all():
+            raise InputError(f"The replication column {r!r} has a single level within every system "
+                             f"({', '.join(f'{s}: {per[s]}' for s in per.index)}): the run-level variance is not "
+                             "estimable. Drop it from the replications, or add runs.")
+    if len(systems) > 1:
+        item_sets = {s: set(frame.loc[frame[sys_col] == s, item]) for s in systems}
+        union = set().union(*item_sets.values())
+        lacking = {s: union - v for s, v in item_sets.items() if union - v}
+        if lacking:
+            desc = "; ".join(f"{s} lacks {len(v)} (e.g. {', '.join(sorted(v)[:5])})" for s, v in lacking.items())
+            raise InputError(f"The systems were not scored on the same items ({len(union)} items in all): {desc}. "
+                             "Paired comparisons need every item for every system: restrict the data to the shared "
+                             "items.")
+    repeated = frame[frame["n"] > 1].sort_values(keys)
+    if len(repeated):
+        first = {k: repeated.iloc[0][k] for k in keys}
+        raise InputError(f"{int(repeated['n'].sum())} rows repeat a (system, run, item) combination, e.g. {first}: "
+                         "a replication column is probably missing (e.g. --replication seed), or the rows are "
+                         "duplicated.")
+    runs_actual = (frame.drop_duplicates([sys_col, *replications]).groupby(sys_col).size() if replications
+                   else pd.Series(1, index=systems))
+    info = DataSummary(
+        n_rows=int(frame["n"].sum()), n_items=int(frame[item].nunique()), n_systems=len(systems), systems=systems,
+        replications={r: int(frame[r].nunique()) for r in replications},
+        runs_per_system={s: int(runs_actual[s]) for s in systems}, n_dropped_nan=n_nan)
+    info.design = (f"{info.n_rows:,} rows: {info.n_systems} system(s) ({', '.join(systems[:6])}"
+                   f"{', ...' if len(systems) > 6 else ''}) x {info.n_items:,} items"
+                   + (f", runs per system {sorted(set(info.runs_per_system.values()))} over "
+                      f"{', '.join(replications)}" if replications else ", one run per system")
+                   + (f"; {n_nan} rows with a missing score dropped" if n_nan else ""))
+    if system is None:
+        out = out.drop(columns=[sys_col])
+    return out, info
