@@ -52,7 +52,7 @@ def test_three_seeds_is_not_significant_where_the_chi_square_lrt_is():
     t = ddf.contrast_test(m, [0.0, 1.0], "system")
     assert t.p_value > 0.05 and t.den_df == pytest.approx(4.0, rel=1e-4)
     assert REF["pbmodcomp"]["p_PBtest"] > 0.05 and REF["pbmodcomp"]["p_LRT"] < 0.05
-    assert t.as_dict()["df"] == (1, t.den_df) and t.statistic == t.F
+    assert t.df == (1, t.den_df) and t.as_dict()["num_df"] == 1 and t.statistic == t.F
 
 
 def test_a_one_row_contrast_equals_the_squared_t():

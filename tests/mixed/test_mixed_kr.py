@@ -314,7 +314,7 @@ def test_api_methods_defaults_and_errors():
     t = ddf.contrast_test(m, [[0, 1, 0], [0, 0, 1]], "system", ddf="kenward-roger")
     assert t.method == "F test, Kenward-Roger df" and t.term == "system"
     assert m.test([[0, 1, 0], [0, 0, 1]], ddf="KR").F == t.F  # an alias
-    assert "Kenward-Roger" in repr(t) and t.as_dict()["df"] == (2, t.den_df)
+    assert "Kenward-Roger" in repr(t) and t.outcome_row()["df"] == (2, t.den_df)
     with pytest.raises(mixed.MixedModelError, match="satterthwaite' or 'kenward-roger"):
         m.test([0, 1, 0], ddf="containment")
     with pytest.raises(mixed.MixedModelError, match="one column per fixed effect"):

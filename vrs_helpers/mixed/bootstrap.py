@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..outcomes import TestOutcome
+from ..outcomes import MonteCarloTest
 from ..threads import blas_limit
 from .batch import BatchDeviance, minimize
 from .design import SufficientStats
@@ -52,7 +52,7 @@ def batch_size_for(s: SufficientStats) -> int:
 
 
 @dataclass
-class BootstrapLRTResult(TestOutcome):
+class BootstrapLRTResult(MonteCarloTest):
     """A parametric-bootstrap likelihood ratio test (:func:`parametric_bootstrap_lrt`).
 
     ``chi2``: the observed statistic 2 (logLik m1 - logLik m0) of the ML fits; ``p_value`` = (1 + n_extreme) /

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..outcomes import TestOutcome
+from .. import outcomes
 from . import kenward_roger
 from .deviance import BlockDeviance, Deviance, tri_solve
 from .errors import MixedModelError
@@ -47,7 +47,7 @@ def _method(ddf: str) -> str:
 
 
 @dataclass
-class FTest(TestOutcome):
+class FTest(outcomes.FTest):
     """An F test of fixed effects with Satterthwaite's or Kenward-Roger's denominator degrees of freedom
     (``method`` names which)."""
 

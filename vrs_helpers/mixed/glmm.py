@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 from scipy import linalg, optimize, special, stats
 
-from ..outcomes import TestOutcome
+from ..outcomes import ChiSquareTest
 from ..threads import blas_limit
 from .accumulate import accumulate
 from .design import design_rows
@@ -630,7 +630,7 @@ def _hessian(f, x):
 
 
 @dataclass
-class GLMMLRTResult(TestOutcome):
+class GLMMLRTResult(ChiSquareTest):
     """Generalized likelihood ratio test between nested GLMMs, as lme4's ``anova(m0, m1)``: chi2 on df degrees of
     freedom (:class:`~vrs_helpers.outcomes.TestOutcome`: ``statistic`` = chi2)."""
 

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 from scipy import linalg, stats
 
-from ..outcomes import TestOutcome
+from .. import outcomes
 from .deviance import BlockDeviance
 from .errors import MixedModelError
 
@@ -315,7 +315,7 @@ def adjustment(result) -> KRAdjustment:
 
 
 @dataclass
-class KRStatistics(TestOutcome):
+class KRStatistics(outcomes.FTest):
     """pbkrtest's ``.KR_adjust`` for one L: F = lambda F_unscaled on (num_df, den_df) df and its p; F_unscaled is
     the Wald statistic with the adjusted covariance over q, lambda the scale (KR section 3)."""
 

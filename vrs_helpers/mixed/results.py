@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
-from ..outcomes import TestOutcome
+from ..outcomes import ChiSquareTest
 from ..threads import blas_limit
 from . import ddf as ddf_tests
 from .accumulate import accumulate
@@ -545,7 +545,7 @@ def fit(formula: str, data, method: str = "REML", dropna: bool = False, blas_thr
 # ------------------------------------------------------------------------------------ likelihood ratio
 
 @dataclass
-class LRTResult(TestOutcome):
+class LRTResult(ChiSquareTest):
     """Generalized likelihood ratio test of nested mixed models (book 4.3, appendix A): chi2 on df degrees of
     freedom (:class:`~vrs_helpers.outcomes.TestOutcome`: ``statistic`` = chi2)."""
 
