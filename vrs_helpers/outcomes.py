@@ -297,3 +297,32 @@ class ResamplingTest(_Plain):
 #: the kinds of test, by the name their summary rows and the registry use
 OUTCOME_TYPES = {"chisq": ChiSquareTest, "F": FTest, "monte-carlo": MonteCarloTest, "z": ZTest, "t": TTest,
                  "resampling": ResamplingTest}
+
+
+def check_outcome(outcome) -> None:
+    """The contract every test outcome keeps (scikit-learn's ``check_estimator`` is the model; the conformance
+    suite, tests/test_conformance.py, runs it over every outcome type and registered test). Raises
+    ``AssertionError`` naming the broken rule: a :class:`TestOutcome` with a finite statistic and p in (0, 1];
+    ``as_dict()`` of plain JSON values that survive a JSON round trip, holding the p-value as stated
+    (:attr:`~TestOutcome.stated_p`) and rebuilding the outcome type (``from_dict``); a non-empty ``sentence()`` that
+    names the method; ``df_text()`` and ``evidence()`` as text."""
+    import json
+
+    name = type(outcome).__name__
+    assert isinstance(outcome, TestOutcome), f"{name} is not a TestOutcome"
+    assert isinstance(outcome.method, str) and outcome.method, f"{name}: no method"
+    assert math.isfinite(float(outcome.statistic)), f"{name}: statistic {outcome.statistic!r} is not finite"
+    p = float(outcome.p_value)
+    assert 0 < p <= 1, f"{name}: p = {p!r} is not in (0, 1]"
+    d = outcome.as_dict()
+    assert isinstance(d, dict) and d, f"{name}: as_dict() is empty"
+    assert json.loads(json.dumps(d, allow_nan=False)) == d, f"{name}: as_dict() does not survive a JSON round trip"
+    assert d["p_value"] == outcome.stated_p, f"{name}: as_dict() states p as {d['p_value']!r}, not {outcome.stated_p!r}"
+    again = type(outcome).from_dict(d)
+    rebuilt = again.as_dict()  # a subclass may state more than its outcome type (e.g. the book's c / K)
+    assert isinstance(again, type(outcome).outcome_type()) and rebuilt == {k: d[k] for k in rebuilt}, \
+        f"{name}: from_dict(as_dict()) does not rebuild the outcome"
+    sentence = outcome.sentence()
+    assert isinstance(sentence, str) and outcome.method in sentence, f"{name}: sentence() does not name the method"
+    assert isinstance(outcome.df_text(), str) and isinstance(outcome.evidence(), str) and outcome.evidence(), \
+        f"{name}: df_text() / evidence() are not text"
