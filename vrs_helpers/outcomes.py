@@ -95,7 +95,8 @@ class TestOutcome:
     def outcome_type(cls) -> type:
         """The kind of test this class is: the nearest class of this module among its bases (``mixed.LRTResult``
         -> :class:`ChiSquareTest`)."""
-        return next(c for c in cls.__mro__ if c.__module__ == __name__ and c is not TestOutcome)
+        return next(c for c in cls.__mro__ if c.__module__ == __name__ and not c.__name__.startswith("_")
+                    and c is not TestOutcome)
 
     @classmethod
     def from_dict(cls, d: dict) -> TestOutcome:
@@ -160,17 +161,22 @@ class _Plain(TestOutcome):
     __hash__ = None
 
 
-class ChiSquareTest(_Plain):
-    """A statistic referred to the chi-square distribution on ``df`` degrees of freedom (the GLRT, book 4.3:
-    chi2 = 2 (logLik m1 - logLik m0)). summary.json: ``{"chi2", "df", "p_value"}``."""
+class _Chi2(_Plain):
+    """A likelihood ratio statistic chi2 on ``df`` degrees of freedom, whatever its reference distribution."""
 
-    _fields = ("chi2", "df", "p_value")
     statistic_name = "chi2"
-    default_method = "chi-square test"
 
     @property
     def statistic(self) -> float:
         return self.chi2
+
+
+class ChiSquareTest(_Chi2):
+    """A statistic referred to the chi-square distribution on ``df`` degrees of freedom (the GLRT, book 4.3:
+    chi2 = 2 (logLik m1 - logLik m0)). summary.json: ``{"chi2", "df", "p_value"}``."""
+
+    _fields = ("chi2", "df", "p_value")
+    default_method = "chi-square test"
 
     def evidence(self) -> str:
         return f"chi2 = {float(self.chi2):.2f}, df = {self.df}"
@@ -211,7 +217,7 @@ class FTest(_Plain):
                 "p_value": stated(self.p_value, F_DIGITS)}
 
 
-class MonteCarloTest(_Plain):
+class MonteCarloTest(_Chi2):
     """A parametric-bootstrap (Monte-Carlo) test of a chi-square statistic: ``p_value`` = (c + 1) / (n_sim + 1),
     c of the ``n_sim`` statistics simulated from the null fit being at least ``chi2`` (Davison & Hinkley 1997,
     4.2; pbkrtest's PBmodcomp), ``n_failed`` simulations that could not be fitted left out; ``df`` is the
@@ -219,12 +225,7 @@ class MonteCarloTest(_Plain):
 
     _fields = ("chi2", "df", "p_value", "n_sim", "seed", "n_failed")
     _defaults = {"n_failed": 0}
-    statistic_name = "chi2"
     default_method = "parametric bootstrap test"
-
-    @property
-    def statistic(self) -> float:
-        return self.chi2
 
     @property
     def mc_se(self) -> float:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .. import registry
 from .metrics import MetricsAnalysis
 from .readings import readings_frame
 from .scores import InputError
@@ -51,7 +52,7 @@ def _random_dict(test, lrt) -> dict | None:
     if lrt is None:
         return None
     if test is None or test is lrt:
-        return {"test": "GLRT (chi-square)", **lrt.as_dict(), "lrt": lrt.as_dict()}
+        return {"test": registry.get("chisq").method, **lrt.as_dict(), "lrt": lrt.as_dict()}
     return {"test": test.method, **test.as_dict(), "lrt": lrt.as_dict()}
 
 

@@ -25,7 +25,6 @@ not on where the batches run: here, or as tasks on a Dask cluster (``client=``).
 
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass, field
 
@@ -72,15 +71,6 @@ class BootstrapLRTResult(MonteCarloTest):
     formula1: str
     reference: np.ndarray = field(repr=False)
     method: str = "parametric bootstrap LRT"
-
-    @property
-    def statistic(self) -> float:
-        return self.chi2
-
-    @property
-    def mc_se(self) -> float:
-        """Monte-Carlo standard error of the p-value, sqrt(p (1 - p) / K)."""
-        return math.sqrt(self.p_value * (1.0 - self.p_value) / self.n_sim)
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([{"test": self.method, "chi2": self.chi2, "df": self.df, "p_value": self.p_value,

@@ -64,14 +64,6 @@ class FTest(outcomes.FTest):
     p_value: float
     method: str = "F test, Satterthwaite df"
 
-    @property
-    def statistic(self) -> float:
-        return self.F
-
-    @property
-    def df(self) -> tuple:
-        return (self.num_df, self.den_df)
-
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([{"term": self.term, "F": self.F, "num_df": self.num_df, "den_df": self.den_df,
                               "p_value": self.p_value, "method": self.method}])

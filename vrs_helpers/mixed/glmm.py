@@ -641,10 +641,6 @@ class GLMMLRTResult(ChiSquareTest):
     p_value: float
     method: str = "GLRT (chi-square, Laplace)"
 
-    @property
-    def statistic(self) -> float:
-        return self.chi2
-
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame({"formula": list(self.formulas), "logLik": list(self.logliks),
                              "Chisq": [np.nan, self.chi2], "Df": [np.nan, self.df],

@@ -327,14 +327,6 @@ class KRStatistics(outcomes.FTest):
     p_value: float
     method = "F test, Kenward-Roger df"
 
-    @property
-    def statistic(self) -> float:
-        return self.F
-
-    @property
-    def df(self) -> tuple:
-        return (self.num_df, self.den_df)
-
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([{"F": self.F, "F_unscaled": self.F_unscaled, "scale": self.scale,
                               "num_df": self.num_df, "den_df": self.den_df, "p_value": self.p_value}])

@@ -561,10 +561,6 @@ class LRTResult(ChiSquareTest):
 
     method = "GLRT (chi-square)"
 
-    @property
-    def statistic(self) -> float:
-        return self.chi2
-
     def __repr__(self) -> str:
         note = " (REML fits refitted by ML)" if self.refitted_ml else ""
         return f"LRTResult(chi2={self.chi2:.4f}, df={self.df}, p={self.p_value:.4g}{note})"
