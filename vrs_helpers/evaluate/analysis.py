@@ -17,12 +17,15 @@ Research* (ICLR 2023):
   ``response ~ 1 + (1|item) + (1|R)...`` (REML), the absolute reliability coefficient phi of the item means over
   the observed runs, and a decision study: how many runs would make phi >= 0.8;
 - **what NLP users already run** (:mod:`vrs_helpers.evaluate.readings`): Almost Stochastic Order in both directions
-on the
-  per-run means of each system against the baseline (deepsig's definition and recommended threshold eps_min <
+  on the per-run means of each system against the baseline (deepsig's definition and recommended threshold eps_min <
   0.2), the expected best of n runs with a bootstrap interval (Dodge et al. 2019), every reading in one table and
   one sentence per disagreement saying which source of variation each reading ignores;
 - **several metrics** (``response=[...]``): each analysed as above, the system verdicts Holm-corrected across the
   metrics (:mod:`vrs_helpers.evaluate.metrics`).
+
+:func:`analyze` runs an :class:`~vrs_helpers.evaluate.spec.AnalysisSpec`, validated once, through the named steps of
+:mod:`vrs_helpers.evaluate.steps`; :class:`OwnAnalysis` holds one response's result and ``to_summary()`` is
+``summary.json``, each test stated by its outcome's ``as_dict()`` (:mod:`vrs_helpers.outcomes`).
 """
 
 from __future__ import annotations
