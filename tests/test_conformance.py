@@ -86,6 +86,11 @@ def test_registered_test_conforms_or_refuses(name, family):
         glrt.compare_systems(LOGS[family], "y", "system", "item", replications=["seed"], test=name, family=family)
 
 
+def test_a_test_without_a_runs_random_reading_is_refused():
+    with pytest.raises(registry.TestChoiceError, match="runs-random reading"):
+        glrt.compare_systems(LOGS["gaussian"], "y", "system", "item", test="satterthwaite")
+
+
 def test_the_registry_is_complete():
     """Every registered test is implemented and has a known outcome type; names and aliases are unambiguous; each
     family has one default, and it applies to the family."""

@@ -129,6 +129,9 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
         raise SignificanceError(f"The covariate {covariate!r} must be numeric; use by= for a binned property.")
     family, family_note = resolve_family(family, data[response])
     chosen = registry.choose(test, family)  # a test that does not apply is an error naming those that do
+    if test is not None and (not replications or by is not None or covariate is not None):
+        raise registry.TestChoiceError(f"test={test!r} chooses the test of the runs-random reading: give "
+                                       "replications (and no by/covariate), or leave test out.")
     notes = [family_note] if family_note else []
     if trials is not None and family != "binomial":
         raise SignificanceError("trials= is for binomial responses (successes out of trials); give family='binomial'.")
