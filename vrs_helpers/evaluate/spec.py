@@ -71,7 +71,7 @@ class AnalysisSpec:
     ``lower_is_better`` True (every response) or the responses for which lower is better; ``backend`` None (in
     memory) or a Dask client, scheduler address or ``"local"``."""
 
-    data: object = None
+    data: object = field(default=None, repr=False)  # a table can be large: data_label names it
     response: tuple = ()
     system: str | None = None
     item: str = ""
