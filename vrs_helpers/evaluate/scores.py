@@ -82,9 +82,9 @@ def read_delimited(path: Path, sep: str) -> pd.DataFrame:
         if found:
             table = pd.read_csv(path, sep=found[0])
             if found[0] == ";":
-                text = table.select_dtypes(include="object")
-                comma = [c for c in text.columns
-                         if text[c].dropna().astype(str).str.fullmatch(r"-?\d+,\d+").all() and text[c].notna().any()]
+                comma = [c for c in table.columns if not pd.api.types.is_numeric_dtype(table[c])
+                         and table[c].notna().any()
+                         and table[c].dropna().astype(str).str.fullmatch(r"-?\d+,\d+").all()]
                 if comma:
                     table = pd.read_csv(path, sep=";", decimal=",")
             table.attrs["delimiter"] = found[0]
@@ -92,16 +92,17 @@ def read_delimited(path: Path, sep: str) -> pd.DataFrame:
     return _with_rows(pd.read_csv(path, sep=sep), path)
 
 
-def iter_json_lines(path):
+def iter_json_lines(path, error: type = None):
     """(line number, record) for every non-empty line of a JSON-lines file; a line that is not a JSON object is an
-    error naming the file and the line."""
+    error (``error``, default :class:`InputError`) naming the file and the line."""
     import json
 
+    error = error or InputError
     path = Path(path)
     try:
         handle = path.open(encoding="utf-8")
     except OSError as exc:
-        raise InputError(f"Could not read {path}: {exc}") from exc
+        raise error(f"Could not read {path}: {exc}") from exc
     with handle:
         try:
             for number, line in enumerate(handle, start=1):
@@ -111,14 +112,14 @@ def iter_json_lines(path):
                 try:
                     record = json.loads(text)
                 except json.JSONDecodeError as exc:
-                    raise InputError(f"{path}, line {number}: not valid JSON ({exc.msg} at column {exc.colno}: "
-                                     f"{text[:60]!r}). A JSON-lines file has one JSON object per line.") from None
+                    raise error(f"{path}, line {number}: not valid JSON ({exc.msg} at column {exc.colno}: "
+                                f"{text[:60]!r}). A JSON-lines file has one JSON object per line.") from None
                 if not isinstance(record, dict):
-                    raise InputError(f"{path}, line {number}: a JSON {type(record).__name__}, not an object "
-                                     "({...}). A JSON-lines file has one JSON object per line.")
+                    raise error(f"{path}, line {number}: a JSON {type(record).__name__}, not an object "
+                                "({...}). A JSON-lines file has one JSON object per line.")
                 yield number, record
         except UnicodeDecodeError as exc:
-            raise InputError(f"Could not read {path}: not UTF-8 text ({exc.reason}).") from None
+            raise error(f"Could not read {path}: not UTF-8 text ({exc.reason}).") from None
 
 
 def _read_plain(path: Path) -> pd.DataFrame:

@@ -328,7 +328,7 @@ def assemble(fmt: str, files: list, result: ReadResult, metrics_wanted=None, run
     for name in field_names:   # item fields the user asked for (a cluster id, a subject): strings, NA if absent
         column = name if name not in frame.columns else f"field_{name}"
         values = [(r.get("_fields") or {}).get(name) for r in rows]
-        frame[column] = pd.Series([None if v is None else str(v) for v in values], index=frame.index, dtype=object)
+        frame[column] = pd.Series([None if v is None else str(v) for v in values], index=frame.index)
     for m in metric_cols:
         frame[m] = pd.to_numeric(frame[m], errors="coerce").astype(float)
     dup = frame.duplicated(KEYS, keep=False)

@@ -39,7 +39,7 @@ def _read(files: list, options: dict) -> ReadResult:
                      hash_name="sample_hash", primary_metric="score")
     raw = []
     for path in files:
-        for line, rec in iter_json_lines(path):
+        for line, rec in iter_json_lines(path, LogFormatError):
             missing = [k for k in REQUIRED if k not in rec]
             if missing:
                 raise LogFormatError(f"{path}, line {line}: no {', '.join(missing)}. Expected an Every Eval Ever "

@@ -93,7 +93,8 @@ def _read(files: list, options: dict) -> ReadResult:
                                      "system by.")
             system = str(value)
         task = str(spec.task)
-        seed = getattr(spec.model_generate_config, "seed", None) if spec.model_generate_config else None
+        seed = next((c.seed for c in (spec.model_generate_config, getattr(log.plan, "config", None))
+                     if c is not None and getattr(c, "seed", None) is not None), None)
         info = {"seed": seed, "folder": relative(path.parent, root), "file": path.stem}
         if log.status != "success":
             out.notes.append(f"{relative(path, root)}: the log's status is {log.status!r}; its scored samples are "

@@ -113,7 +113,7 @@ def _read(files: list, options: dict) -> ReadResult:
             else path.parent
         info = {**{s: config.get(s) for s in SEEDS if s in config}, "folder": relative(folder, root), "date": date}
         docs: dict = {}
-        for line, rec in iter_json_lines(path):
+        for line, rec in iter_json_lines(path, LogFormatError):
             if "doc_id" not in rec:
                 raise LogFormatError(f"{path}, line {line}: no 'doc_id'. Expected an lm-eval sample record (doc_id, "
                                      "doc, target, filter, metrics, doc_hash, and one key per metric).")

@@ -208,7 +208,7 @@ def write_helm(table: pd.DataFrame, out_dir, suite: str = "v1", metric: str = "e
     folders = []
     _groups(table, "helm", one_repeat=True)
     for (system, task), part in table.groupby(["system", "task"], sort=False):
-        name = f"{task}:model={system.replace('/', '_')}"
+        name = f"{task}{',' if ':' in task else ':'}model={system.replace('/', '_')}"
         folder = Path(out_dir) / "benchmark_output" / "runs" / suite / name
         folder.mkdir(parents=True, exist_ok=True)
         trials = sorted(part["run"].unique(), key=lambda s: (len(s), s))
