@@ -2,9 +2,11 @@
 writes them; Inspect logs by inspect_ai itself), read into one long table; every bad log named with file and line."""
 
 import hashlib
+import importlib.util
 import json
 import math
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -321,3 +323,43 @@ def test_every_eval_ever_runs_repeats_and_hashes(tmp_path):
     f.write_text("\n".join(lines[:4] + [json.dumps(rec)] + lines[5:]) + "\n")
     with pytest.raises(LogFormatError, match=r"_samples\.jsonl, line 5: no model_id"):
         load_eval_logs(tmp_path / "eee", format="every-eval-ever")
+
+
+# ---------------------------------------------------------------- the committed samples of workbook 08
+
+SAMPLES = Path(__file__).resolve().parents[2] / "examples" / "harness_logs"
+
+
+def _make_samples():
+    spec = importlib.util.spec_from_file_location("make_samples", SAMPLES / "make_samples.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("name,fmt,runs,repeats", [("lm_eval", "lm-eval", 3, 1), ("helm", "helm", 3, 1),
+                                                    ("every_eval_ever", "every-eval-ever", 1, 2)])
+def test_committed_samples_are_read_and_regenerate(name, fmt, runs, repeats, tmp_path):
+    """The committed sample of each layout reads without options, and make_samples.py writes the same logs again
+    (compared as read: the same rows, the harness's numbers within 1e-12)."""
+    committed = load_eval_logs(SAMPLES / name)
+    d = committed.description
+    assert d.format == fmt and d.systems == ["acme/base-7b", "acme/tuned-7b"]
+    assert {n for v in d.runs.values() for n in v.values()} == {runs}
+    assert {r for r in d.repeats.values()} == {(repeats, repeats)}
+    getattr(_make_samples(), name)(tmp_path / name)
+    again = load_eval_logs(tmp_path / name)
+    pd.testing.assert_frame_equal(again.table, committed.table)
+    pd.testing.assert_frame_equal(again.reported.drop(columns="source"), committed.reported.drop(columns="source"),
+                                  check_exact=False, rtol=0, atol=1e-12)
+
+
+def test_committed_inspect_sample_is_read():
+    pytest.importorskip("inspect_ai")
+    logs = load_eval_logs(SAMPLES / "inspect", item_fields=["cluster"])
+    d = logs.description
+    assert d.format == "inspect" and d.systems == ["mockllm/acme/base-7b", "mockllm/acme/tuned-7b"]
+    assert d.repeats == {"yes_no": (3, 3)} and d.items == {"yes_no": 30}
+    ours = harness_numbers(logs, cluster="cluster").set_index("system")
+    rep = logs.reported.pivot_table(index="system", columns="statistic", values="value")
+    np.testing.assert_allclose(ours["stderr"], rep.loc[ours.index, "stderr(cluster='cluster')"], rtol=0, atol=1e-9)

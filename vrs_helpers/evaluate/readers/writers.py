@@ -145,14 +145,18 @@ def write_lm_eval(table: pd.DataFrame, out_dir, metric: str = "acc", run_dir: st
     return written
 
 
-def write_inspect(table: pd.DataFrame, out_dir, log_format: str = "eval", cluster: str | None = None) -> list:
+def write_inspect(table: pd.DataFrame, out_dir, log_format: str = "eval", cluster: str | None = None,
+                  slim: bool = False) -> list:
     """Inspect logs written by ``inspect_ai.eval`` itself, one per system, task and run: the samples are the
     table's items (input ``<task> question <item>?``, target ``yes``, the other columns as sample metadata), the
     epochs its repeats, the model ``mockllm/<system>`` answering ``yes`` where the score is 1 (repeat k of an item
     is its k-th answer), the scorer ``match`` with the metrics accuracy and stderr (and ``stderr(cluster=...)``
-    with ``cluster``); the run is the generation seed. Returns the log files."""
+    with ``cluster``); the run is the generation seed. ``slim``: the logs rewritten by ``write_eval_log`` without
+    the samples' event transcripts (small files to commit; scores, metadata and results unchanged). Returns the
+    log files."""
     from inspect_ai import Task, eval
     from inspect_ai.dataset import Sample
+    from inspect_ai.log import read_eval_log, write_eval_log
     from inspect_ai.model import ModelOutput, ModelUsage, get_model
     from inspect_ai.scorer import accuracy, match, stderr
     from inspect_ai.solver import generate
@@ -185,6 +189,11 @@ def write_inspect(table: pd.DataFrame, out_dir, log_format: str = "eval", cluste
                     seed=int(run) if str(run).isdigit() else None, score_display=False)
         if logs[0].status != "success":
             raise RuntimeError(f"inspect_ai.eval failed: {logs[0].error}")
+        if slim:
+            log = read_eval_log(logs[0].location)
+            for sample in log.samples:
+                sample.events, sample.attachments = [], {}
+            write_eval_log(log, logs[0].location)
         written.append(Path(logs[0].location))
     return written
 
@@ -201,15 +210,17 @@ def _stat(name: str, values, split: str = "test") -> dict:
 
 
 def write_helm(table: pd.DataFrame, out_dir, suite: str = "v1", metric: str = "exact_match") -> list:
-    """HELM run folders ``out_dir/benchmark_output/runs/<suite>/<task>:model=<model>/`` per system and task: the runs
-    of the table are HELM's train trials (train_trial_index 0, 1, ... in the order of the run labels).
+    """HELM run folders ``out_dir/benchmark_output/runs/<suite>/<run spec name>/`` per system and task (HELM names
+    the folder ``<task>:model=<model>``; here ':' is written '-' so that the folder can be checked out on any file
+    system - the reader takes the names from ``run_spec.json``). The runs of the table are HELM's train trials
+    (train_trial_index 0, 1, ... in the order of the run labels).
     ``stats.json`` aggregates as HELM does: per trial the mean over instances, then these means merged over
     trials (count = trials). Returns the run folders."""
     folders = []
     _groups(table, "helm", one_repeat=True)
     for (system, task), part in table.groupby(["system", "task"], sort=False):
         name = f"{task}{',' if ':' in task else ':'}model={system.replace('/', '_')}"
-        folder = Path(out_dir) / "benchmark_output" / "runs" / suite / name
+        folder = Path(out_dir) / "benchmark_output" / "runs" / suite / name.replace(":", "-")
         folder.mkdir(parents=True, exist_ok=True)
         trials = sorted(part["run"].unique(), key=lambda s: (len(s), s))
         spec = {"name": name, "scenario_spec": {"class_name": f"helm.benchmark.scenarios.{task}.Scenario", "args": {}},
