@@ -13,7 +13,14 @@ import pandas as pd
 import pytest
 
 from vrs_helpers.evaluate.harness_stats import harness_numbers
-from vrs_helpers.evaluate.readers import FORMATS, KEYS, LogFormatError, detect_format, load_eval_logs
+from vrs_helpers.evaluate.readers import (
+    FORMATS,
+    KEYS,
+    LogFormatError,
+    detect_format,
+    load_eval_logs,
+    sniff_format,
+)
 from vrs_helpers.evaluate.readers.helm import task_name
 from vrs_helpers.evaluate.readers.writers import (
     simulate_binary,
@@ -120,7 +127,7 @@ def test_lm_eval_run_pattern_names_systems_and_runs(lm_logs, tmp_path):
 
 
 def _write_gsm8k_like(folder, model="org/model-x", date="2024-07-01T10-00-00.000001", filters=True,
-                      results=True, n=4):
+                      results=True, n=4, aggregation="mean"):
     """Samples as lm-eval writes them for a generation task with two filters and a corpus-level metric."""
     folder.mkdir(parents=True, exist_ok=True)
     lines = []
@@ -139,6 +146,7 @@ def _write_gsm8k_like(folder, model="org/model-x", date="2024-07-01T10-00-00.000
         res = {"results": {"gsm8k": {"alias": "gsm8k", "exact_match,strict-match": 0.5,
                                      "exact_match_stderr,strict-match": 0.2886751345948129}},
                "n-samples": {"gsm8k": {"original": 1319, "effective": n}},
+               "configs": {"gsm8k": {"metric_list": [{"metric": "exact_match", "aggregation": aggregation}]}},
                "config": {"model": "vllm", "model_args": f"pretrained={model},dtype=auto", "random_seed": 0,
                           "numpy_seed": 1234, "torch_seed": 1234, "fewshot_seed": 1234},
                "model_name": model, "model_name_sanitized": model.replace("/", "__")}
@@ -154,6 +162,11 @@ def test_lm_eval_filters_corpus_metrics_and_missing_results(tmp_path):
     assert list(logs.table["exact_match/strict-match"]) == [1.0, 0.0, 1.0, 0.0]
     rep = logs.reported.set_index("statistic")
     assert rep.loc["value", "metric"] == "exact_match/strict-match" and rep.loc["n", "value"] == 4
+    ours = harness_numbers(logs, "exact_match/strict-match")
+    assert ours["mean"].iloc[0] == 0.5 and abs(ours["stderr"].iloc[0] - _by_hand_stderr([1, 0, 1, 0])) < 1e-12
+    _write_gsm8k_like(tmp_path / "mcc" / "org__model-x", aggregation="matthews_corrcoef")
+    other = harness_numbers(load_eval_logs(tmp_path / "mcc"), "exact_match/strict-match")
+    assert np.isnan(other["mean"].iloc[0]) and "'matthews_corrcoef' not reproduced" in other["stderr_kind"].iloc[0]
     # without results file: the system is the folder's name, with a note
     _write_gsm8k_like(tmp_path / "bare" / "my-model", filters=False, results=False)
     bare = load_eval_logs(tmp_path / "bare")
@@ -211,12 +224,17 @@ def test_lm_eval_malformed_records_name_file_and_line(tmp_path):
 
 def test_detection_mixed_empty_and_forced(lm_logs, tmp_path):
     truth, out = lm_logs
-    assert detect_format(out) == "lm-eval"
+    assert detect_format(out) == sniff_format(out) == "lm-eval"
+    table = tmp_path / "scores.csv"
+    truth.to_csv(table, index=False)
+    assert sniff_format(table) is None and sniff_format(tmp_path / "missing") is None
     mixed = tmp_path / "mixed"
     shutil.copytree(out / "seed1", mixed / "lm")
     write_every_eval_ever(truth[truth["run"] == "1"], mixed / "eee")
     with pytest.raises(LogFormatError, match=r"several formats \(.*lm-eval: 4 file\(s\).*--format") as err:
         load_eval_logs(mixed)
+    with pytest.raises(LogFormatError, match="several formats"):
+        sniff_format(mixed)
     assert "every-eval-ever: 4 file(s)" in str(err.value)
     assert load_eval_logs(mixed, format="every-eval-ever").description.format == "every-eval-ever"
     assert load_eval_logs(mixed, format="lm_eval").description.format == "lm-eval"   # an alias

@@ -120,7 +120,8 @@ def harness_numbers(logs, metric: str | None = None, cluster: str | None = None)
     """Per system, task and run the mean the harness prints and its standard error as that harness defines it,
     from the per-item rows of :class:`~vrs_helpers.evaluate.readers.EvalLogs`:
 
-    - lm-eval: the mean over documents and ``mean_stderr`` (:func:`lm_eval_stderr`), as in ``results_*.json``;
+    - lm-eval: the mean over documents and ``mean_stderr`` (:func:`lm_eval_stderr`), as in ``results_*.json``
+      (metrics whose aggregation is not the mean - corpus BLEU, F1, MCC - are left NaN, saying so);
     - Inspect: the epochs of each sample reduced by the log's reducer (mean, median, max, mode), then the mean
       (``accuracy``/``mean``) and ``stderr()`` - clustered on the item column ``cluster`` if given
       (:func:`inspect_stderr`);
@@ -137,10 +138,14 @@ def harness_numbers(logs, metric: str | None = None, cluster: str | None = None)
     rows = []
     for (system, task, run), part in logs.table.dropna(subset=[metric]).groupby(["system", "task", "run"],
                                                                                   sort=False):
-        reducer = (logs.settings.get((system, task, run), {}).get("reducer") or ["mean"])[0]
-        if fmt == "inspect" and reducer not in _REDUCERS:
+        setting = logs.settings.get((system, task, run), {})
+        reducer = (setting.get("reducer") or ["mean"])[0]
+        aggregation = (setting.get("aggregation") or {}).get(metric.split("/")[0], "mean")
+        unknown = (f"reducer {reducer!r}" if fmt == "inspect" and reducer not in _REDUCERS else
+                   f"aggregation {aggregation!r}" if fmt == "lm-eval" and "mean" not in aggregation else None)
+        if unknown:   # the harness's number is not a mean of the item scores: say so, never a wrong number
             rows.append((system, task, run, fmt, part["item"].nunique(), int(part.groupby("item").size().max()),
-                         math.nan, math.nan, f"reducer {reducer!r} not reproduced", IGNORES[fmt]))
+                         math.nan, math.nan, f"{unknown} not reproduced", IGNORES[fmt]))
             continue
         items = _item_scores(part, metric, reducer if fmt == "inspect" else "mean",
                              extra=[cluster] if cluster else [])

@@ -21,7 +21,8 @@ from .base import FORMATS, KEYS, EvalLogs, LogDescription, LogFormatError, ReadR
 ALIASES = {"lm_eval": "lm-eval", "lm-evaluation-harness": "lm-eval", "lmeval": "lm-eval", "inspect_ai": "inspect",
            "eee": "every-eval-ever", "every_eval_ever": "every-eval-ever"}
 
-__all__ = ["load_eval_logs", "detect_format", "EvalLogs", "LogDescription", "LogFormatError", "FORMATS", "KEYS"]
+__all__ = ["load_eval_logs", "detect_format", "sniff_format", "EvalLogs", "LogDescription", "LogFormatError",
+           "FORMATS", "KEYS"]
 
 
 def _roots(path) -> list:
@@ -58,6 +59,20 @@ def detect_format(path) -> str:
         raise LogFormatError(f"{path} holds logs of several formats ({desc}). Read one format at a time: put them "
                              "in separate folders, or name the format (format=..., vrs analyze --format).")
     return next(iter(found))
+
+
+def sniff_format(path) -> str | None:
+    """The format of the evaluation logs at ``path``, or None when it holds none of a known format (a score table,
+    a missing path): for ``vrs analyze DATA`` to choose between a score table and logs. Logs of several formats
+    in one folder are still an error (:func:`detect_format`)."""
+    try:
+        return detect_format(path)
+    except LogFormatError as exc:
+        if "several formats" in str(exc):
+            raise
+        return None
+    except InputError:
+        return None
 
 
 def load_eval_logs(path, format: str = "auto", *, system: str | None = None, item_fields=(),

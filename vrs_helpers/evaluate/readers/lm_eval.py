@@ -74,6 +74,16 @@ def _model_name(results: dict, folder: Path, system_field: str | None):
     return folder.name
 
 
+def _aggregations(results: dict, task: str) -> dict:
+    """metric -> its aggregation in the task's config (``metric_list``), as the results file records it."""
+    metric_list = dotted(results, f"configs.{task}.metric_list") if isinstance(results.get("configs"), dict) else None
+    out = {}
+    for entry in metric_list or []:
+        if isinstance(entry, dict) and "metric" in entry:
+            out[str(entry["metric"])] = str(entry.get("aggregation", "mean"))
+    return out
+
+
 def _field(rec: dict, name: str):
     """An item field: from the document (``doc["subject"]``), else from the record."""
     doc = rec.get("doc")
@@ -147,6 +157,8 @@ def _read(files: list, options: dict) -> ReadResult:
                 if out.primary_metric is None:
                     out.primary_metric = column
         out.rows.extend(docs.values())
+        out.settings.append({"system": system, "task": task, "_run_info": info,
+                             "aggregation": _aggregations(results, task)})
         task_results = (results.get("results") or {}).get(task) or {}
         n = dotted(results, f"n-samples.{task}.effective") if isinstance(results.get("n-samples"), dict) else None
         for key, value in task_results.items():
