@@ -9,9 +9,9 @@
 - ``helm/``     - HELM run folders of 2 models x 3 train trials;
 - ``every_eval_ever/`` - Every Eval Ever instance-level JSON lines of 2 models x 2 epochs.
 
-The scores are simulated 0/1 answers (:func:`vrs_helpers.evaluate.readers.writers.simulate_binary`: item
-difficulty, system-by-item and run effects) with fixed seeds; the writers lay them out the way each harness does.
-The Inspect logs carry run ids and timestamps, so regenerating them changes those bytes, not the scores.
+The scores are simulated 0/1 answers with fixed seeds (:func:`vrs_helpers.evaluate.readers.writers.sample_tables`);
+:func:`vrs_helpers.evaluate.readers.writers.write_samples` lays them out the way each harness does. The Inspect logs
+carry run ids and timestamps, so regenerating them changes those bytes, not the scores.
 """
 
 from __future__ import annotations
@@ -20,52 +20,19 @@ import shutil
 import sys
 from pathlib import Path
 
-from vrs_helpers.evaluate.readers.writers import (
-    simulate_binary,
-    write_every_eval_ever,
-    write_helm,
-    write_inspect,
-    write_lm_eval,
-)
+from vrs_helpers.evaluate.readers.writers import sample_tables, write_samples
 
 HERE = Path(__file__).resolve().parent
-SYSTEMS = ("acme/base-7b", "acme/tuned-7b")
-
-
-def lm_eval(out: Path) -> None:
-    table = simulate_binary(2901, systems=SYSTEMS, tasks=("arith", "logic_qa"), items=20, runs=3,
-                            accuracy=(0.55, 0.65), run_sd=0.3)
-    write_lm_eval(table, out)
-
-
-def inspect(out: Path) -> None:
-    table = simulate_binary(2902, systems=SYSTEMS, tasks=("yes_no",), items=30, repeats=3, accuracy=(0.55, 0.7),
-                            clusters=6)
-    write_inspect(table, out, cluster="cluster", slim=True)
-
-
-def helm(out: Path) -> None:
-    table = simulate_binary(2903, systems=SYSTEMS, tasks=("mmlu:subject=anatomy,method=multiple_choice_joint",),
-                            items=30, runs=3, accuracy=(0.5, 0.6), run_sd=0.4)
-    write_helm(table, out)
-
-
-def every_eval_ever(out: Path) -> None:
-    table = simulate_binary(2904, systems=SYSTEMS, tasks=("gsm8k",), items=20, repeats=2, accuracy=(0.4, 0.5))
-    write_every_eval_ever(table, out)
-
-
-MAKERS = {"lm_eval": lm_eval, "inspect": inspect, "helm": helm, "every_eval_ever": every_eval_ever}
 
 
 def main(names) -> None:
-    for name in names or MAKERS:
+    for name in names or sample_tables():
         out = HERE / name
         if out.exists():
             shutil.rmtree(out)
-        MAKERS[name](out)
-        size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
-        print(f"{name}: {sum(1 for p in out.rglob('*') if p.is_file())} files, {size / 1024:.0f} KiB in {out}")
+        write_samples(HERE, [name])
+        files = [p for p in out.rglob("*") if p.is_file()]
+        print(f"{name}: {len(files)} files, {sum(p.stat().st_size for p in files) / 1024:.0f} KiB in {out}")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,6 @@
 writes them; Inspect logs by inspect_ai itself), read into one long table; every bad log named with file and line."""
 
 import hashlib
-import importlib.util
 import json
 import math
 import shutil
@@ -27,6 +26,7 @@ from vrs_helpers.evaluate.readers.writers import (
     write_every_eval_ever,
     write_helm,
     write_lm_eval,
+    write_samples,
 )
 from vrs_helpers.evaluate.scores import InputError
 
@@ -348,13 +348,6 @@ def test_every_eval_ever_runs_repeats_and_hashes(tmp_path):
 SAMPLES = Path(__file__).resolve().parents[2] / "examples" / "harness_logs"
 
 
-def _make_samples():
-    spec = importlib.util.spec_from_file_location("make_samples", SAMPLES / "make_samples.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize("name,fmt,runs,repeats", [("lm_eval", "lm-eval", 3, 1), ("helm", "helm", 3, 1),
                                                     ("every_eval_ever", "every-eval-ever", 1, 2)])
 def test_committed_samples_are_read_and_regenerate(name, fmt, runs, repeats, tmp_path):
@@ -365,7 +358,7 @@ def test_committed_samples_are_read_and_regenerate(name, fmt, runs, repeats, tmp
     assert d.format == fmt and d.systems == ["acme/base-7b", "acme/tuned-7b"]
     assert {n for v in d.runs.values() for n in v.values()} == {runs}
     assert {r for r in d.repeats.values()} == {(repeats, repeats)}
-    getattr(_make_samples(), name)(tmp_path / name)
+    write_samples(tmp_path, [name])
     again = load_eval_logs(tmp_path / name)
     pd.testing.assert_frame_equal(again.table, committed.table)
     pd.testing.assert_frame_equal(again.reported.drop(columns="source"), committed.reported.drop(columns="source"),
