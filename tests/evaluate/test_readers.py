@@ -175,6 +175,10 @@ def test_lm_eval_filters_corpus_metrics_and_missing_results(tmp_path):
     # a results file given directly reads its samples
     one = load_eval_logs(next((tmp_path / "out").rglob("results_*.json")))
     assert len(one.table) == 4
+    # item fields from the documents; one no document has is a note, not a column of NAs
+    fields = load_eval_logs(tmp_path / "out", item_fields=["question", "subject"])
+    assert fields.table["question"].iloc[0] == "What is 0 + 1?" and "subject" not in fields.table.columns
+    assert any("no item has a field 'subject'" in n for n in fields.description.notes)
     # the system from a field the user names
     named = load_eval_logs(tmp_path / "out", system="config.model")
     assert named.description.systems == ["vllm"]

@@ -315,6 +315,9 @@ def assemble(fmt: str, files: list, result: ReadResult, metrics_wanted=None, run
         for k in r:
             if k not in KEYS and not k.startswith("_") and k not in metric_cols:
                 metric_cols.append(k)
+    if not metric_cols:
+        raise LogFormatError(f"The {fmt} logs ({files[0]}{', ...' if len(files) > 1 else ''}) hold no numeric scores: "
+                             + "; ".join(result.notes[:3]))
     if metrics_wanted:
         missing = [m for m in metrics_wanted if m not in metric_cols]
         if missing:
@@ -328,6 +331,9 @@ def assemble(fmt: str, files: list, result: ReadResult, metrics_wanted=None, run
     for name in field_names:   # item fields the user asked for (a cluster id, a subject): strings, NA if absent
         column = name if name not in frame.columns else f"field_{name}"
         values = [(r.get("_fields") or {}).get(name) for r in rows]
+        if all(v is None for v in values):
+            result.notes.append(f"no item has a field {name!r}; no column {column!r}.")
+            continue
         frame[column] = pd.Series([None if v is None else str(v) for v in values], index=frame.index)
     for m in metric_cols:
         frame[m] = pd.to_numeric(frame[m], errors="coerce").astype(float)

@@ -76,7 +76,7 @@ def _model_name(results: dict, folder: Path, system_field: str | None):
 
 def _aggregations(results: dict, task: str) -> dict:
     """metric -> its aggregation in the task's config (``metric_list``), as the results file records it."""
-    metric_list = dotted(results, f"configs.{task}.metric_list") if isinstance(results.get("configs"), dict) else None
+    metric_list = ((results.get("configs") or {}).get(task) or {}).get("metric_list")
     out = {}
     for entry in metric_list or []:
         if isinstance(entry, dict) and "metric" in entry:
@@ -160,7 +160,7 @@ def _read(files: list, options: dict) -> ReadResult:
         out.settings.append({"system": system, "task": task, "_run_info": info,
                              "aggregation": _aggregations(results, task)})
         task_results = (results.get("results") or {}).get(task) or {}
-        n = dotted(results, f"n-samples.{task}.effective") if isinstance(results.get("n-samples"), dict) else None
+        n = ((results.get("n-samples") or {}).get(task) or {}).get("effective")
         for key, value in task_results.items():
             if "," not in key:
                 continue
