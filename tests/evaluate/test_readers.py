@@ -257,6 +257,10 @@ def test_detection_mixed_empty_and_forced(lm_logs, tmp_path):
     logs = load_eval_logs(out)
     with pytest.raises(InputError, match="No metric 'f1'.*acc"):
         logs.scores("f1")
+    assert logs.design("arith") == {"runs": True, "repeats": False, "replications": ["run"],
+                                    "random": "(1|item) + (1|system:run)", "family": "binomial"}
+    with pytest.raises(InputError, match="several tasks"):
+        logs.design()
     s = logs.scores(task="arith")
     assert list(s.columns) == KEYS + ["score"] and set(s["task"]) == {"arith"} and len(s) == 2 * 3 * 25
 

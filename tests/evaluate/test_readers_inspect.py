@@ -67,6 +67,8 @@ def test_inspect_numbers_equal_what_inspect_printed(inspect_logs):
                                atol=1e-9)
     assert (clustered["stderr_kind"] == "stderr(cluster='cluster')").all()
     assert all(v == {"reducer": ["mean"], "epochs": 3} for v in logs.settings.values())
+    assert logs.design() == {"runs": True, "repeats": True, "replications": ["run"],
+                             "random": "(1|item) + (1|system:run) + (1|system:item)", "family": "binomial"}
 
 
 def test_inspect_bad_logs_and_missing_package(inspect_logs, tmp_path, monkeypatch):

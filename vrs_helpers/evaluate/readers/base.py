@@ -159,6 +159,21 @@ class EvalLogs:
             out = out[out["task"] == task]
         return out.dropna(subset=["score"]).reset_index(drop=True)
 
+    def design(self, task: str | None = None, metric: str | None = None) -> dict:
+        """The design of one task's scores for the mixed model (book 4.3): ``runs`` - some system has several
+        runs; ``repeats`` - some item has several scores within a run; ``replications`` - ``["run"]`` with runs
+        (the column :func:`~vrs_helpers.evaluate.scores.validate` needs); ``random`` - the random effects,
+        ``(1|item)`` plus ``(1|system:run)`` with runs and ``(1|system:item)`` with repeats; ``family`` -
+        ``binomial`` for 0/1 scores, else ``gaussian``. ``task`` may be omitted when there is one."""
+        if task is None and len(self.description.tasks) > 1:
+            raise InputError(f"The logs hold several tasks ({', '.join(self.description.tasks)}); name one.")
+        d = self.scores(metric, task=task or self.description.tasks[0])
+        runs = bool(d.groupby("system")["run"].nunique().max() > 1)
+        repeats = bool(d.groupby(["system", "run", "item"]).size().max() > 1)
+        random = "(1|item)" + (" + (1|system:run)" if runs else "") + (" + (1|system:item)" if repeats else "")
+        return {"runs": runs, "repeats": repeats, "replications": ["run"] if runs else [], "random": random,
+                "family": "binomial" if d["score"].isin((0.0, 1.0)).all() else "gaussian"}
+
 
 def read_json(path: Path):
     """A whole JSON file, or an error naming the file, the line and what was expected."""
