@@ -591,15 +591,28 @@ def nav_html(api_href: str | None = f"{API_DIR}/index.html", index_href: str = "
 
 # ------------------------------------------------------------------------------------------------ API reference
 
-def build_api_docs(out_dir: str | Path = "build/html/api", modules: tuple[str, ...] = ("vrs_helpers",)) -> Path:
+def _package_modules(package: str = "vrs_helpers") -> tuple[str, ...]:
+    """The package and every module and subpackage at its top level (pdoc walks the subpackages itself)."""
+    import importlib
+    import pkgutil
+
+    root = importlib.import_module(package)
+    return (package, *sorted(f"{package}.{m.name}" for m in pkgutil.iter_modules(root.__path__)
+                             if not m.name.startswith("_")))
+
+
+def build_api_docs(out_dir: str | Path = "build/html/api", modules: tuple[str, ...] | None = None) -> Path:
     """The API reference from the docstrings, with pdoc, into ``out_dir`` (``index.html`` and one page per module).
 
     pdoc reads the docstrings and signatures as they are (reStructuredText roles such as ``:func:`` become links),
     needs no configuration files and writes self-contained pages (no CDN: math and mermaid rendering are off).
+    ``modules``: default the whole package, each layer with its modules (the front door's ``__all__`` lists the
+    documented names, so pdoc would not walk the subpackages from it alone).
     """
     import pdoc
     import pdoc.render
 
+    modules = _package_modules() if modules is None else modules
     out = Path(out_dir)
     if out.exists():
         shutil.rmtree(out)
