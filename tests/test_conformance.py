@@ -137,6 +137,12 @@ def _examples():
         from vrs_helpers.mixed import kenward_roger
 
         ex.append(kenward_roger.f_test(kenward_roger.adjustment(m), glrt.system_contrast(m)))
+    from vrs_helpers.evaluate import harness_stats as hs
+
+    x, y = (rng.random(40) < 0.7).astype(float), (rng.random(40) < 0.5).astype(float)
+    long = pd.DataFrame({"system": ["a"] * 40 + ["b"] * 40, "item": [f"i{i}" for i in range(40)] * 2,
+                         "task": "t", "run": "0", "repeat": "0", "score": np.r_[x, y]})
+    ex += [hs.mcnemar(x, y), hs.paired_difference(long, "a", "b")]
     ex += [type(e).from_dict(e.as_dict()) for e in list(ex)]
     return ex
 

@@ -12,7 +12,8 @@ the result (``as_dict()``, ``evidence()``, ``df_text()``, ``stated_p``), never i
 - :class:`MonteCarloTest` - a parametric-bootstrap test of a chi-square statistic (``chi2``, ``df``, ``p_value`` =
   (c + 1) / (n_sim + 1), ``n_sim``, ``seed``, ``n_failed``);
 - :class:`ZTest`, :class:`TTest` - z and t tests (book 4.2);
-- :class:`ResamplingTest` - paired bootstrap and permutation tests of a difference (Algorithms 4.1/4.2).
+- :class:`ResamplingTest` - paired bootstrap and permutation tests of a difference (Algorithms 4.1/4.2);
+- :class:`DiscordantPairsTest` - McNemar's exact test of paired 0/1 scores.
 
 The result types of the engine and of the book's methods subclass these (e.g. ``mixed.LRTResult`` is a
 :class:`ChiSquareTest` with the two log-likelihoods beside it). A subclass may be a dataclass: the classes here are
@@ -295,9 +296,32 @@ class ResamplingTest(_Plain):
         return ResamplingTest(d["difference"], d["p_value"], d["n_resamples"])
 
 
+class DiscordantPairsTest(_Plain):
+    """An exact test of paired 0/1 scores on their discordant pairs (McNemar 1947, exact form): ``n10`` items right
+    by the first system only, ``n01`` by the second only; under H0 n10 ~ Binomial(n10 + n01, 1/2). The statistic
+    is min(n10, n01), with no df; ``p_mid`` the mid-p beside the exact p. summary.json: ``{"n10", "n01",
+    "p_value", "p_mid"}``."""
+
+    _fields = ("n10", "n01", "p_value", "p_mid")
+    statistic_name = "min(n10, n01)"
+    default_method = "exact test of discordant pairs"
+    df = None
+
+    @property
+    def statistic(self) -> int:
+        return min(self.n10, self.n01)
+
+    def evidence(self) -> str:
+        return f"n10 = {self.n10}, n01 = {self.n01}"
+
+    def as_dict(self) -> dict:
+        return {"n10": int(self.n10), "n01": int(self.n01), "p_value": float(self.p_value),
+                "p_mid": float(self.p_mid)}
+
+
 #: the kinds of test, by the name their summary rows and the registry use
 OUTCOME_TYPES = {"chisq": ChiSquareTest, "F": FTest, "monte-carlo": MonteCarloTest, "z": ZTest, "t": TTest,
-                 "resampling": ResamplingTest}
+                 "resampling": ResamplingTest, "discordant-pairs": DiscordantPairsTest}
 
 
 def check_outcome(outcome) -> None:

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..outcomes import TestOutcome
+from ..outcomes import DiscordantPairsTest, ZTest
 from .power import PlanningError
 from .scores import InputError
 
@@ -193,7 +193,7 @@ def miller_errors(table: pd.DataFrame, metric: str = "score", cluster: str | Non
 
 
 @dataclass(repr=False)
-class PairedDifference(TestOutcome):
+class PairedDifference(ZTest):
     """The paired difference of two systems' mean scores on the same items (Miller 2024, sec. 4.1): the z test of
     mean(d) = 0 for the per-item differences d_i, its standard error and the normal confidence interval."""
 
@@ -208,7 +208,6 @@ class PairedDifference(TestOutcome):
     level: float
     method: str
     ignores: str
-    df = None
 
     def as_dict(self) -> dict:
         return {"difference": float(self.difference), "se": float(self.se), "ci": [float(self.ci_low),
@@ -265,7 +264,7 @@ def paired_difference(table: pd.DataFrame, a: str, b: str, metric: str = "score"
 
 
 @dataclass(repr=False)
-class McNemarTest(TestOutcome):
+class McNemarTest(DiscordantPairsTest):
     """McNemar's test of two systems' 0/1 scores on the same items: of the n discordant items, ``n10`` are right
     by the first system only, ``n01`` by the second only; under H0 n10 ~ Binomial(n, 1/2). ``p_value`` is the exact
     two-sided p = min(1, 2 P(X <= min(n10, n01))) (as ``statsmodels.stats.contingency_tables.mcnemar(exact=True)``);
@@ -278,15 +277,6 @@ class McNemarTest(TestOutcome):
     n_items: int
     method: str = "McNemar's exact test"
     ignores: str = IGNORES["mcnemar"]
-    df = None
-
-    @property
-    def statistic(self) -> int:
-        return min(self.n10, self.n01)
-
-    def as_dict(self) -> dict:
-        return {"n10": int(self.n10), "n01": int(self.n01), "p_value": float(self.p_value),
-                "p_mid": float(self.p_mid)}
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([{"n10": self.n10, "n01": self.n01, "p_value": self.p_value, "p_mid": self.p_mid,
