@@ -25,7 +25,6 @@ not on where the batches run: here, or as tasks on a Dask cluster (``client=``).
 
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass, field
 
@@ -33,7 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..outcomes import TestOutcome
+from ..outcomes import MonteCarloTest
 from ..threads import blas_limit
 from .batch import BatchDeviance, minimize
 from .design import SufficientStats
@@ -53,7 +52,7 @@ def batch_size_for(s: SufficientStats) -> int:
 
 
 @dataclass
-class BootstrapLRTResult(TestOutcome):
+class BootstrapLRTResult(MonteCarloTest):
     """A parametric-bootstrap likelihood ratio test (:func:`parametric_bootstrap_lrt`).
 
     ``chi2``: the observed statistic 2 (logLik m1 - logLik m0) of the ML fits; ``p_value`` = (1 + n_extreme) /
@@ -73,15 +72,6 @@ class BootstrapLRTResult(TestOutcome):
     formula1: str
     reference: np.ndarray = field(repr=False)
     method: str = "parametric bootstrap LRT"
-
-    @property
-    def statistic(self) -> float:
-        return self.chi2
-
-    @property
-    def mc_se(self) -> float:
-        """Monte-Carlo standard error of the p-value, sqrt(p (1 - p) / K)."""
-        return math.sqrt(self.p_value * (1.0 - self.p_value) / self.n_sim)
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([{"test": self.method, "chi2": self.chi2, "df": self.df, "p_value": self.p_value,

@@ -1,7 +1,8 @@
 """Small-sample F tests of fixed effects in a REML fit: Satterthwaite's denominator degrees of freedom, as lmerTest
 defines them (Kuznetsova, Brockhoff & Christensen 2017), and Kenward-Roger's (Kenward & Roger 1997, as pbkrtest
-computes them: :mod:`.kenward_roger`), both from the sufficient statistics. ``ddf="satterthwaite"`` (the default)
-or ``ddf="kenward-roger"`` in :func:`contrast_test` and :func:`anova`.
+computes them: :mod:`.kenward_roger`), both from the sufficient statistics. ``ddf="satterthwaite"`` or
+``ddf="kenward-roger"`` in :func:`contrast_test` and :func:`anova`; the default is :mod:`vrs_helpers.registry`'s
+(Kenward-Roger, the default test of ``vrs analyze``).
 
 For a contrast matrix L (q x p) of the fixed effects beta, with C(phi) = sigma^2 (X'V(theta)^-1 X)^-1 the covariance
 of beta-hat as a function of the variance parameters phi = (theta, sigma) (lme4's relative Cholesky factors and the
@@ -29,25 +30,30 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..outcomes import TestOutcome
+from .. import outcomes, registry
 from . import kenward_roger, numdiff
 from .deviance import BlockDeviance, Deviance, tri_solve
 from .errors import MixedModelError
 
 BOUNDARY = 1e-6  # a diagonal theta below this is a boundary estimate (held at 0)
-METHODS = {"satterthwaite": "F test, Satterthwaite df", "kenward-roger": "F test, Kenward-Roger df"}
+# the denominator-df methods the engine implements; their names, aliases, labels and the default (ddf=None) are
+# vrs_helpers.registry's
+METHODS = {name: registry.get(name).method for name in ("satterthwaite", "kenward-roger")}
 
 
-def _method(ddf: str) -> str:
-    key = str(ddf).strip().lower().replace("_", "-").replace(" ", "-")
-    key = {"kr": "kenward-roger", "kenwardroger": "kenward-roger", "sat": "satterthwaite"}.get(key, key)
+def _method(ddf: str | None) -> str:
+    try:
+        key = registry.ddf_default() if ddf is None else registry.canonical(ddf)
+    except registry.TestChoiceError:
+        key = None
     if key not in METHODS:
-        raise MixedModelError(f"ddf must be 'satterthwaite' or 'kenward-roger'; got {ddf!r}.")
+        raise MixedModelError(f"ddf must be {' or '.join(map(repr, METHODS))} (default: "
+                              f"{registry.ddf_default()!r}); got {ddf!r}.")
     return key
 
 
 @dataclass
-class FTest(TestOutcome):
+class FTest(outcomes.FTest):
     """An F test of fixed effects with Satterthwaite's or Kenward-Roger's denominator degrees of freedom
     (``method`` names which)."""
 
@@ -57,14 +63,6 @@ class FTest(TestOutcome):
     den_df: float
     p_value: float
     method: str = "F test, Satterthwaite df"
-
-    @property
-    def statistic(self) -> float:
-        return self.F
-
-    @property
-    def df(self) -> tuple:
-        return (self.num_df, self.den_df)
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([{"term": self.term, "F": self.F, "num_df": self.num_df, "den_df": self.den_df,
@@ -201,11 +199,12 @@ def _kenward_roger(adj, L, term: str) -> FTest:
     return FTest(term, r.F, r.num_df, r.den_df, r.p_value, METHODS["kenward-roger"])
 
 
-def contrast_test(result, L, term: str = "contrast", ddf: str = "satterthwaite") -> FTest:
+def contrast_test(result, L, term: str = "contrast", ddf: str | None = None) -> FTest:
     """F test of H0: L beta = 0 for a REML :class:`~vrs_helpers.mixed.MixedModelResult`, with Satterthwaite's
     (``ddf="satterthwaite"``, lmerTest's ``contest``) or Kenward-Roger's (``ddf="kenward-roger"``, pbkrtest's
     ``KRmodcomp``: the Wald F with the adjusted covariance Phi_A, scaled by lambda) denominator degrees of freedom
-    (module docstring). ``L``: a (q x p) array or a 1-D contrast over ``result.fixed_effects.index``."""
+    (module docstring); ``ddf=None``: the registry's default (:func:`vrs_helpers.registry.ddf_default`,
+    Kenward-Roger). ``L``: a (q x p) array or a 1-D contrast over ``result.fixed_effects.index``."""
     method = _method(ddf)
     L = _check_contrast(result, L)
     if method == "kenward-roger":
@@ -237,11 +236,11 @@ def term_columns(result) -> dict:
     return out
 
 
-def anova(result, ddf: str = "satterthwaite") -> pd.DataFrame:
-    """Type III-style F tests of every fixed-effect term (its columns = 0) with Satterthwaite's (default) or
-    Kenward-Roger's df: one row per term (term, F, num_df, den_df, p_value, method), as ``lmerTest::anova(m, ddf =
-    "Satterthwaite")`` / ``anova(m, ddf = "Kenward-Roger")`` for the treatment contrasts the engine uses (a term's
-    test with the other terms in the model)."""
+def anova(result, ddf: str | None = None) -> pd.DataFrame:
+    """Type III-style F tests of every fixed-effect term (its columns = 0) with Satterthwaite's or Kenward-Roger's
+    df (``ddf=None``: the registry's default, Kenward-Roger): one row per term (term, F, num_df, den_df, p_value,
+    method), as ``lmerTest::anova(m, ddf = "Satterthwaite")`` / ``anova(m, ddf = "Kenward-Roger")`` for the
+    treatment contrasts the engine uses (a term's test with the other terms in the model)."""
     method = _method(ddf)
     _check_result(result)
     p = result.stats.p

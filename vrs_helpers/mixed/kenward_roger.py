@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 from scipy import linalg, stats
 
-from ..outcomes import TestOutcome
+from .. import outcomes
 from .deviance import BlockDeviance
 from .errors import MixedModelError
 
@@ -303,7 +303,7 @@ def adjustment(result) -> KRAdjustment:
 
 
 @dataclass
-class KRStatistics(TestOutcome):
+class KRStatistics(outcomes.FTest):
     """pbkrtest's ``.KR_adjust`` for one L: F = lambda F_unscaled on (num_df, den_df) df and its p; F_unscaled is
     the Wald statistic with the adjusted covariance over q, lambda the scale (KR section 3)."""
 
@@ -314,14 +314,6 @@ class KRStatistics(TestOutcome):
     den_df: float
     p_value: float
     method = "F test, Kenward-Roger df"
-
-    @property
-    def statistic(self) -> float:
-        return self.F
-
-    @property
-    def df(self) -> tuple:
-        return (self.num_df, self.den_df)
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([{"F": self.F, "F_unscaled": self.F_unscaled, "scale": self.scale,

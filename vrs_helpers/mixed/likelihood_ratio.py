@@ -16,17 +16,18 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..outcomes import TestOutcome
+from ..outcomes import ChiSquareTest
 from .errors import MixedModelError
 from .model import MixedModel, check_fitted
 
 
 @dataclass
-class LRTResult(TestOutcome):
+class LRTResult(ChiSquareTest):
     """A generalized likelihood ratio test of nested mixed models: chi2 on df degrees of freedom and its p-value
-    (:class:`~vrs_helpers.outcomes.TestOutcome`: ``statistic`` = chi2), the two log-likelihoods and formulas
-    (restricted model first), whether REML fits were refitted by ML, and ``method`` (how the likelihoods were
-    computed: "GLRT (chi-square)" for linear mixed models, the Laplace or quadrature approximation for GLMMs)."""
+    (:class:`~vrs_helpers.outcomes.ChiSquareTest`: ``statistic`` = chi2; ``as_dict()`` is summary.json's ``glrt``),
+    the two log-likelihoods and formulas (restricted model first), whether REML fits were refitted by ML, and
+    ``method`` (how the likelihoods were computed: "GLRT (chi-square)" for linear mixed models, the Laplace or
+    quadrature approximation for GLMMs)."""
 
     chi2: float
     df: int
@@ -37,10 +38,6 @@ class LRTResult(TestOutcome):
     formula0: str
     formula1: str
     method: str = "GLRT (chi-square)"
-
-    @property
-    def statistic(self) -> float:
-        return self.chi2
 
     @property
     def formulas(self) -> tuple[str, str]:

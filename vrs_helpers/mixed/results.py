@@ -237,12 +237,13 @@ class LinearMixedModel(MixedModel):
         return self._data[self.stats.formula.response].to_numpy(dtype=float) - self.fitted
 
     # --- small-sample F tests of the fixed effects (REML fits; from the sufficient statistics)
-    def anova(self, ddf: str = "satterthwaite") -> pd.DataFrame:
+    def anova(self, ddf: str | None = None) -> pd.DataFrame:
         """F test of every fixed-effect term with ``ddf="satterthwaite"`` (lmerTest's default) or
-        ``"kenward-roger"`` (pbkrtest) denominator df: :func:`vrs_helpers.mixed.ddf.anova`."""
+        ``"kenward-roger"`` (pbkrtest) denominator df; None: the registry's default (Kenward-Roger, as ``vrs
+        analyze``): :func:`vrs_helpers.mixed.ddf.anova`."""
         return ddf_tests.anova(self, ddf=ddf)
 
-    def test(self, L, ddf: str = "satterthwaite", term: str = "contrast") -> ddf_tests.FTest:
+    def test(self, L, ddf: str | None = None, term: str = "contrast") -> ddf_tests.FTest:
         """F test of H0: L beta = 0 (L: q x p, or one contrast over ``fixed_effects.index``) with Satterthwaite's or
         Kenward-Roger's denominator df: :func:`vrs_helpers.mixed.ddf.contrast_test`."""
         return ddf_tests.contrast_test(self, L, term=term, ddf=ddf)
