@@ -134,12 +134,14 @@ class GeneralizedLinearMixedModel(MixedModel):
     (``nagq``) sets lme4's quantities: ``theta``, ``fixed_effects`` (estimate, se, z, p: Wald z tests),
     ``vcov``, ``varcorr`` (lme4's ``as.data.frame(VarCorr(m))`` on the latent scale), ``ranef`` (the conditional
     modes ``b = Lambda u`` per grouping), ``loglik``, ``deviance`` (``-2 logLik``; lme4's ``deviance()`` of a
-    glmer fit is instead its deviance-residual form, without the constants of ``logLik``), ``nagq`` and
-    ``optsum``. ``stats`` is the fixed-effects design (factor levels, treatment contrasts, covariate means) that
-    :func:`vrs_helpers.mixed.marginal.emmeans` needs for marginal means on the link scale.
+    glmer fit is instead its deviance-residual form, without the constants of ``logLik``), ``nagq``, ``warnings``
+    and ``optsum``. ``objective`` is the model's deviance function (:class:`.laplace.GLMMDeviance`: response,
+    weights, X, levels; PIRLS, Laplace, quadrature). ``stats`` is the fixed-effects design (factor levels,
+    treatment contrasts, covariate means) that :func:`vrs_helpers.mixed.marginal.emmeans` needs for marginal means
+    on the link scale.
     """
 
-    _FITTED = MixedModel._FITTED + ("nagq",)
+    _FITTED = MixedModel._FITTED + ("nagq", "warnings")
 
     def __init__(self, formula: str, data: pd.DataFrame, family: str | families.Family = "binomial",
                  link: str | None = None, weights=None):
@@ -201,6 +203,7 @@ class GeneralizedLinearMixedModel(MixedModel):
         self.vcov = pd.DataFrame(cov, index=names, columns=names)
         self.ranef = ranef
         self.optsum = optsum
+        self.warnings = []
         return self
 
     def to_frame(self) -> pd.DataFrame:
