@@ -334,7 +334,7 @@ def test_api_methods_defaults_and_errors():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         glmm = mixed.glmer("cbind(incidence, size - incidence) ~ period + (1|herd)", cbpp, family="binomial")
-    with pytest.raises(mixed.MixedModelError, match="glmm_lrt"):
+    with pytest.raises(mixed.MixedModelError, match="mixed.lrt"):
         ddf.anova(glmm, ddf="kenward-roger")
 
 

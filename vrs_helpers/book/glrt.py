@@ -22,14 +22,14 @@ from .significance import SignificanceError
 class SystemComparison:
     """GLRT of system differences on a mixed model with a random item intercept (book 4.3, ICLR eq. 3-7).
 
-    ``family`` is ``"gaussian"`` (LMM) or ``"binomial"`` (logistic GLMM: ``glrt`` a
-    :class:`~vrs_helpers.mixed.GLMMLRTResult`, means, contrasts and slopes on the logit scale); ``notes`` say how
-    the test was made where the reader needs to know (the GLMM has no small-sample F test).
+    ``family`` is ``"gaussian"`` (LMM) or ``"binomial"`` (logistic GLMM: ``glrt`` the
+    :class:`~vrs_helpers.mixed.LRTResult` of the GLMMs, means, contrasts and slopes on the logit scale); ``notes``
+    say how the test was made where the reader needs to know (the GLMM has no small-sample F test).
     """
 
     formula: str
     null_formula: str
-    glrt: object  # vrs_helpers.mixed.LRTResult (gaussian) or GLMMLRTResult (binomial)
+    glrt: object  # vrs_helpers.mixed.LRTResult (of the LMMs or of the GLMMs)
     means: pd.DataFrame
     contrasts: pd.DataFrame
     slopes: pd.DataFrame | None = None  # per-system slope of a continuous property (ICLR eq. 6/7)
@@ -152,7 +152,7 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
         formula, null = f"{lhs} ~ {system} + {rand}", f"{lhs} ~ 1 + {rand}"
     if family == "binomial":
         full = mixed.glmer(formula, data, family="binomial")
-        glrt = mixed.glmm_lrt(mixed.glmer(null, data, family="binomial"), full)
+        glrt = mixed.lrt(mixed.glmer(null, data, family="binomial"), full)
         if replications and chosen.name == "chisq":
             glrt.method = "GLRT (chi-square, Laplace; runs random, no small-sample test for GLMMs)"
             notes.append("binomial GLMM with runs as a random effect: there is no Satterthwaite/Kenward-Roger F test "
@@ -222,7 +222,7 @@ def chisq_test(h: Hypothesis) -> ChiSquareTest:
     if h.glrt is not None:
         return h.glrt
     if h.family == "binomial":
-        return mixed.glmm_lrt(mixed.glmer(h.null_formula, h.data, family="binomial"), h.full)
+        return mixed.lrt(mixed.glmer(h.null_formula, h.data, family="binomial"), h.full)
     return mixed.lrt(mixed.fit(h.null_formula, h.data, method="ML"), h.full)
 
 

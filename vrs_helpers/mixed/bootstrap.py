@@ -37,7 +37,8 @@ from ..threads import blas_limit
 from .batch import BatchDeviance, minimize
 from .design import SufficientStats
 from .errors import MixedModelError
-from .results import MixedModelResult, fit_stats, lrt
+from .likelihood_ratio import lrt
+from .results import LinearMixedModel, MixedModelResult, fit_stats
 from .simulate import ModelView, ResponseSimulator, null_parameters
 
 BATCH_SIZE = 500  # simulations per batch (fewer for designs with very many levels: batch_size_for)
@@ -84,8 +85,9 @@ class BootstrapLRTResult(MonteCarloTest):
 
 
 def _ml(m: MixedModelResult) -> MixedModelResult:
-    if m.stats is None:
-        raise MixedModelError("The parametric bootstrap needs results of vrs_helpers.mixed.fit / fit_stats.")
+    if not isinstance(m, LinearMixedModel):
+        raise MixedModelError("The parametric bootstrap needs linear mixed models fitted by vrs_helpers.mixed.fit / "
+                              "fit_stats.")
     if m.method == "ML":
         return m
     with warnings.catch_warnings():
@@ -94,16 +96,8 @@ def _ml(m: MixedModelResult) -> MixedModelResult:
 
 
 def internal_theta(m: MixedModelResult) -> np.ndarray:
-    """theta in the engine's internal order (the formula's terms) from a result's lme4 order."""
-    s = m.stats
-    sizes = [t.r * (t.r + 1) // 2 for t in s.terms]
-    offsets = np.cumsum([0] + sizes)
-    pos = []
-    for k in s.lme4_order:
-        pos.extend(range(offsets[k], offsets[k + 1]))
-    theta = np.empty(len(pos))
-    theta[pos] = m.theta.to_numpy()
-    return theta
+    """theta in the engine's internal order (the formula's terms) from a fitted model's lme4 order."""
+    return m.stats.theta_from_lme4(m.theta)
 
 
 @dataclass

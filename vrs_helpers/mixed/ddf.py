@@ -31,7 +31,7 @@ import pandas as pd
 from scipy import stats
 
 from .. import outcomes, registry
-from . import kenward_roger
+from . import kenward_roger, numdiff
 from .deviance import BlockDeviance, Deviance, tri_solve
 from .errors import MixedModelError
 
@@ -83,23 +83,11 @@ class _VarparFunctions:
         s = result.stats
         self.s = s
         self.dev = Deviance(s, True) if s.intercepts_only else BlockDeviance(s, True)
-        self.theta = self._internal_theta(result)
+        self.theta = s.theta_from_lme4(result.theta)
         self.sigma = float(result.sigma)
         lower = np.zeros(len(self.theta)) if isinstance(self.dev, Deviance) else self.dev.lower
         diag = lower == 0
         self.free = np.flatnonzero(~diag | (np.abs(self.theta) > BOUNDARY))  # boundary thetas held at 0
-
-    def _internal_theta(self, result) -> np.ndarray:
-        """theta in the engine's internal order (the formula's terms) from the result's lme4 order."""
-        s = self.s
-        sizes = [1 if isinstance(self.dev, Deviance) else len(self.dev.tri[k][0]) for k in range(len(s.terms))]
-        offsets = np.cumsum([0] + sizes)
-        pos = []
-        for k in s.lme4_order:
-            pos.extend(range(offsets[k], offsets[k + 1]))
-        theta = np.empty(len(pos))
-        theta[pos] = result.theta.to_numpy()
-        return theta
 
     def _parts(self, theta):
         value, parts = self.dev.evaluate(np.asarray(theta, dtype=float))
@@ -133,46 +121,18 @@ class _VarparFunctions:
 
 
 def _steps(x: np.ndarray) -> np.ndarray:
-    return 1e-3 * np.maximum(np.abs(x), 0.1)
-
-
-def _richardson(estimate, h: np.ndarray):
-    """Two central-difference estimates, step h and h/2, combined to cancel the O(h^2) error (Richardson
-    extrapolation, as numDeriv does with more steps)."""
-    return (4.0 * estimate(h / 2) - estimate(h)) / 3.0
+    return numdiff.steps(x, 1e-3, 0.1)
 
 
 def _hessian(fun, x: np.ndarray) -> np.ndarray:
-    k = len(x)
+    """Central differences with one Richardson step (as numDeriv does with more steps)."""
     f0 = fun(x)
-
-    def at(h):
-        H = np.empty((k, k))
-        for i in range(k):
-            ei = np.zeros(k)
-            ei[i] = h[i]
-            H[i, i] = (fun(x + ei) - 2 * f0 + fun(x - ei)) / h[i] ** 2
-            for j in range(i):
-                ej = np.zeros(k)
-                ej[j] = h[j]
-                H[i, j] = H[j, i] = (fun(x + ei + ej) - fun(x + ei - ej) - fun(x - ei + ej)
-                                     + fun(x - ei - ej)) / (4 * h[i] * h[j])
-        return H
-
-    return _richardson(at, _steps(x))
+    return numdiff.richardson(lambda h: numdiff.hessian(fun, x, h, f0), _steps(x))
 
 
 def _jacobian(fun, x: np.ndarray) -> np.ndarray:
     """d fun / d x_i for a matrix-valued fun: shape (k, p, p)."""
-    def at(h):
-        out = []
-        for i in range(len(x)):
-            e = np.zeros(len(x))
-            e[i] = h[i]
-            out.append((fun(x + e) - fun(x - e)) / (2 * h[i]))
-        return np.array(out)
-
-    return _richardson(at, _steps(x))
+    return numdiff.richardson(lambda h: numdiff.jacobian(fun, x, h), _steps(x))
 
 
 def _ddf_one(c: np.ndarray, C: np.ndarray, jac: np.ndarray, A: np.ndarray) -> float:
@@ -186,7 +146,7 @@ def _check_result(result) -> None:
     if getattr(result, "stats", None) is None or not hasattr(result, "sigma"):
         raise MixedModelError("the F tests need a linear mixed model fitted by vrs_helpers.mixed.fit (REML), with "
                               "its statistics; GLMMs (mixed.glmer) have no denominator-df F test: use "
-                              "mixed.glmm_lrt.")
+                              "mixed.lrt.")
     if result.method != "REML":
         raise MixedModelError("the small-sample F tests (Satterthwaite, Kenward-Roger) are defined for REML fits; "
                               "refit with method='REML'.")

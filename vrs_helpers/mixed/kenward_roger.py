@@ -43,18 +43,6 @@ from .deviance import BlockDeviance
 from .errors import MixedModelError
 
 
-def internal_theta(result, sizes: list[int]) -> np.ndarray:
-    """theta in the engine's internal order (the formula's terms) from the result's lme4 order; ``sizes``: the
-    number of theta elements of each term."""
-    offsets = np.cumsum([0] + list(sizes))
-    pos = []
-    for k in result.stats.lme4_order:
-        pos.extend(range(offsets[k], offsets[k + 1]))
-    theta = np.empty(len(pos))
-    theta[pos] = result.theta.to_numpy()
-    return theta
-
-
 @dataclass
 class KRAdjustment:
     """pbkrtest's ``vcovAdj``: the unadjusted and adjusted covariance of beta-hat (Phi, Phi_A), the P_i and
@@ -126,7 +114,7 @@ class _Structure:
                 f"{8 * dev.q_o ** 2 * 8 / 1e9:.0f} GB here). Use ddf='satterthwaite', which needs only the fit's "
                 f"deviance.")
         self.s, self.dev = s, dev
-        theta = internal_theta(result, [len(dev.tri[k][0]) for k in range(len(s.terms))])
+        theta = s.theta_from_lme4(result.theta)
         self.lams = dev.lambdas(theta)
         b = dev.big
         self.b, self.rb = b, dev.r[b]
@@ -383,4 +371,4 @@ def f_test(adj: KRAdjustment, L: np.ndarray) -> KRStatistics:
     return KRStatistics(F, F_u, scale, q, float(m), float(stats.f.sf(F, q, m)))
 
 
-__all__ = ["KRAdjustment", "KRStatistics", "adjustment", "f_test", "internal_theta"]
+__all__ = ["KRAdjustment", "KRStatistics", "adjustment", "f_test"]
