@@ -140,10 +140,11 @@ class MixedModelResult:
         return self._data[self.stats.formula.response].to_numpy(dtype=float) - self.fitted
 
     # --- small-sample F tests of the fixed effects (REML fits; from the sufficient statistics)
-    def anova(self, ddf: str = "satterthwaite") -> pd.DataFrame:
-        """F test of every fixed-effect term with ``ddf="satterthwaite"`` (lmerTest's default) or
-        ``"kenward-roger"`` (pbkrtest) denominator df: :func:`vrs_helpers.mixed.ddf.anova`."""
-        return ddf_tests.anova(self, ddf=ddf)
+    def anova(self, ddf: str = "satterthwaite", type=3) -> pd.DataFrame:  # noqa: A002 - lmerTest's name
+        """lmerTest's anova table: an F test of every fixed-effect term's type III (default), II or I hypothesis
+        with ``ddf="satterthwaite"`` (lmerTest's default) or ``"kenward-roger"`` (pbkrtest) denominator df:
+        :func:`vrs_helpers.mixed.ddf.anova`."""
+        return ddf_tests.anova(self, ddf=ddf, type=type)
 
     def test(self, L, ddf: str = "satterthwaite", term: str = "contrast") -> ddf_tests.FTest:
         """F test of H0: L beta = 0 (L: q x p, or one contrast over ``fixed_effects.index``) with Satterthwaite's or
