@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from ..outcomes import TestOutcome
 from . import kenward_roger, satterthwaite
@@ -33,7 +34,9 @@ METHODS = {"satterthwaite": "F test, Satterthwaite df", "kenward-roger": "F test
 _CACHE = "_small_sample_adjustments"  # per result: method -> adjustment (computed once per model)
 
 
-def _method(ddf: str) -> str:
+def method_key(ddf: str) -> str:
+    """The canonical name of a small-sample method ("satterthwaite" or "kenward-roger"; "KR", "Kenward_Roger" and
+    the like accepted); anything else is a :class:`MixedModelError`."""
     key = str(ddf).strip().lower().replace("_", "-").replace(" ", "-")
     key = {"kr": "kenward-roger", "kenwardroger": "kenward-roger", "sat": "satterthwaite"}.get(key, key)
     if key not in METHODS:
@@ -97,7 +100,7 @@ def _check_contrast(result, L) -> np.ndarray:
 def adjustment(result, ddf: str = "satterthwaite"):
     """The per-model part of the test (:func:`.satterthwaite.adjustment` or :func:`.kenward_roger.adjustment`),
     computed once per fitted model and kept with it."""
-    method = _method(ddf)
+    method = method_key(ddf)
     _check_result(result)
     cache = result.__dict__.setdefault(_CACHE, {})
     if method not in cache:
@@ -119,7 +122,7 @@ def contrast_test(result, L, term: str = "contrast", ddf: str = "satterthwaite")
     (``ddf="satterthwaite"``, lmerTest's ``contest``) or Kenward-Roger's (``ddf="kenward-roger"``, pbkrtest's
     ``KRmodcomp``: the Wald F with the adjusted covariance Phi_A, scaled by lambda) denominator degrees of freedom
     (module docstring). ``L``: a (q x p) array or a 1-D contrast over ``result.fixed_effects.index``."""
-    method = _method(ddf)
+    method = method_key(ddf)
     L = _check_contrast(result, L)
     return _test(adjustment(result, method), L, term)
 
@@ -139,7 +142,7 @@ def anova(result, ddf: str = "satterthwaite", type=3) -> pd.DataFrame:  # noqa: 
     interaction its interaction contrasts; ``type=2``: each term adjusted for every term that does not contain it;
     ``type=1``: sequential, each term adjusted for the terms before it in the formula. The hypothesis matrices are
     :func:`vrs_helpers.mixed.hypotheses.hypotheses` (lmerTest's ``attr(table, "hypotheses")``)."""
-    method = _method(ddf)
+    method = method_key(ddf)
     _check_result(result)
     Ls = anova_hypotheses(result, type)
     rows = []
@@ -150,3 +153,26 @@ def anova(result, ddf: str = "satterthwaite", type=3) -> pd.DataFrame:  # noqa: 
         rows.append(_test(adj, L, term).to_frame())
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(
         columns=["term", "F", "num_df", "den_df", "p_value", "method"])
+
+
+def t_tests(result, C, ddf: str = "kenward-roger") -> pd.DataFrame:
+    """One t test per row c of ``C`` (H0: c'beta = 0) with small-sample df, as emmeans computes them for lmer fits:
+    ``ddf="kenward-roger"`` (emmeans' ``lmer.df = "kenward-roger"``: SE from pbkrtest's adjusted covariance Phi_A,
+    df from ``pbkrtest::Lb_ddf``) or ``"satterthwaite"`` (the fit's covariance, lmerTest's df). Columns estimate,
+    SE, df, t, p_value (two-sided, unadjusted)."""
+    method = method_key(ddf)
+    C = np.atleast_2d(np.asarray(C, dtype=float))
+    _check_contrast(result, C[:1])
+    adj = adjustment(result, method)
+    beta = result.fixed_effects["estimate"].to_numpy()
+    if method == "kenward-roger":
+        V = adj.vcov_adjusted
+        dfs = np.array([kenward_roger.f_test(adj, c[None]).den_df for c in C])
+    else:
+        V = adj.vcov
+        dfs = np.array([adj.df(c) for c in C])
+    est = C @ beta
+    se = np.sqrt(np.einsum("ij,jk,ik->i", C, V, C))
+    t = est / se
+    p = 2.0 * stats.t.sf(np.abs(t), dfs)
+    return pd.DataFrame({"estimate": est, "SE": se, "df": dfs, "t": t, "p_value": p})
