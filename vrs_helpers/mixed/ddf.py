@@ -25,6 +25,7 @@ import pandas as pd
 from scipy import stats
 
 from ..outcomes import TestOutcome
+from ..threads import blas_limit
 from . import kenward_roger, satterthwaite
 from .errors import MixedModelError
 from .hypotheses import hypotheses as anova_hypotheses
@@ -104,8 +105,11 @@ def adjustment(result, ddf: str = "satterthwaite"):
     _check_result(result)
     cache = result.__dict__.setdefault(_CACHE, {})
     if method not in cache:
-        cache[method] = (kenward_roger.adjustment(result) if method == "kenward-roger"
-                         else satterthwaite.adjustment(result))
+        s = result.stats
+        widths = sorted(m * t.r for m, t in zip(s.sizes, s.terms, strict=True))
+        with blas_limit(sum(widths[:-1]) + s.p):  # one BLAS thread while the dense blocks are small, as the fit
+            cache[method] = (kenward_roger.adjustment(result) if method == "kenward-roger"
+                             else satterthwaite.adjustment(result))
     return cache[method]
 
 

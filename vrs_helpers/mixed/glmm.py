@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,7 +39,7 @@ from ..outcomes import TestOutcome
 from ..threads import blas_limit
 from .accumulate import accumulate
 from .design import design_rows
-from .errors import MixedModelError
+from .errors import ConvergenceWarning, MixedModelError
 from .formula import parse
 
 _CBIND = re.compile(r"^\s*cbind\s*\(([^,]+),([^)]+)\)\s*$")
@@ -444,6 +445,8 @@ class GLMMResult:
     response: str = ""
     stats: object = field(default=None, repr=False)  # SufficientStats of the fixed-effects design
     _key: np.ndarray | None = field(default=None, repr=False)
+    warnings: list = field(default_factory=list)  # e.g. that the optimizer did not converge
+    model: object = field(default=None, repr=False)  # the design (response, trials, X, levels): refits, simulation
 
     @property
     def n_params(self) -> int:
@@ -525,6 +528,14 @@ def glmer(formula: str, data: pd.DataFrame, family: str = "binomial", link: str 
         ranef[g] = pd.Series(th * u[off:off + len(levels)], index=levels, name="(Intercept)")
         off += len(levels)
     theta = np.abs(theta)
+    fit_warnings = []
+    if not converged:
+        msg = (f"the GLMM {formula!r} did not converge (the optimizer stopped with a gradient away from 0): its "
+               f"estimates, standard errors and every test built on them are unreliable. Check for separation (a "
+               f"system or cell with all-correct or all-wrong scores: mixed.check_separation) or simplify the "
+               f"random effects.")
+        fit_warnings.append(msg)
+        warnings.warn(msg, ConvergenceWarning, stacklevel=2)
     varcorr = pd.DataFrame({"grp": groups, "var1": "(Intercept)", "var2": None, "vcov": theta ** 2,
                             "sdcor": theta})
     return GLMMResult(formula=formula, family=fam.family, link=fam.link, nagq=nagq, nobs=len(y),
@@ -532,7 +543,8 @@ def glmer(formula: str, data: pd.DataFrame, family: str = "binomial", link: str 
                       theta=pd.Series(theta, index=[f"{g}.(Intercept)" for g in groups]), fixed_effects=fe,
                       varcorr=varcorr, loglik=-0.5 * dev, deviance=dev, converged=converged,
                       n_evaluations=model.evals, vcov=pd.DataFrame(cov, index=names, columns=names), ranef=ranef,
-                      response=response, stats=design, _key=np.concatenate([y, wt]))
+                      response=response, stats=design, _key=np.concatenate([y, wt]), warnings=fit_warnings,
+                      model=model)
 
 
 def _optimize(model: _GLMM, nagq: int):

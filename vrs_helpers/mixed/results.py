@@ -13,6 +13,7 @@ from scipy import optimize, stats
 from ..outcomes import TestOutcome
 from ..threads import blas_limit
 from . import ddf as ddf_tests
+from . import nested
 from .accumulate import accumulate
 from .design import SufficientStats, design_rows
 from .deviance import BlockDeviance, Deviance, tri_solve
@@ -439,7 +440,7 @@ def fit_stats(s: SufficientStats, method: str = "REML", theta0=None, blas_thread
     if method not in ("REML", "ML"):
         raise MixedModelError(f"method must be 'REML' or 'ML'; got {method!r}.")
     reml = method == "REML"
-    dev = Deviance(s, reml) if s.intercepts_only else BlockDeviance(s, reml)
+    dev = nested.deviance(s, reml)  # Deviance, BlockDeviance, or a nested pair merged (NestedDeviance)
     fit_warnings: list[str] = []
     with _blas_limit(dev, blas_threads):
         if isinstance(dev, Deviance):

@@ -35,7 +35,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .deviance import BlockDeviance, Deviance, tri_solve
+from ..threads import blas_limit
+from . import nested
+from .deviance import Deviance, tri_solve
 from .errors import MixedModelError
 from .kenward_roger import internal_theta
 
@@ -78,10 +80,6 @@ class SatterthwaiteAdjustment:
         return f"SatterthwaiteAdjustment({body})"
 
 
-def _deviance(s):
-    return Deviance(s, True) if s.intercepts_only else BlockDeviance(s, True)
-
-
 def _theta_layout(s, dev):
     """Per theta element (internal order): its name in lme4's style and whether it is a diagonal element."""
     if isinstance(dev, Deviance):
@@ -101,7 +99,7 @@ def adjustment(result) -> SatterthwaiteAdjustment:
         raise MixedModelError("Satterthwaite's df are defined for REML fits (lmerTest); refit with method='REML'.")
     if s.p == 0:
         raise MixedModelError("the model has no fixed effects to test.")
-    dev = _deviance(s)
+    dev = nested.deviance(s, True)
     sizes, diag = _theta_layout(s, dev)
     theta = internal_theta(result, sizes)
     names_internal = _internal_names(result, sizes)
@@ -118,21 +116,22 @@ def adjustment(result) -> SatterthwaiteAdjustment:
         RXinv = tri_solve(RX, np.eye(s.p), lower=False)
         return dev.gradient(np.asarray(th, dtype=float), parts)[free], r2, RXinv @ RXinv.T
 
-    _, r2_0, W0 = at(theta)
-    K = len(free)
-    D2 = np.empty((K, K))
-    dr2 = np.empty(K)
-    dW = np.empty((K, s.p, s.p))
-    for j, k in enumerate(free):
-        h = STEP * max(abs(theta[k]), 1e-2)
-        up, down = theta.copy(), theta.copy()
-        up[k] += h
-        down[k] -= h
-        g1, r1, W1 = at(up)
-        g2, r2_, W2 = at(down)
-        D2[:, j] = (g1 - g2) / (2 * h)
-        dr2[j] = (r1 - r2_) / (2 * h)
-        dW[j] = (W1 - W2) / (2 * h)
+    with blas_limit(dev.q_o + s.p):  # one BLAS thread while the dense blocks are small, as the fit
+        _, r2_0, W0 = at(theta)
+        K = len(free)
+        D2 = np.empty((K, K))
+        dr2 = np.empty(K)
+        dW = np.empty((K, s.p, s.p))
+        for j, k in enumerate(free):
+            h = STEP * max(abs(theta[k]), 1e-2)
+            up, down = theta.copy(), theta.copy()
+            up[k] += h
+            down[k] -= h
+            g1, r1, W1 = at(up)
+            g2, r2_, W2 = at(down)
+            D2[:, j] = (g1 - g2) / (2 * h)
+            dr2[j] = (r1 - r2_) / (2 * h)
+            dW[j] = (W1 - W2) / (2 * h)
     D2 = 0.5 * (D2 + D2.T)
     H = np.empty((K + 1, K + 1))
     H[:K, :K] = D2 + np.outer(dr2, dr2) / (dof * sigma ** 4)
