@@ -57,29 +57,23 @@ def pairwise_three_systems() -> pd.DataFrame:
     return df[rng.random(len(df)) > 0.05].reset_index(drop=True)
 
 
-def glmm_binary() -> pd.DataFrame:
-    rng = np.random.default_rng(2803)
-    items = rng.normal(0, 1.0, 250)
+def glmm_log(seed: int, seeds: int, items: int, item_sd: float, seed_sd: float, mean: float, shift: float,
+             trials: int | None = None) -> pd.DataFrame:
+    """Scores of systems base and new: 0/1 (``trials`` None: column ``correct``) or successes of ``trials``."""
+    rng = np.random.default_rng(seed)
+    item = rng.normal(0, item_sd, items)
     rows = []
-    for s, shift in [("base", 0.0), ("new", 0.25)]:
-        for seed in range(4):
-            eta = 0.4 + shift + rng.normal(0, 0.35) + items
-            y = (rng.random(250) < 1.0 / (1.0 + np.exp(-eta))).astype(int)
-            rows += [{"system": s, "seed": f"s{seed}", "item": f"i{i:03d}", "correct": int(v)}
-                     for i, v in enumerate(y)]
-    return pd.DataFrame(rows)
-
-
-def glmm_trials() -> pd.DataFrame:
-    rng = np.random.default_rng(2804)
-    items = rng.normal(0, 0.8, 120)
-    rows = []
-    for s, shift in [("base", 0.0), ("new", 0.15)]:
-        for seed in range(3):
-            eta = 0.2 + shift + rng.normal(0, 0.3) + items
-            k = rng.binomial(8, 1.0 / (1.0 + np.exp(-eta)))
-            rows += [{"system": s, "seed": f"s{seed}", "item": f"i{i:03d}", "successes": int(v),
-                      "failures": int(8 - v)} for i, v in enumerate(k)]
+    for s, d in [("base", 0.0), ("new", shift)]:
+        for sd in range(seeds):
+            p = 1.0 / (1.0 + np.exp(-(mean + d + rng.normal(0, seed_sd) + item)))
+            if trials is None:
+                y = (rng.random(items) < p).astype(int)
+                rows += [{"system": s, "seed": f"s{sd}", "item": f"i{i:03d}", "correct": int(v)}
+                         for i, v in enumerate(y)]
+            else:
+                k = rng.binomial(trials, p)
+                rows += [{"system": s, "seed": f"s{sd}", "item": f"i{i:03d}", "successes": int(v),
+                          "failures": int(trials - v)} for i, v in enumerate(k)]
     return pd.DataFrame(rows)
 
 
@@ -87,5 +81,5 @@ if __name__ == "__main__":
     out = Path(sys.argv[1])
     anova_factorial().to_csv(out / "anova_factorial.csv.gz", index=False)
     pairwise_three_systems().to_csv(out / "pairwise_three_systems.csv.gz", index=False)
-    glmm_binary().to_csv(out / "glmm_pb_binary.csv.gz", index=False)
-    glmm_trials().to_csv(out / "glmm_pb_trials.csv.gz", index=False)
+    glmm_log(2803, 4, 250, 1.0, 0.35, 0.4, 0.25).to_csv(out / "glmm_pb_binary.csv.gz", index=False)
+    glmm_log(2804, 3, 120, 0.8, 0.3, 0.2, 0.15, trials=8).to_csv(out / "glmm_pb_trials.csv.gz", index=False)

@@ -12,9 +12,13 @@ lower-triangular theta, ``(0 + x|g)``, ``(1 + x||g)``; factors as lme4 codes the
 - :mod:`.factor_slopes` - random slopes of factors coded as lme4 codes them;
 - :mod:`.deviance` - the profiled REML/ML deviance (lme4 JSS eq. 34/41) with a blocked, sparse Cholesky;
 - :mod:`.results` - the optimizer, the result object (lme4's quantities) and the likelihood ratio test;
-- :mod:`.ddf` - small-sample F tests of fixed effects with Satterthwaite's or Kenward-Roger's (:mod:`.kenward_roger`)
-  denominator df (``result.anova(ddf=...)``, ``result.test(L, ddf=...)``);
+- :mod:`.ddf` - small-sample F tests of fixed effects with Satterthwaite's (:mod:`.satterthwaite`) or
+  Kenward-Roger's (:mod:`.kenward_roger`) denominator df (``result.anova(type=..., ddf=...)``: lmerTest's type I, II
+  and III hypotheses, :mod:`.hypotheses`; ``result.test(L, ddf=...)``); :mod:`.nested` merges nested random
+  intercepts ((1|item) + (1|system:item)) into one term for the fit and both tests;
 - :mod:`.glmm` - generalized linear mixed models (binomial, Poisson) as lme4's glmer: :func:`glmer`, :func:`glmm_lrt`;
+  :mod:`.glmm_bootstrap` - their parametric-bootstrap LRT (PBmodcomp): :func:`glmm_bootstrap_lrt`;
+  :mod:`.separation` - all-correct / all-wrong groups: :func:`check_separation`;
 - :mod:`.simulate`, :mod:`.batch`, :mod:`.bootstrap` - responses simulated as sufficient statistics, batched refits
   and the parametric-bootstrap LRT (pbkrtest's PBmodcomp): :func:`parametric_bootstrap_lrt`.
 """
@@ -25,9 +29,12 @@ from .design import SufficientStats, design_rows
 from .deviance import BlockDeviance, Deviance
 from .errors import SINGULAR_TOL, AliasedFactorsWarning, ConvergenceWarning, MixedModelError, SingularFitWarning
 from .glmm import GLMMLRTResult, GLMMResult, glmer, glmm_lrt
+from .glmm_bootstrap import glmm_bootstrap_lrt
 from .results import LRTResult, MixedModelResult, fit, fit_stats, lrt
+from .separation import check_separation
 
 __all__ = ["fit", "fit_stats", "accumulate", "accumulate_dask", "lrt", "MixedModelResult", "LRTResult",
            "SufficientStats", "MixedModelError", "SingularFitWarning", "ConvergenceWarning", "AliasedFactorsWarning",
            "SINGULAR_TOL", "Deviance", "BlockDeviance", "design_rows", "PartialStats", "merge_all",
-           "glmer", "glmm_lrt", "GLMMResult", "GLMMLRTResult", "parametric_bootstrap_lrt", "BootstrapLRTResult"]
+           "glmer", "glmm_lrt", "GLMMResult", "GLMMLRTResult", "parametric_bootstrap_lrt", "BootstrapLRTResult",
+           "glmm_bootstrap_lrt", "check_separation"]

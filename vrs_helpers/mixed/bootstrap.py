@@ -116,8 +116,21 @@ def internal_theta(m: MixedModelResult) -> np.ndarray:
     return theta
 
 
+class SeededBatches:
+    """What a seeded plan of simulation batches shares (``batches``, ``seed``, ``draw(i)``, ``finish(reference)``):
+    batch i's generator, and running every batch here."""
+
+    def rng(self, i: int) -> np.random.Generator:
+        """The generator of batch i: child i of SeedSequence(seed), independent of where the batch runs."""
+        return np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(i,)))
+
+    def run(self) -> BootstrapLRTResult:
+        """All batches here, one after the other."""
+        return self.finish(np.concatenate([self.draw(i) for i in range(len(self.batches))]))
+
+
 @dataclass
-class BootstrapPlan:
+class BootstrapPlan(SeededBatches):
     """The seeded batches of a parametric bootstrap (see the module docstring). ``draw(i)`` returns the simulated
     statistics of batch i (NaN where a fit failed); ``finish`` the test from all of them in batch order. Picklable:
     it carries the two models' sufficient statistics and the null parameters, and builds its simulator where it
@@ -150,9 +163,6 @@ class BootstrapPlan:
             cache = self.__dict__["_cache"] = (sim, views, batch)
         return cache
 
-    def rng(self, i: int) -> np.random.Generator:
-        """The generator of batch i: child i of SeedSequence(seed), independent of where the batch runs."""
-        return np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(i,)))
 
     def draw(self, i: int) -> np.ndarray:
         _, size = self.batches[i]
@@ -182,24 +192,27 @@ class BootstrapPlan:
                 out[k] = np.nan
         return out
 
-    def run(self) -> BootstrapLRTResult:
-        """All batches here, one after the other."""
-        return self.finish(np.concatenate([self.draw(i) for i in range(len(self.batches))]))
-
     def finish(self, reference) -> BootstrapLRTResult:
-        reference = np.asarray(reference, dtype=float)
-        if len(reference) != self.n_sim:
-            raise MixedModelError(f"{len(reference)} simulated statistics for a plan of {self.n_sim}.")
-        valid = reference[np.isfinite(reference)]
-        if not len(valid):
-            raise MixedModelError("No simulated response could be fitted; the bootstrap has no reference "
-                                  "distribution.")
-        # a draw equal to the observed statistic within the optimizer's tolerance counts as at least as extreme
-        n_extreme = int((valid >= self.observed - 1e-7 * (1.0 + abs(self.observed))).sum())
-        p = (1 + n_extreme) / (1 + len(valid))
-        return BootstrapLRTResult(self.observed, self.df, p, float(stats.chi2.sf(self.observed, self.df)),
-                                  len(valid), n_extreme, int(self.n_sim - len(valid)), self.seed, self.formula0,
-                                  self.formula1, reference)
+        return finish(self, reference)
+
+
+def finish(plan, reference, method: str = "parametric bootstrap LRT") -> BootstrapLRTResult:
+    """The test from a plan's simulated statistics in batch order (NaN: a draw that could not be refitted, counted
+    in ``n_failed`` and left out of p): p = (1 + n_extreme) / (1 + valid draws). ``plan`` has ``observed``, ``df``,
+    ``n_sim``, ``seed``, ``formula0`` and ``formula1``."""
+    reference = np.asarray(reference, dtype=float)
+    if len(reference) != plan.n_sim:
+        raise MixedModelError(f"{len(reference)} simulated statistics for a plan of {plan.n_sim}.")
+    valid = reference[np.isfinite(reference)]
+    if not len(valid):
+        raise MixedModelError("No simulated response could be fitted; the bootstrap has no reference distribution "
+                              "(for a GLMM, check for separation: mixed.check_separation).")
+    # a draw equal to the observed statistic within the optimizer's tolerance counts as at least as extreme
+    n_extreme = int((valid >= plan.observed - 1e-7 * (1.0 + abs(plan.observed))).sum())
+    p = (1 + n_extreme) / (1 + len(valid))
+    return BootstrapLRTResult(plan.observed, plan.df, p, float(stats.chi2.sf(plan.observed, plan.df)), len(valid),
+                              n_extreme, int(plan.n_sim - len(valid)), plan.seed, plan.formula0, plan.formula1,
+                              reference, method=method)
 
 
 def bootstrap_plan(m0: MixedModelResult, m1: MixedModelResult, n_sim: int = 1000, seed: int = 0,

@@ -33,10 +33,10 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from ..threads import blas_limit
-from .bootstrap import BootstrapLRTResult
+from .bootstrap import BootstrapLRTResult, SeededBatches, finish
 from .errors import MixedModelError
 from .glmm import GLMMResult, glmm_lrt
 
@@ -387,7 +387,7 @@ def _hessian(lap: BatchLaplace, y: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 
 @dataclass
-class GLMMBootstrapPlan:
+class GLMMBootstrapPlan(SeededBatches):
     """The seeded batches of :func:`glmm_bootstrap_lrt` (module docstring). ``draw(i)`` refits batch i and returns
     its statistics (NaN where a refit did not converge); ``finish`` the test from all of them in batch order.
     Picklable: it carries the two designs and the null fit's parameters (for Dask tasks: ``run_batches``)."""
@@ -403,9 +403,6 @@ class GLMMBootstrapPlan:
     batches: list = field(repr=False)
     formula0: str = ""
     formula1: str = ""
-
-    def rng(self, i: int) -> np.random.Generator:
-        return np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(i,)))
 
     def simulate(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` responses (proportions of the trials, or counts) from the null fit, with new random effects."""
@@ -438,23 +435,8 @@ class GLMMBootstrapPlan:
             dev.append(np.where(ok, f, np.nan))
         return np.maximum(dev[0] - dev[1], 0.0)
 
-    def run(self) -> BootstrapLRTResult:
-        """All batches here, one after the other."""
-        return self.finish(np.concatenate([self.draw(i) for i in range(len(self.batches))]))
-
     def finish(self, reference) -> BootstrapLRTResult:
-        reference = np.asarray(reference, dtype=float)
-        if len(reference) != self.n_sim:
-            raise MixedModelError(f"{len(reference)} simulated statistics for a plan of {self.n_sim}.")
-        valid = reference[np.isfinite(reference)]
-        if not len(valid):
-            raise MixedModelError("no simulated response could be refitted; the bootstrap has no reference "
-                                  "distribution (check the models for separation: mixed.check_separation).")
-        n_extreme = int((valid >= self.observed - 1e-7 * (1.0 + abs(self.observed))).sum())
-        p = (1 + n_extreme) / (1 + len(valid))
-        return BootstrapLRTResult(self.observed, self.df, p, float(stats.chi2.sf(self.observed, self.df)),
-                                  len(valid), n_extreme, int(self.n_sim - len(valid)), self.seed, self.formula0,
-                                  self.formula1, reference, method="parametric bootstrap LRT (GLMM, Laplace)")
+        return finish(self, reference, method="parametric bootstrap LRT (GLMM, Laplace)")
 
 
 def _embedding(m0: GLMMResult, m1: GLMMResult) -> tuple:

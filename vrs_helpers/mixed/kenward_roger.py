@@ -44,13 +44,20 @@ from .deviance import BlockDeviance
 from .errors import MixedModelError
 
 
+def lme4_positions(s, sizes: list[int]) -> list[int]:
+    """For each element of theta in lme4's order (``result.theta``), its position in the engine's internal order
+    (the formula's terms); ``sizes``: the number of theta elements of each term."""
+    offsets = np.cumsum([0] + list(sizes))
+    pos = []
+    for k in s.lme4_order:
+        pos.extend(range(offsets[k], offsets[k + 1]))
+    return pos
+
+
 def internal_theta(result, sizes: list[int]) -> np.ndarray:
     """theta in the engine's internal order (the formula's terms) from the result's lme4 order; ``sizes``: the
     number of theta elements of each term."""
-    offsets = np.cumsum([0] + list(sizes))
-    pos = []
-    for k in result.stats.lme4_order:
-        pos.extend(range(offsets[k], offsets[k + 1]))
+    pos = lme4_positions(result.stats, sizes)
     theta = np.empty(len(pos))
     theta[pos] = result.theta.to_numpy()
     return theta
@@ -229,7 +236,8 @@ def adjustment(result) -> KRAdjustment:
                               "refit with method='REML'.")
     if s.p == 0:
         raise MixedModelError("the model has no fixed effects to test.")
-    view = nested.block_view(result)  # (1|item) + (1|system:item) merged into one term over the items
+    # (1|item) + (1|system:item) merged into one term over the items where that pays (nested.find)
+    view = nested.block_view(s, internal_theta(result, [t.r * (t.r + 1) // 2 for t in s.terms]))
     st = _Structure(result, view)
     sigma2 = float(result.sigma) ** 2
     if view is None:
@@ -400,4 +408,4 @@ def f_test(adj: KRAdjustment, L: np.ndarray) -> KRStatistics:
     return KRStatistics(F, F_u, scale, q, float(m), float(stats.f.sf(F, q, m)))
 
 
-__all__ = ["KRAdjustment", "KRStatistics", "adjustment", "f_test", "internal_theta"]
+__all__ = ["KRAdjustment", "KRStatistics", "adjustment", "f_test", "internal_theta", "lme4_positions"]

@@ -244,20 +244,13 @@ class BlockView:
     patterns: list
 
 
-def block_view(result) -> BlockView | None:
-    """The merged form of a fit for Kenward-Roger's test, or None when no nested pair is merged."""
-    s = result.stats
+def block_view(s, theta) -> BlockView | None:
+    """The merged form of a fit for Kenward-Roger's test (``theta``: the fit's, in the engine's internal order), or
+    None when no nested pair is merged."""
     plan = find(s)
     if plan is None:
         return None
     dev = NestedDeviance(s, True, plan)
-    sizes = [len(dev.tri[k][0]) for k in range(len(s.terms))]
-    offsets = np.cumsum([0] + sizes)
-    pos = []
-    for k in s.lme4_order:
-        pos.extend(range(offsets[k], offsets[k + 1]))
-    theta = np.empty(len(pos))
-    theta[pos] = result.theta.to_numpy()
     merged = dev.position[plan.outer]
     patterns = []
     for k in s.lme4_order:
@@ -277,7 +270,7 @@ def block_view(result) -> BlockView | None:
                 e[rr, c] = e[c, rr] = 1.0
                 name = f"{s.groups[k]}: var({cn[c]})" if rr == c else f"{s.groups[k]}: cov({cn[c]}, {cn[rr]})"
                 patterns.append((dev.position[k], e, name))
-    return BlockView(dev.block, dev.expand(theta), patterns)
+    return BlockView(dev.block, dev.expand(np.asarray(theta, dtype=float)), patterns)
 
 
 __all__ = ["BlockView", "NestedDeviance", "NestedPlan", "block_stats", "block_view", "deviance", "find"]

@@ -39,7 +39,7 @@ from ..threads import blas_limit
 from . import nested
 from .deviance import Deviance, tri_solve
 from .errors import MixedModelError
-from .kenward_roger import internal_theta
+from .kenward_roger import internal_theta, lme4_positions
 
 BOUNDARY = 1e-6  # a diagonal theta below this is a boundary estimate (held at 0)
 STEP = 1e-4  # relative step of the central differences
@@ -148,13 +148,8 @@ def adjustment(result) -> SatterthwaiteAdjustment:
 
 
 def _internal_names(result, sizes) -> list[str]:
-    s = result.stats
-    offsets = np.cumsum([0] + list(sizes))
-    pos = []
-    for k in s.lme4_order:
-        pos.extend(range(offsets[k], offsets[k + 1]))
-    names = [""] * len(pos)
-    for i, nm in zip(pos, result.theta.index, strict=True):
+    names = [""] * len(result.theta)
+    for i, nm in zip(lme4_positions(result.stats, sizes), result.theta.index, strict=True):
         names[i] = str(nm)
     return names
 
