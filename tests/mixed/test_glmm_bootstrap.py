@@ -79,6 +79,32 @@ def test_batched_deviance_and_gradient_equal_the_engine(scale, which, name):
     np.testing.assert_allclose(g[0], g_ref, atol=1e-6 * max(1.0, np.abs(g_ref).max()))
 
 
+def test_poisson_counts_deviance_gradient_and_bootstrap():
+    """Poisson (log link): the batched deviance and gradient equal the engine's; the bootstrap runs and is seeded."""
+    rng = np.random.default_rng(5)
+    s, r, i = np.meshgrid(np.arange(2), np.arange(3), np.arange(100), indexing="ij")
+    y = rng.poisson(np.exp(0.5 + rng.normal(0, 0.5, 100)[i] + rng.normal(0, 0.3, (2, 3))[s, r]))
+    d = pd.DataFrame({"system": [f"S{k}" for k in s.ravel()], "seed": r.ravel().astype(str),
+                      "item": i.ravel().astype(str), "n": y.ravel()})
+    m1 = mixed.glmer("n ~ system + (1|item) + (1|system:seed)", d, family="poisson")
+    m0 = mixed.glmer("n ~ 1 + (1|item) + (1|system:seed)", d, family="poisson")
+    for m in (m0, m1):
+        lap = gb.BatchLaplace(gb.GLMMDesign.of(m))
+        x = _point(m, 1.1)
+        dev, state = lap.value(x[None, :lap.K], x[None, lap.K:], m.model.y[None, :], np.zeros((1, lap.d.q)))
+        g, _ = lap.gradient(state)
+        m.model.u, m.model.pred = np.zeros(lap.d.q), None
+        d_ref, g_ref = m.model.laplace(x[:lap.K], x[lap.K:], grad=True)
+        assert dev[0] - 2.0 * m.model.const.sum() == pytest.approx(d_ref, abs=1e-8 * abs(d_ref))
+        np.testing.assert_allclose(g[0], g_ref, atol=1e-6 * max(1.0, np.abs(g_ref).max()))
+    a = mixed.glmm_bootstrap_lrt(m0, m1, n_sim=50, seed=2)
+    b = mixed.glmm_bootstrap_lrt(m0, m1, n_sim=50, seed=2)
+    assert a.n_failed == 0 and a.p_value == b.p_value
+    w = mixed.glmer("n ~ system + (1|item) + (1|system:seed)", d.assign(w=2.0), family="poisson", weights="w")
+    with pytest.raises(mixed.MixedModelError, match="prior weights"):
+        gb.GLMMDesign.of(w)
+
+
 @pytest.mark.parametrize("name", ["binary", "trials"])
 def test_batched_refits_reach_glmers_optimum(name):
     for m in _fits(name):

@@ -18,9 +18,11 @@ first axis. For each response the Laplace deviance and its analytic gradient in 
 computes them: PIRLS for the conditional modes with step halving; log det(L L') from L L' = I + Lambda'Z'WZ Lambda
 factored by blocks - the largest term's diagonal, a dense Schur complement on the other terms' levels - and the
 gradient by the envelope theorem and the implicit function theorem) are computed for the whole batch with numpy;
-the optimizer is quasi-Newton (BFGS) started at m0's estimates (both models: the simulated data come from them),
-its inverse Hessian started at the inverse of the observed fit's Hessian, the conditional modes warm-started from
-the previous iterate. Converged: the Newton decrement g'H^-1 g below 1e-8 (deviance units).
+the optimizer is quasi-Newton (BFGS) with the inverse Hessian started at the inverse of the observed fit's
+Hessian. Warm starts: m0's refit starts at m0's estimates (the simulation's parameters), m1's at m0's refit (its
+extra fixed effects at 0), the conditional modes at each new point predicted from du/d(theta, beta) (as the engine
+predicts them). Converged: the Newton decrement g'H^-1 g below :data:`TOL` (deviance units); a refit that does not
+get there in :data:`MAX_ITER` iterations, or whose deviance is not finite, has failed.
 
 Batch i draws from its own generator (``SeedSequence(seed, spawn_key=(i,))``), so the p-value depends on the seed
 and the batch size only - not on where the batches run: here, or as Dask tasks (``client=``, as
@@ -68,6 +70,9 @@ class GLMMDesign:
         if (m.family, m.link) not in (("binomial", "logit"), ("poisson", "log")):
             raise MixedModelError(f"the GLMM bootstrap supports the canonical links (binomial logit, Poisson log), "
                                   f"not {m.family} with the {m.link} link.")
+        if m.family == "poisson" and np.any(np.asarray(model.wt) != 1.0):
+            raise MixedModelError("a Poisson GLMM with prior weights has no distribution to simulate responses from; "
+                                  "fit the counts without weights.")
         return cls(np.ascontiguousarray(model.X, dtype=float), np.asarray(model.wt, dtype=float),
                    [np.asarray(c, dtype=np.int64) for c in model.codes], list(model.sizes), m.family)
 
