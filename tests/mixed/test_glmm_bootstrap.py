@@ -204,3 +204,10 @@ def test_a_glmm_that_did_not_converge_says_so(monkeypatch):
         warnings.simplefilter("error")
         monkeypatch.setattr(glmm.optimize, "minimize", real)
         assert mixed.glmer(REF["binary"]["formula_full"], d).warnings == []
+    # separation: every score of one system is 1; the optimizer stops on a ridge (log-odds ~ 100) with a
+    # degenerate Hessian (no finite standard error): not converged, said, and found by check_separation
+    d.loc[d["system"] == "new", "correct"] = 1
+    with pytest.warns(ConvergenceWarning, match="degenerate"):
+        m = mixed.glmer(REF["binary"]["formula_full"], d)
+    assert not m.converged and not np.isfinite(m.fixed_effects.loc["systemnew", "se"])
+    assert list(mixed.check_separation(d, "correct", "system")["system"]) == ["new"]

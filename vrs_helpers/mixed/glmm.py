@@ -529,11 +529,16 @@ def glmer(formula: str, data: pd.DataFrame, family: str = "binomial", link: str 
         off += len(levels)
     theta = np.abs(theta)
     fit_warnings = []
-    if not converged:
-        msg = (f"the GLMM {formula!r} did not converge (the optimizer stopped with a gradient away from 0): its "
-               f"estimates, standard errors and every test built on them are unreliable. Check for separation (a "
-               f"system or cell with all-correct or all-wrong scores: mixed.check_separation) or simplify the "
-               f"random effects.")
+    # lme4's checkConv: a gradient away from 0, or a Hessian that is degenerate in the fixed effects (a standard
+    # error that is not a positive number: an estimate running off along a ridge, as under separation)
+    degenerate = not np.all(np.isfinite(se) & (se > 0))
+    if not converged or degenerate:
+        why = ("the optimizer stopped with a gradient away from 0" if not converged else
+               "the Hessian is degenerate in the fixed effects: a standard error is not finite")
+        converged = False
+        msg = (f"the GLMM {formula!r} did not converge ({why}): its estimates, standard errors and every test "
+               f"built on them are unreliable. Check for separation (a system or cell with all-correct or all-wrong "
+               f"scores: mixed.check_separation) or simplify the random effects.")
         fit_warnings.append(msg)
         warnings.warn(msg, ConvergenceWarning, stacklevel=2)
     varcorr = pd.DataFrame({"grp": groups, "var1": "(Intercept)", "var2": None, "vcov": theta ** 2,
