@@ -29,7 +29,8 @@ REF = json.loads((REF_DIR / "anova_types_lmertest.json").read_text())
 FACTORS = {"ham": ["Consumer", "Product", "Information", "Gender"],
            "obk_long": ["id", "treatment", "gender", "phase", "hour"],
            "md_12_1": ["id", "angle", "noise"], "sim_three_way": ["g", "A", "B", "C"],
-           "sim_covariate": ["g", "A", "B", "C"]}
+           "sim_covariate": ["g", "A", "B", "C"], "sim_covariate_three_way": ["g", "A", "B", "C"],
+           "sim_no_intercept": ["g", "A", "B", "C"]}
 _FITS: dict = {}
 
 

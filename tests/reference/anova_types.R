@@ -4,7 +4,8 @@
 # treatment-coded fit (attr(table, "hypotheses")), for tests/mixed/test_mixed_anova.py (issue 28).
 # Data: lmerTest's ham (Product x Information x Gender, consumers), afex's obk.long (treatment x gender between,
 # phase within; unbalanced between-subject cells), afex's md_12.1 (angle x noise within), and a simulated unbalanced
-# A x B x C design with a covariate (tests/reference/infer_data.py); the published sets are written out here as
+# A x B x C design with a covariate (two- and three-way interactions with it) and without an intercept
+# (tests/reference/infer_data.py); the published sets are written out here as
 # csv.gz and every model is fitted on the data read back from those files (factor levels sorted as Python sorts).
 # Fits at convergence: lmerControl(optimizer = "bobyqa", optCtrl = list(rhoend = 1e-12, maxfun = 1e5)).
 # Command (from the repository root, after tests/reference/infer_data.py):
@@ -33,7 +34,9 @@ models <- list(
   obk_long = list("value ~ treatment * gender * phase + (1|id) + (1|id:phase)", obk, "anova_obk_long.csv.gz"),
   md_12_1 = list("rt ~ angle * noise + (1|id)", md, "anova_md_12_1.csv.gz"),
   sim_three_way = list("y ~ A * B * C + (1|g)", sim, "anova_factorial.csv.gz"),
-  sim_covariate = list("y ~ A * B + A * x + (1 + x|g)", sim, "anova_factorial.csv.gz"))
+  sim_covariate = list("y ~ A * B + A * x + (1 + x|g)", sim, "anova_factorial.csv.gz"),
+  sim_covariate_three_way = list("y ~ A * x * B + (1|g) + (1|g:A)", sim, "anova_factorial.csv.gz"),
+  sim_no_intercept = list("y ~ 0 + A * B + (1|g)", sim, "anova_factorial.csv.gz"))
 ctrl <- lmerControl(optimizer = "bobyqa", optCtrl = list(rhoend = 1e-12, maxfun = 1e5))
 table_of <- function(a) lapply(setNames(rownames(a), rownames(a)), function(r)
   list(F = a[r, "F value"], NumDF = a[r, "NumDF"], DenDF = a[r, "DenDF"], p = a[r, "Pr(>F)"]))

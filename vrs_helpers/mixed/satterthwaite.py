@@ -123,7 +123,7 @@ def adjustment(result) -> SatterthwaiteAdjustment:
         dr2 = np.empty(K)
         dW = np.empty((K, s.p, s.p))
         for j, k in enumerate(free):
-            h = STEP * max(abs(theta[k]), 1e-2)
+            h = STEP * max(abs(theta[k]), 0.1)
             up, down = theta.copy(), theta.copy()
             up[k] += h
             down[k] -= h
