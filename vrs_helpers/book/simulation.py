@@ -100,7 +100,7 @@ def rejection_rates(simulate: Callable[[np.random.Generator], object],
         raise SimulationError(f"n_sim must be a positive integer, got {n_sim!r}.")
     if not tests:
         raise SimulationError("give at least one test (name -> function of the data returning a p-value).")
-    from tqdm.auto import tqdm
+    from tqdm import tqdm  # a text bar: tqdm.auto warns in a kernel without ipywidgets
 
     children = np.random.SeedSequence(seed).spawn(int(n_sim))
     rows = []
