@@ -98,7 +98,7 @@ def test_committed_outputs_hold_no_warning(path):
 def test_the_output_check_sees_warnings():
     """Control: the warning the workbooks showed before issue 27 (tqdm.auto in a kernel without ipywidgets) and
     other stderr output are found; a plain note is not a warning."""
-    tqdm_box = nbformat.v4.new_output("stream", name="stderr", text="tqdm/auto.py:21: TqdmWarning: IProgress not found.")
+    tqdm_box = nbformat.v4.new_output("stream", name="stderr", text="auto.py:21: TqdmWarning: IProgress not found.")
     assert _stderr_like(tqdm_box)
     assert _stderr_like(nbformat.v4.new_output("stream", name="stdout", text="x.py:3: UserWarning: careful"))
     assert _stderr_like(nbformat.v4.new_output("error", ename="ValueError", evalue="bad", traceback=[]))
