@@ -136,10 +136,14 @@ def test_progress_bars_are_stripped():
     cell.outputs = [nbformat.v4.new_output("stream", name="stderr", text="sim:  50%|#####     | 100/200 [00:17<00:18,"
                                                                           "  5.39it/s]"),
                     nbformat.v4.new_output("stream", name="stderr", text="note: a real warning"),
-                    nbformat.v4.new_output("stream", name="stdout", text="result 1")]
+                    nbformat.v4.new_output("stream", name="stdout", text="result 1"),
+                    # what a bar leaves: the newline of a closed one, the blanks of one that cleared itself
+                    nbformat.v4.new_output("stream", name="stderr", text="\n"),
+                    nbformat.v4.new_output("stream", name="stderr", text="\r" + " " * 70 + "\r"),
+                    nbformat.v4.new_output("stream", name="stdout", text="\n")]
     nb.cells.append(cell)
     runner.strip_volatile(nb)
-    assert [o["text"] for o in nb.cells[0].outputs] == ["note: a real warning", "result 1"]
+    assert [o["text"] for o in nb.cells[0].outputs] == ["note: a real warning", "result 1", "\n"]
 
 
 def test_reproduce_runs_and_grid_exclusion(tmp_path):

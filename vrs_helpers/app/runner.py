@@ -52,17 +52,24 @@ def _failure_message(name: str, exc: Exception) -> str:
 _PROGRESS = re.compile(r"\d+/\d+ \[[0-9:<]+|it/s\]|s/it\]")
 
 
+def _progress_output(output) -> bool:
+    """A progress bar on stderr (tqdm writes its bars, with timings, there), or what is left of one: the blank line
+    or carriage returns of a bar that cleared itself (``leave=False``) or closed."""
+    if output.get("output_type") != "stream" or output.get("name") != "stderr":
+        return False
+    text = output.get("text", "")
+    return not text.strip() or bool(_PROGRESS.search(text))
+
+
 def strip_volatile(nb) -> None:
     """Remove what changes from run to run without changing results: papermill timings, execution metadata, and
-    progress bars (tqdm writes them, with timings, to stderr)."""
+    progress bars with what is left of them (:func:`_progress_output`)."""
     nb.metadata.pop("papermill", None)
     for cell in nb.cells:
         cell.metadata.pop("papermill", None)
         cell.metadata.pop("execution", None)
         if cell.get("outputs"):
-            cell.outputs = [o for o in cell.outputs
-                            if not (o.get("output_type") == "stream" and o.get("name") == "stderr"
-                                    and _PROGRESS.search(o.get("text", "")))]
+            cell.outputs = [o for o in cell.outputs if not _progress_output(o)]
 
 
 def export_html(nb_path: Path, html_dir: Path, exclude_input: bool = False) -> Path:
@@ -239,7 +246,7 @@ def reproduce(notebooks: list[Path] | None = None, build_dir: str | os.PathLike 
     Every notebook is run even when an earlier one fails; failures are reported in the index and in the
     returned results (``RunResult.error``).
     """
-    from tqdm.auto import tqdm
+    from tqdm import tqdm  # a text bar: no TqdmWarning in a kernel without ipywidgets
 
     build = Path(build_dir)
     notebooks = notebooks if notebooks is not None else notebooks_in()
@@ -332,7 +339,7 @@ def batch(grid_file: str | os.PathLike, out_dir: str | os.PathLike | None = None
     ``"local"`` or a ``distributed.Client``) runs the executions as tasks on a Dask cluster instead
     (:func:`run_grid_dask`: failed tasks retried, finished runs kept and skipped on a re-run).
     """
-    from tqdm.auto import tqdm
+    from tqdm import tqdm  # a text bar: no TqdmWarning in a kernel without ipywidgets
 
     spec = load_grid(grid_file)
     combos = expand_grid(spec["parameters"])
@@ -483,7 +490,7 @@ def run_grid_dask(notebook: str | os.PathLike, combos: list[dict], out_dir: str 
     executed copy written, as ``vrs batch`` does) and executed again on the next run. Returns the
     :class:`~vrs_helpers.app.runner.RunResult` s in the order of ``combos``.
     """
-    from tqdm.auto import tqdm
+    from tqdm import tqdm  # a text bar: no TqdmWarning in a kernel without ipywidgets
 
     from ..dask_support import connect, identity
 
