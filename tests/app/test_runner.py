@@ -1,5 +1,6 @@
 """The notebook runner: papermill execution, HTML export, scorecard collection, batch grids, failures."""
 
+import os
 from pathlib import Path
 
 import nbformat
@@ -60,6 +61,36 @@ def test_reproduce_writes_index_and_scorecard(tmp_path):
     assert csv["ref"].tolist() == ["Table 1.1"]
     index = (tmp_path / "build" / "html" / "index.html").read_text()
     assert "01_good.html" in index and "FAILED" in index and "ZeroDivisionError" in index
+
+
+def test_reproduce_runs_in_parallel_and_keeps_the_report_order(tmp_path, capfd):
+    """Two runs at a time: the results, the scorecard and run_seconds.csv keep the notebooks' order although the
+    first notebook finishes last; no bar in a log (stderr is not a terminal)."""
+    slow = _write_nb(tmp_path / "01_slow.ipynb", [
+        "import time\ntime.sleep(3)\nfrom vrs_helpers.app.scorecard import Scorecard\n"
+        "Scorecard('01_slow').check('Table 1.1', 'one', 1.0, 1.0, 0.0)"])
+    fast = _write_nb(tmp_path / "02_fast.ipynb", [
+        "import os\nfrom vrs_helpers.app.scorecard import Scorecard, record\n"
+        "Scorecard('02_fast').check('Table 2.1', 'two', 2.0, 2.0, 0.0)\n"
+        "record('blas threads', float(os.environ['OPENBLAS_NUM_THREADS']))"])
+    results, card = runner.reproduce([slow, fast], build_dir=tmp_path / "build", workers=2, api=False)
+    assert [r.notebook for r in results] == ["01_slow.ipynb", "02_fast.ipynb"] and not any(r.error for r in results)
+    assert card["ref"].tolist() == ["Table 1.1", "Table 2.1"]
+    assert card["match"].tolist() == ["true", "true"]
+    assert results[1].scalars["blas threads"] == max(1, (os.cpu_count() or 1) // 2)   # the cores shared, not 2x
+    times = pd.read_csv(tmp_path / "build" / runner.RUN_SECONDS)
+    assert times["output"].tolist() == ["01_slow.ipynb", "02_fast.ipynb"] and times["seconds"][0] >= 3
+    assert "vrs reproduce" not in capfd.readouterr().err
+
+
+def test_reproduce_queue_longest_first(tmp_path):
+    """The queue: runs the previous run did not time first (report order), then the timed ones longest first."""
+    jobs = [(Path("01_a.ipynb"), {}, None), (Path("02_b.ipynb"), {"x": 1}, "02_b__x-1.ipynb"),
+            (Path("02_b.ipynb"), {"x": 2}, "02_b__x-2.ipynb"), (Path("03_c.ipynb"), {}, None)]
+    assert runner._queue_order(jobs, tmp_path) == [0, 1, 2, 3]   # no times yet: report order
+    pd.DataFrame({"output": ["01_a.ipynb", "02_b__x-1.ipynb", "02_b__x-2.ipynb"],
+                  "seconds": [5.0, 1.0, 90.0]}).to_csv(tmp_path / runner.RUN_SECONDS, index=False)
+    assert runner._queue_order(jobs, tmp_path) == [3, 2, 0, 1]
 
 
 def test_expand_grid():

@@ -161,7 +161,7 @@ def _cmd_reproduce(args) -> int:
     if not nbs:
         print(f"error: no notebooks found in {args.folder}", file=sys.stderr)
         return 1
-    results, card = reproduce(nbs, build_dir=args.build, defaults_only=args.defaults_only)
+    results, card = reproduce(nbs, build_dir=args.build, defaults_only=args.defaults_only, workers=args.workers)
     from .report import headline
 
     failed = [r for r in results if r.error]
@@ -302,7 +302,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="output folder: executed notebooks, scorecard.csv, html/ (default: build)")
     p.add_argument("--defaults-only", action="store_true",
                    help="run each notebook once with its default parameters, not every analysis it lists in its "
-                        "metadata (e.g. the 7 dataset x target runs of the circularity workbook, ~15 min)")
+                        "metadata (e.g. the 7 dataset x target runs of the circularity workbook)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="notebook runs at a time, each in its own kernel (default: one per core)")
     p.set_defaults(func=_cmd_reproduce)
 
     p = sub.add_parser("workbooks", help="copy the workbooks (with their exercises) into a folder to open in "

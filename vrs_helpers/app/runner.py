@@ -227,15 +227,57 @@ def reproduce_runs(notebook: str | os.PathLike) -> list[dict]:
     return [dict(r) for r in runs] if runs else [{}]
 
 
+def reproduce_jobs(notebooks: list[Path], defaults_only: bool = False) -> list[tuple[Path, dict, str | None]]:
+    """The runs of ``vrs reproduce`` in report order: (notebook, parameters, output name or None for the notebook's
+    own name), one per analysis a workbook lists (:func:`reproduce_runs`) unless ``defaults_only``."""
+    jobs = []
+    for nb in notebooks:
+        for params in ([{}] if defaults_only else reproduce_runs(nb)):
+            jobs.append((Path(nb), params, f"{Path(nb).stem}__{slug(params)}.ipynb" if params else None))
+    return jobs
+
+
+RUN_SECONDS = "run_seconds.csv"  # in the build folder: each run's wall time, the order of the next run's queue
+
+
+def _queue_order(jobs: list, build: Path) -> list[int]:
+    """Indices of ``jobs`` in the order to start them: longest first by the previous run's times
+    (``build/run_seconds.csv``; the greedy schedule that keeps both cores busy to the end), runs without a time in
+    report order ahead of them (so a new workbook is not left for last)."""
+    try:
+        known = pd.read_csv(build / RUN_SECONDS).set_index("output")["seconds"].to_dict()
+    except (OSError, ValueError, KeyError, pd.errors.ParserError):
+        known = {}
+    names = [name or nb.name for nb, _, name in jobs]
+    unknown = [i for i, n in enumerate(names) if n not in known]
+    timed = sorted((i for i, n in enumerate(names) if n in known), key=lambda i: -float(known[names[i]]))
+    return unknown + timed
+
+
+def _reproduce_one(notebook: str, params: dict, out_dir: str, output_name: str | None,
+                   blas_threads: int | None) -> RunResult:
+    """One run of ``vrs reproduce`` in a worker process; ``blas_threads`` caps the kernel's BLAS threads (inherited
+    through the environment) so that parallel runs share the cores instead of oversubscribing them."""
+    if blas_threads is not None:
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[var] = str(blas_threads)
+    return run_notebook(notebook, params, out_dir=out_dir, html_dir=None, output_name=output_name,
+                        raise_on_error=False)
+
+
 def reproduce(notebooks: list[Path] | None = None, build_dir: str | os.PathLike = "build",
-              progress: bool = True, defaults_only: bool = False,
-              api: bool = True) -> tuple[list[RunResult], pd.DataFrame]:
-    """Execute all workbooks in order, then write ``build/scorecard.csv`` and the report site ``build/html/``
+              progress: bool = True, defaults_only: bool = False, api: bool = True,
+              workers: int | None = None) -> tuple[list[RunResult], pd.DataFrame]:
+    """Execute all workbooks, then write ``build/scorecard.csv`` and the report site ``build/html/``
     (:func:`vrs_helpers.app.report.build_site`: ``index.html``, the notebook pages with MathJax served locally and,
     with ``api``, the API reference in ``api/``).
 
     A workbook that covers several of the book's analyses lists them in its metadata (:func:`reproduce_runs`) and
-    is run once per analysis, unless ``defaults_only``.
+    is run once per analysis, unless ``defaults_only``. The runs are independent: ``workers`` of them (default: one
+    per core) execute at a time, each in its own kernel with its share of the cores' BLAS threads, longest first by
+    the previous run's times (``build/run_seconds.csv``). The results, the scorecard and the report keep the
+    notebooks' order, whatever order the runs finish in. ``progress``: one bar over the runs on stderr when it is a
+    terminal.
 
     Every notebook is run even when an earlier one fails; failures are reported in the index and in the
     returned results (``RunResult.error``).
@@ -244,18 +286,35 @@ def reproduce(notebooks: list[Path] | None = None, build_dir: str | os.PathLike 
 
     build = Path(build_dir)
     notebooks = notebooks if notebooks is not None else notebooks_in()
-    results = []
-    bar = tqdm(notebooks, desc="notebooks", unit="nb", disable=not progress)
-    for nb in bar:
-        bar.set_postfix_str(Path(nb).name)
-        for params in ([{}] if defaults_only else reproduce_runs(nb)):
-            name = f"{Path(nb).stem}__{slug(params)}.ipynb" if params else None
-            results.append(run_notebook(nb, params, out_dir=build / "notebooks", html_dir=None,  # pages: below
-                                        output_name=name, raise_on_error=False,
-                                        progress={"position": 1} if progress else False))  # cells, below the notebooks
+    jobs = reproduce_jobs(notebooks, defaults_only)
+    cores = os.cpu_count() or 1
+    workers = max(1, min(int(workers or cores), len(jobs) or 1))
+    threads = max(1, cores // workers) if workers > 1 else None
+    out_dir = build / "notebooks"
+    results: list[RunResult | None] = [None] * len(jobs)
+    with tqdm(total=len(jobs), desc="vrs reproduce", unit="run", disable=None if progress else True,
+              dynamic_ncols=True) as bar:
+        if workers == 1:
+            for i in _queue_order(jobs, build):
+                nb, params, name = jobs[i]
+                bar.set_postfix_str(name or nb.name)
+                results[i] = _reproduce_one(str(nb), params, str(out_dir), name, None)
+                bar.update()
+        else:
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                futures = {pool.submit(_reproduce_one, str(jobs[i][0]), jobs[i][1], str(out_dir), jobs[i][2],
+                                       threads): i for i in _queue_order(jobs, build)}
+                for fut in as_completed(futures):
+                    i = futures[fut]
+                    results[i] = fut.result()
+                    bar.set_postfix_str(results[i].output.name)
+                    bar.update()
     card = pd.DataFrame([{c: row.get(c) for c in COLUMNS} for r in results for row in r.scorecard], columns=COLUMNS)
     build.mkdir(parents=True, exist_ok=True)
     card.to_csv(build / "scorecard.csv", index=False)
+    pd.DataFrame([{"output": r.output.name, "notebook": r.notebook, "parameters": slug(r.parameters),
+                   "seconds": round(r.seconds, 2), "error": r.error} for r in results]).to_csv(build / RUN_SECONDS,
+                                                                                            index=False)
     from .report import build_site
 
     build_site(results, card, build / "html", api=api)
