@@ -53,6 +53,17 @@ class GAMWarning(UserWarning):
 # Terms
 # ----------------------------------------------------------------------------------------------------------------
 
+def _distinct_rows(u: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """(values, inverse, counts): the distinct values of ``u`` with u = values[inverse] and how often each occurs
+    when fewer than half the rows are distinct (and there are more than 1,000), else (u, None, ones): a basis that
+    is a function of u alone is then evaluated once per distinct value and its rows gathered."""
+    if len(u) > 1000:
+        uu, inverse, counts = np.unique(u, return_inverse=True, return_counts=True)
+        if 2 * len(uu) < len(u):
+            return uu, inverse.ravel(), counts.astype(float)
+    return u, None, np.ones(len(u))
+
+
 def _eta_tp(r: np.ndarray) -> np.ndarray:
     """Thin-plate radial basis for d = 1, m = 2: eta(r) = Gamma(-3/2) / (2^4 sqrt(pi)) r^3 = r^3 / 12."""
     return r * r * r * (1.0 / 12.0)
@@ -81,6 +92,7 @@ class SmoothTerm:
     UZ: np.ndarray | None = field(default=None, repr=False)
     Z: np.ndarray | None = field(default=None, repr=False)
     S: np.ndarray | None = field(default=None, repr=False)
+    null_space: np.ndarray | None = field(default=None, repr=False)   # of S: the directions no penalty shrinks
     x_range: tuple = field(default=(np.nan, np.nan), repr=False)
 
     @property
@@ -118,30 +130,34 @@ class SmoothTerm:
         S_raw = np.zeros((self.k, self.k))
         S_raw[: self.k - 2, : self.k - 2] = Zt.T @ (Dk[:, None] * Zt)
         S_raw = (S_raw + S_raw.T) / 2
-        Xraw = self._raw(x)
-        colsum = Xraw.sum(axis=0)
+        # measurements repeat (a clinical feature of 80,671 rows has a few hundred distinct values): the basis is a
+        # function of x alone, so it is built on the distinct values, each weighted by how often it occurs
+        rows, inverse, counts = _distinct_rows((x - self.lo) / self.scale)
+        Xraw = self._raw_rows(rows)
+        colsum = Xraw.sum(axis=0) if inverse is None else counts @ Xraw
         q, _ = np.linalg.qr(colsum[:, None], mode="complete")
         Zc = q[:, 1:]
         # orthonormalize over the data (B = QR): the raw basis has condition numbers ~1e8 at k = 100, which
-        # X'X would square; with B R^-1 the cross-products stay well conditioned and the fit is unchanged
-        Q, R = np.linalg.qr(Xraw @ Zc)
+        # X'X would square; with B R^-1 the cross-products stay well conditioned and the fit is unchanged. With
+        # repeated rows, B = P B_u (P gathers the distinct rows, P'P = W their counts): the Householder QR of
+        # W^1/2 B_u = Q_w R gives the same R and Q = P W^-1/2 Q_w (Q'Q = Q_w'Q_w = I), at the cost of the
+        # distinct rows
+        w = np.sqrt(counts)
+        Q, R = np.linalg.qr((Xraw @ Zc) * w[:, None])
         sign = np.where(np.diag(R) < 0, -1.0, 1.0)
-        Q, R = Q * sign, R * sign[:, None]
+        Q, R = Q * (sign / w[:, None]), R * sign[:, None]
         Rinv = linalg.solve_triangular(R, np.eye(len(R)))
         self.Z = Zc @ Rinv
         S = self.Z.T @ S_raw @ self.Z
         self.S = (S + S.T) / 2
-        return Q
+        ev, V = np.linalg.eigh(self.S)
+        self.null_space = V[:, ev <= 1e-9 * max(ev.max(), 1e-300)]   # the unpenalized (linear) directions
+        return Q if inverse is None else Q[inverse]
 
     def _raw(self, x: np.ndarray) -> np.ndarray:
-        u = (np.asarray(x, dtype=float) - self.lo) / self.scale
-        if len(u) > 1000:
-            # measurements repeat (a clinical feature of 80,671 rows has a few hundred distinct values): the basis is
-            # a function of x alone, so evaluate it once per distinct value and gather the rows (same arithmetic)
-            uu, inverse = np.unique(u, return_inverse=True)
-            if 2 * len(uu) < len(u):
-                return self._raw_rows(uu)[inverse.ravel()]
-        return self._raw_rows(u)
+        rows, inverse, _ = _distinct_rows((np.asarray(x, dtype=float) - self.lo) / self.scale)
+        raw = self._raw_rows(rows)
+        return raw if inverse is None else raw[inverse]
 
     def _raw_rows(self, u: np.ndarray) -> np.ndarray:
         out = np.empty((len(u), self.k))
@@ -338,8 +354,7 @@ def _unpenalized_directions(design: Design, idx) -> list:
         P = np.zeros((p, len(design.blocks[i])))
         P[[pos[c] for c in design.blocks[i]], np.arange(len(design.blocks[i]))] = 1.0
         if t.S is not None:
-            w, V = np.linalg.eigh(t.S)
-            P = P @ V[:, w <= 1e-9 * max(w.max(), 1e-300)]
+            P = P @ t.null_space
         out.append(P)
     return out
 
@@ -396,8 +411,9 @@ def _spd_inverse(A: np.ndarray) -> np.ndarray:
     return upper + np.triu(upper, 1).T
 
 
-def _pls(G, b, yy, Slist, rho):
-    """Penalized LS at log smoothing parameters rho; Slist holds (columns, S_j) blocks."""
+def _pls(G, b, yy, Slist, rho, products: list | None = None):
+    """Penalized LS at log smoothing parameters rho; Slist holds (columns, S_j) blocks. ``products``: a list that
+    receives the non-zero columns A^-1[:, cols_j] S_j of each block (the gradient reuses them)."""
     lam = np.exp(rho)
     S = np.zeros_like(G)
     for lam_j, (cols, Sj) in zip(lam, Slist, strict=True):
@@ -412,19 +428,26 @@ def _pls(G, b, yy, Slist, rho):
     rss = max(float(yy - beta @ b - beta @ Sb), 0.0)
     AinvS = np.zeros_like(G)
     for lam_j, (cols, Sj) in zip(lam, Slist, strict=True):
-        AinvS[:, cols] += lam_j * (Ainv[:, cols] @ Sj)
+        Mj = Ainv[:, cols] @ Sj
+        AinvS[:, cols] += lam_j * Mj
+        if products is not None:
+            products.append(Mj)
     edf = len(b) - float(np.trace(AinvS))
     return lam, S, Ainv, beta, Sb, rss, edf, AinvS
 
 
-def _criterion(G, b, yy, n, Slist, rho, kind, scale=1.0):
-    lam, S, Ainv, beta, Sb, rss, edf, AinvS = _pls(G, b, yy, Slist, rho)
+def _criterion(G, b, yy, n, Slist, rho, kind, scale=1.0, gradient: bool = True):
+    """GCV (``kind="gcv"``) or UBRE score at log smoothing parameters rho and, with ``gradient``, its gradient."""
+    products = []
+    lam, S, Ainv, beta, Sb, rss, edf, AinvS = _pls(G, b, yy, Slist, rho, products)
+    if not gradient:
+        return (n * rss / (n - edf) ** 2 if kind == "gcv" else rss / n - scale + 2 * scale * edf / n), None
     grad_rss = np.empty(len(rho))
     grad_edf = np.empty(len(rho))
     AinvSb = Ainv @ Sb
     for j, (lam_j, (cols, Sj)) in enumerate(zip(lam, Slist, strict=True)):
         grad_rss[j] = 2 * lam_j * float(AinvSb[cols] @ (Sj @ beta[cols]))
-        Mj = Ainv[:, cols] @ Sj                     # the non-zero columns of A^-1 S_j
+        Mj = products[j]                            # the non-zero columns of A^-1 S_j
         tr1 = float(np.trace(Mj[cols, :]))
         tr2 = float(np.sum(Mj.T * AinvS[cols, :]))
         grad_edf[j] = -lam_j * (tr1 - tr2)
@@ -472,30 +495,38 @@ def fit_from_crossproducts(G, b, yy, n, penalties, kind: str = "gcv", rho0=None,
             return math.log(V), g / V
         return V, g
 
+    def value(rho):   # f without the gradient (the grid and the polish compare values only)
+        V = _criterion(G, b, yy, n, Slist, rho, kind, gradient=False)[0]
+        return math.log(max(V, 1e-300)) if kind == "gcv" else V
+
     if rho0 is None:
         # GCV/UBRE surfaces have flat regions (a smooth that is linear at lambda -> infinity): start from the best
         # common rho on a grid, then one coordinate-wise grid sweep, before the gradient search
         grid = np.arange(-12.0, 21.0, 4.0)
-        vals = [f(np.full(m, r))[0] for r in grid]
+        vals = [value(np.full(m, r)) for r in grid]
         rho0 = np.full(m, grid[int(np.argmin(vals))])
         if m > 1:
             best = min(vals)
             for j in range(m):
                 for r in grid:
+                    if r == rho0[j]:   # the current point: its value is best already
+                        continue
                     trial = rho0.copy()
                     trial[j] = r
-                    v = f(trial)[0]
+                    v = value(trial)
                     if v < best:
                         best, rho0 = v, trial
     opts = {"maxiter": 200, "ftol": 1e-12, "gtol": 1e-8}
     res = optimize.minimize(f, rho0, jac=True, method="L-BFGS-B", bounds=[bounds] * m, options=opts)
     # polish: would maximal smoothing of some terms do better (flat directions the gradient cannot see)?
     trial = res.x.copy()
+    v_trial = value(trial)
     for j in range(m):
         cand = trial.copy()
         cand[j] = bounds[1]
-        if f(cand)[0] < f(trial)[0] - 1e-12 * abs(res.fun):
-            trial = cand
+        v_cand = value(cand)
+        if v_cand < v_trial - 1e-12 * abs(res.fun):
+            trial, v_trial = cand, v_cand
     if not np.array_equal(trial, res.x):
         res2 = optimize.minimize(f, trial, jac=True, method="L-BFGS-B", bounds=[bounds] * m, options=opts)
         if res2.fun < res.fun:
@@ -513,7 +544,7 @@ def fit_from_crossproducts(G, b, yy, n, penalties, kind: str = "gcv", rho0=None,
                 rho = trial
         lam, S, Ainv, beta, Sb, rss, edf, AinvS = _pls(G, b, yy, Slist, rho)
     edf_diag = 1.0 - np.diag(AinvS)
-    crit = f(rho)[0]
+    crit = value(rho)
     return PLSFit(beta, rss, edf, edf_diag, Ainv, rho, float(math.exp(crit) if kind == "gcv" else crit))
 
 
