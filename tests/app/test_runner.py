@@ -322,3 +322,20 @@ def test_per_cell_progress(tmp_path, capfd):
     assert main(["run", str(nb), "--out", str(tmp_path / "o2"), "--html", str(tmp_path / "o2")]) == 0
     captured = capfd.readouterr()
     assert "cell" not in captured.err and "%|" not in captured.err
+
+
+def test_vrs_reads_notebooks_without_the_iri_parser():
+    """`vrs` keeps jsonschema from building rfc3987-syntax's IRI parser (2 s per process); notebooks still read and
+    validate."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from vrs_helpers.app.cli import skip_slow_optional_imports\n"
+            "skip_slow_optional_imports()\n"
+            "import nbformat\n"
+            f"nb = nbformat.read({str(ROOT / 'notebooks' / '07_your_evaluation.ipynb')!r}, as_version=4)\n"
+            "nbformat.validate(nb)\n"
+            "print(sys.modules.get('rfc3987_syntax', 'absent'))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() in ("None", "absent")

@@ -266,7 +266,20 @@ def _cmd_plan(args) -> int:
     return 0
 
 
+def skip_slow_optional_imports() -> None:
+    """Keep jsonschema from importing the optional ``rfc3987_syntax`` in this process.
+
+    nbformat, papermill and nbconvert import jsonschema, which imports rfc3987-syntax at import time when it is
+    installed (jupyter-events requires ``jsonschema[format-nongpl]``), and rfc3987-syntax builds an Earley parser of
+    the IRI grammar on import: about 2 s in every process that reads a notebook. No notebook schema checks the IRI
+    formats, so ``vrs`` (this process and the workers it forks; not the kernels, not your own Python) blocks that
+    import before anything loads jsonschema; jsonschema then leaves out its "iri" format checkers."""
+    if "jsonschema" not in sys.modules:
+        sys.modules.setdefault("rfc3987_syntax", None)
+
+
 def main(argv: list[str] | None = None) -> int:
+    skip_slow_optional_imports()
     parser = argparse.ArgumentParser(prog="vrs", description="vrs-workbooks: reproduce and extend the book "
                                      "'Validity, Reliability, and Significance' in Python.")
     sub = parser.add_subparsers(dest="command", required=True)
