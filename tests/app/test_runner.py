@@ -73,8 +73,12 @@ def test_reproduce_runs_in_parallel_and_keeps_the_report_order(tmp_path, capfd):
         "import os\nfrom vrs_helpers.app.scorecard import Scorecard, record\n"
         "Scorecard('02_fast').check('Table 2.1', 'two', 2.0, 2.0, 0.0)\n"
         "record('blas threads', float(os.environ['OPENBLAS_NUM_THREADS']))"])
-    results, card = runner.reproduce([slow, fast], build_dir=tmp_path / "build", workers=2, api=False)
+    results, card = runner.reproduce([slow, fast], build_dir=tmp_path / "build", workers=2)
     assert [r.notebook for r in results] == ["01_slow.ipynb", "02_fast.ipynb"] and not any(r.error for r in results)
+    html = tmp_path / "build" / "html"   # the pages (written by the workers) and the API reference (meanwhile)
+    assert [r.html for r in results] == [html / "01_slow.html", html / "02_fast.html"]
+    assert "api/index.html" in results[0].html.read_text() and (html / "api" / "index.html").is_file()
+    assert "01_slow.html" in (html / "index.html").read_text()
     assert card["ref"].tolist() == ["Table 1.1", "Table 2.1"]
     assert card["match"].tolist() == ["true", "true"]
     assert results[1].scalars["blas threads"] == max(1, (os.cpu_count() or 1) // 2)   # the cores shared, not 2x

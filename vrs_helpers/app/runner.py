@@ -255,14 +255,19 @@ def _queue_order(jobs: list, build: Path) -> list[int]:
 
 
 def _reproduce_one(notebook: str, params: dict, out_dir: str, output_name: str | None,
-                   blas_threads: int | None) -> RunResult:
-    """One run of ``vrs reproduce`` in a worker process; ``blas_threads`` caps the kernel's BLAS threads (inherited
-    through the environment) so that parallel runs share the cores instead of oversubscribing them."""
+                   blas_threads: int | None, html_dir: str, api: bool) -> RunResult:
+    """One run of ``vrs reproduce`` in a worker process, with its page of the report site
+    (:func:`vrs_helpers.app.report.site_page`); ``blas_threads`` caps the kernel's BLAS threads (inherited through
+    the environment) so that parallel runs share the cores instead of oversubscribing them."""
+    from .report import site_page
+
     if blas_threads is not None:
         for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ[var] = str(blas_threads)
-    return run_notebook(notebook, params, out_dir=out_dir, html_dir=None, output_name=output_name,
-                        raise_on_error=False)
+    result = run_notebook(notebook, params, out_dir=out_dir, html_dir=None, output_name=output_name,
+                          raise_on_error=False)
+    site_page(result, html_dir, api)
+    return result
 
 
 def reproduce(notebooks: list[Path] | None = None, build_dir: str | os.PathLike = "build",
@@ -280,9 +285,14 @@ def reproduce(notebooks: list[Path] | None = None, build_dir: str | os.PathLike 
     terminal.
 
     Every notebook is run even when an earlier one fails; failures are reported in the index and in the
-    returned results (``RunResult.error``).
+    returned results (``RunResult.error``). Each run's page is exported by its worker, and the API reference is
+    written meanwhile (a thread of this process, which otherwise only waits).
     """
+    import threading
+
     from tqdm.auto import tqdm
+
+    from .report import API_DIR, build_api_docs, build_site
 
     build = Path(build_dir)
     notebooks = notebooks if notebooks is not None else notebooks_in()
@@ -290,34 +300,50 @@ def reproduce(notebooks: list[Path] | None = None, build_dir: str | os.PathLike 
     cores = os.cpu_count() or 1
     workers = max(1, min(int(workers or cores), len(jobs) or 1))
     threads = max(1, cores // workers) if workers > 1 else None
-    out_dir = build / "notebooks"
+    out_dir, html_dir = build / "notebooks", build / "html"
+    html_dir.mkdir(parents=True, exist_ok=True)
+    api_error: list[BaseException] = []
+
+    def api_docs():
+        try:
+            build_api_docs(html_dir / API_DIR)
+        except BaseException as exc:  # noqa: BLE001 - raised below, in this thread
+            api_error.append(exc)
+
+    docs = threading.Thread(target=api_docs, daemon=True) if api else None
     results: list[RunResult | None] = [None] * len(jobs)
     with tqdm(total=len(jobs), desc="vrs reproduce", unit="run", disable=None if progress else True,
               dynamic_ncols=True) as bar:
         if workers == 1:
+            if docs is not None:
+                docs.start()
             for i in _queue_order(jobs, build):
                 nb, params, name = jobs[i]
                 bar.set_postfix_str(name or nb.name)
-                results[i] = _reproduce_one(str(nb), params, str(out_dir), name, None)
+                results[i] = _reproduce_one(str(nb), params, str(out_dir), name, None, str(html_dir), api)
                 bar.update()
         else:
             with ProcessPoolExecutor(max_workers=workers) as pool:
                 futures = {pool.submit(_reproduce_one, str(jobs[i][0]), jobs[i][1], str(out_dir), jobs[i][2],
-                                       threads): i for i in _queue_order(jobs, build)}
+                                       threads, str(html_dir), api): i for i in _queue_order(jobs, build)}
+                if docs is not None:  # after the workers are forked: no thread is copied into them
+                    docs.start()
                 for fut in as_completed(futures):
                     i = futures[fut]
                     results[i] = fut.result()
                     bar.set_postfix_str(results[i].output.name)
                     bar.update()
+    if docs is not None:
+        docs.join()
+        if api_error:
+            raise api_error[0]
     card = pd.DataFrame([{c: row.get(c) for c in COLUMNS} for r in results for row in r.scorecard], columns=COLUMNS)
     build.mkdir(parents=True, exist_ok=True)
     card.to_csv(build / "scorecard.csv", index=False)
     pd.DataFrame([{"output": r.output.name, "notebook": r.notebook, "parameters": slug(r.parameters),
                    "seconds": round(r.seconds, 2), "error": r.error} for r in results]).to_csv(build / RUN_SECONDS,
                                                                                             index=False)
-    from .report import build_site
-
-    build_site(results, card, build / "html", api=api)
+    build_site(results, card, html_dir, api=api, pages=False, api_built=True)
     return results, card
 
 
