@@ -129,3 +129,43 @@ def test_validate_errors():
     # numbers given as text are accepted
     clean, _ = validate(df.assign(score=df["score"].map(repr)), **kw)
     assert clean["score"].dtype == float
+
+
+def test_semicolon_and_tab_separated_csv_are_read_with_their_delimiter(tmp_path):
+    """A spreadsheet export named .csv but separated by semicolons (decimal commas) or tabs: the delimiter of the
+    header is used, and recorded; the numbers are numbers."""
+    df = _table(n_sys=2, n_seed=2, n_item=3)
+    semi = tmp_path / "semi.csv"
+    semi.write_text("system;seed;item;score\n" + "".join(
+        f"{r.system};{r.seed};{r.item};{r.score:.6f}".replace(".", ",") + "\n" for r in df.itertuples()))
+    got = load_scores(semi)
+    assert list(got.columns) == ["system", "seed", "item", "score"] and got.attrs["delimiter"] == ";"
+    np.testing.assert_allclose(got["score"], df["score"].round(6), atol=1e-12)
+    tab = tmp_path / "tab.csv"
+    df.to_csv(tab, sep="\t", index=False)
+    got = load_scores(tab)
+    assert list(got.columns) == list(df.columns) and got.attrs["delimiter"] == "\t" and len(got) == len(df)
+    both = tmp_path / "both.csv"
+    both.write_text("system;seed\titem\nA;1\t2\n")
+    with pytest.raises(InputError, match="several possible delimiters.*semicolon.*tab"):
+        load_scores(both)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".tsv", ".jsonl"])
+def test_header_only_file_says_no_data_rows(tmp_path, suffix):
+    path = tmp_path / f"empty{suffix}"
+    path.write_text({".csv": "system,seed,item,score\n", ".tsv": "system\tseed\titem\tscore\n", ".jsonl": "\n"}[suffix])
+    with pytest.raises(InputError, match="no data rows"):
+        load_scores(path)
+
+
+def test_malformed_json_lines_name_the_file_and_line(tmp_path):
+    path = tmp_path / "scores.jsonl"
+    path.write_text('{"system": "A", "item": 1, "score": 0.5}\n\n{"system": "A", "item": 2, "score": }\n')
+    with pytest.raises(InputError, match=r"scores\.jsonl, line 3: not valid JSON.*one JSON object per line"):
+        load_scores(path)
+    path.write_text('{"system": "A", "item": 1, "score": 0.5}\n[1, 2]\n')
+    with pytest.raises(InputError, match=r"line 2: a JSON list, not an object"):
+        load_scores(path)
+    path.write_text('{"system": "A", "item": 1, "score": 0.5}\n{"system": "A", "item": 2, "score": 0.25}\n')
+    assert load_scores(path)["score"].tolist() == [0.5, 0.25]

@@ -45,14 +45,81 @@ def _read_table(path: Path) -> pd.DataFrame:
     kind = TABLE_SUFFIXES.get(_suffix(path))
     try:
         if kind == "parquet":
-            return pd.read_parquet(path)
+            return _with_rows(pd.read_parquet(path), path)
         if kind == "jsonl":
-            return pd.read_json(path, lines=True)
+            return _with_rows(pd.DataFrame([rec for _, rec in iter_json_lines(path)]), path)
         if kind is not None:
-            return pd.read_csv(path, sep=kind)
+            return read_delimited(path, kind)
     except (ValueError, OSError, pd.errors.ParserError) as exc:
+        if isinstance(exc, InputError):
+            raise
         raise InputError(f"Could not read {path}: {exc}") from exc
     return _read_plain(path)
+
+
+def _with_rows(table: pd.DataFrame, path: Path) -> pd.DataFrame:
+    if table.empty:
+        cols = f" (columns: {', '.join(map(str, table.columns))})" if len(table.columns) else ""
+        raise InputError(f"{path} has no data rows{cols}: give at least one row per system, run and item.")
+    return table
+
+
+DELIMITERS = {",": "comma", "\t": "tab", ";": "semicolon", "|": "vertical bar"}
+
+
+def read_delimited(path: Path, sep: str) -> pd.DataFrame:
+    """A delimited text table whose delimiter is checked: a file named ``.csv`` that is really separated by
+    semicolons or tabs (a spreadsheet export in many locales) is read with the delimiter its header uses (and, with
+    semicolons, numbers written with a decimal comma as numbers); ``table.attrs["delimiter"]`` records a delimiter
+    other than the one the name implies. A header with no data rows is an error that says so."""
+    header = pd.read_csv(path, sep=sep, nrows=0).columns
+    if len(header) == 1 and isinstance(header[0], str):
+        found = [d for d in DELIMITERS if d != sep and d in header[0]]
+        if len(found) > 1:
+            raise InputError(f"{path}: the header {header[0]!r} contains several possible delimiters "
+                             f"({', '.join(DELIMITERS[d] for d in found)}) and no {DELIMITERS[sep]}: save it with "
+                             "one delimiter (comma for .csv, tab for .tsv).")
+        if found:
+            table = pd.read_csv(path, sep=found[0])
+            if found[0] == ";":
+                comma = [c for c in table.columns if not pd.api.types.is_numeric_dtype(table[c])
+                         and table[c].notna().any()
+                         and table[c].dropna().astype(str).str.fullmatch(r"-?\d+,\d+").all()]
+                if comma:
+                    table = pd.read_csv(path, sep=";", decimal=",")
+            table.attrs["delimiter"] = found[0]
+            return _with_rows(table, path)
+    return _with_rows(pd.read_csv(path, sep=sep), path)
+
+
+def iter_json_lines(path, error: type = None):
+    """(line number, record) for every non-empty line of a JSON-lines file; a line that is not a JSON object is an
+    error (``error``, default :class:`InputError`) naming the file and the line."""
+    import json
+
+    error = error or InputError
+    path = Path(path)
+    try:
+        handle = path.open(encoding="utf-8")
+    except OSError as exc:
+        raise error(f"Could not read {path}: {exc}") from exc
+    with handle:
+        try:
+            for number, line in enumerate(handle, start=1):
+                text = line.strip()
+                if not text:
+                    continue
+                try:
+                    record = json.loads(text)
+                except json.JSONDecodeError as exc:
+                    raise error(f"{path}, line {number}: not valid JSON ({exc.msg} at column {exc.colno}: "
+                                f"{text[:60]!r}). A JSON-lines file has one JSON object per line.") from None
+                if not isinstance(record, dict):
+                    raise error(f"{path}, line {number}: a JSON {type(record).__name__}, not an object "
+                                "({...}). A JSON-lines file has one JSON object per line.")
+                yield number, record
+        except UnicodeDecodeError as exc:
+            raise error(f"Could not read {path}: not UTF-8 text ({exc.reason}).") from None
 
 
 def _read_plain(path: Path) -> pd.DataFrame:
@@ -87,17 +154,48 @@ def _nearest_dir(glob_pattern: str) -> str:
     return "."
 
 
+def match_pattern(text: str) -> list[tuple[str, dict]]:
+    """The files or folders a run-folder pattern with named fields matches, e.g.
+    ``runs/{system}/seed={seed}/scores.tsv``: a sorted list of (path, {field: value}). A pattern without fields
+    gives [] (it is a plain path). Errors: a field named twice, no match (naming the nearest existing folder), a
+    match whose field values contain '/'."""
+    fields = _FIELD.findall(text)
+    if not fields:
+        return []
+    if len(set(fields)) != len(fields):
+        raise InputError(f"The pattern {text!r} names a field twice ({', '.join(fields)}); name each field once.")
+    trimmed = text.rstrip("/") or text
+    glob_pattern = _FIELD.sub("*", trimmed)
+    pieces = _FIELD.split(trimmed)   # literal, field, literal, field, ..., literal
+    regex = re.compile("^" + "".join(f"(?P<{p}>[^/]+)" if i % 2 else re.escape(p)
+                                     for i, p in enumerate(pieces)) + "$")
+    found = sorted(glob.glob(glob_pattern, recursive=False))
+    if not found:
+        raise InputError(f"The pattern {text!r} matches no file (searched {glob_pattern!r}; the nearest existing "
+                         f"folder is {_nearest_dir(glob_pattern)!r}). Check the path and the field names.")
+    out = []
+    for f in found:
+        m = regex.match(f.replace(os.sep, "/") if os.sep != "/" else f)
+        if m is None:
+            raise InputError(f"{f} matches the glob {glob_pattern!r} but not the pattern {text!r}: a field value "
+                             "contains '/' or the fixed parts differ. Rename the file or adjust the pattern.")
+        out.append((f, {name: m.group(name) for name in fields}))
+    return out
+
+
 def load_scores(source, *, sep: str | None = None) -> pd.DataFrame:
     """A score table from a DataFrame, a file (CSV, TSV, Parquet, JSON lines; compressed as pandas reads them), a
     folder of Parquet files, or a run-folder pattern with named fields, e.g. ``runs/{system}/seed={seed}/scores.tsv``.
 
-    Pattern fields become string columns; files are read in sorted order, so the result is deterministic.
+    Pattern fields become string columns; files are read in sorted order, so the result is deterministic. A
+    ``.csv`` whose header is separated by semicolons or tabs is read with that delimiter; a file with a header and
+    no data rows, and a JSON-lines line that is not a JSON object, are errors naming the file (and the line).
     """
     if isinstance(source, pd.DataFrame):
         return source.copy()
     text = str(source)
-    fields = _FIELD.findall(text)
-    if not fields:
+    matches = match_pattern(text)
+    if not matches:
         path = Path(text)
         if path.is_dir() and any(path.glob("*.parquet")):  # a Parquet dataset (as `vrs analyze --dask` reads it)
             return pd.read_parquet(path)
@@ -105,24 +203,11 @@ def load_scores(source, *, sep: str | None = None) -> pd.DataFrame:
             raise InputError(f"No file at {path}. Give a CSV/TSV/Parquet/JSON-lines file, a folder of Parquet files "
                              "or a run-folder pattern such as 'runs/{system}/seed={seed}/scores.tsv'.")
         if sep is not None:
-            return pd.read_csv(path, sep=sep)
+            return _with_rows(pd.read_csv(path, sep=sep), path)
         return _read_table(path)
-    if len(set(fields)) != len(fields):
-        raise InputError(f"The pattern {text!r} names a field twice ({', '.join(fields)}); name each field once.")
-    glob_pattern = _FIELD.sub("*", text)
-    pieces = _FIELD.split(text)   # literal, field, literal, field, ..., literal
-    regex = re.compile("^" + "".join(f"(?P<{p}>[^/]+)" if i % 2 else re.escape(p)
-                                     for i, p in enumerate(pieces)) + "$")
-    files = sorted(glob.glob(glob_pattern, recursive=False))
-    if not files:
-        raise InputError(f"The pattern {text!r} matches no file (searched {glob_pattern!r}; the nearest existing "
-                         f"folder is {_nearest_dir(glob_pattern)!r}). Check the path and the field names.")
+    fields = list(matches[0][1])
     frames, columns0, first = [], None, None
-    for f in files:
-        m = regex.match(f.replace(os.sep, "/") if os.sep != "/" else f)
-        if m is None:
-            raise InputError(f"{f} matches the glob {glob_pattern!r} but not the pattern {text!r}: a field value "
-                             "contains '/' or the fixed parts differ. Rename the file or adjust the pattern.")
+    for f, values in matches:
         table = pd.read_csv(f, sep=sep) if sep is not None else _read_table(Path(f))
         if table.empty:
             raise InputError(f"{f} has no rows.")
@@ -139,7 +224,7 @@ def load_scores(source, *, sep: str | None = None) -> pd.DataFrame:
                              f"{list(table.columns)} (only in the first: {only_first}; only in the second: "
                              f"{only_this}). Give all runs the same columns.")
         for name in fields:
-            table[name] = m.group(name)
+            table[name] = values[name]
         frames.append(table)
     out = pd.concat(frames, ignore_index=True)
     return out[fields + [c for c in out.columns if c not in fields]]

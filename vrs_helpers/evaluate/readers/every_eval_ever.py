@@ -1,0 +1,73 @@
+"""Every Eval Ever instance-level logs: JSON lines in the ``instance_level_eval`` schema
+(github.com/evaleval/every_eval_ever, ``instance_level_eval.schema.json``), one object per item, usually
+``<uuid>_samples.jsonl`` beside an aggregate ``<uuid>.json``.
+
+Required fields per line: ``schema_version``, ``evaluation_id``, ``model_id``, ``evaluation_name``,
+``sample_id``, ``interaction_type``, ``input``, ``answer_attribution``, ``evaluation`` (``score``, ``is_correct``).
+The system is ``model_id``, the task ``evaluation_name`` (with ``evaluation_result_id`` appended where one
+evaluation links its items to several aggregate results), the item ``sample_id`` (checked across systems by
+``sample_hash`` where present), the run ``evaluation_id`` (several evaluations of one model and task are runs),
+the repeat ``metadata.epoch`` where the converter kept it (Inspect epochs), else 1. Metrics: ``score``
+(``evaluation.score``) and ``is_correct`` (0/1).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..scores import iter_json_lines
+from .base import LogFormat, LogFormatError, ReadResult, dotted, first_json_line, register, score_value
+
+LAYOUT = "Every Eval Ever instance-level JSON lines (*_samples.jsonl: model_id, evaluation_name, sample_id, evaluation)"
+REQUIRED = ("evaluation_id", "model_id", "evaluation_name", "sample_id", "evaluation")
+
+
+def _is_eee(path: Path) -> bool:
+    first = first_json_line(path)
+    return isinstance(first, dict) and "schema_version" in first and all(k in first for k in REQUIRED)
+
+
+def _detect(root: Path) -> list:
+    cands = [root] if root.is_file() else sorted(root.rglob("*.jsonl"))
+    return [p for p in cands if p.suffix == ".jsonl" and _is_eee(p)]
+
+
+def _read(files: list, options: dict) -> ReadResult:
+    item_fields = list(options.get("item_fields") or ())
+    out = ReadResult(run_source="each evaluation_id is one run", run_keys=("evaluation_id",),
+                     repeat_source="metadata.epoch where the converter kept it (Inspect epochs), else none",
+                     hash_name="sample_hash", primary_metric="score")
+    raw = []
+    for path in files:
+        for line, rec in iter_json_lines(path, LogFormatError):
+            missing = [k for k in REQUIRED if k not in rec]
+            if missing:
+                raise LogFormatError(f"{path}, line {line}: no {', '.join(missing)}. Expected an Every Eval Ever "
+                                     "instance record (model_id, evaluation_name, sample_id, evaluation.score, ...).")
+            evaluation = rec["evaluation"] if isinstance(rec["evaluation"], dict) else {}
+            score = score_value(evaluation.get("score"))
+            correct = evaluation.get("is_correct")
+            if score is None or (correct is not None and not isinstance(correct, bool)):
+                raise LogFormatError(f"{path}, line {line}: evaluation.score must be a number and "
+                                     "evaluation.is_correct true or false.")
+            system = str(dotted(rec, options["system"])) if options.get("system") else str(rec["model_id"])
+            meta = rec.get("metadata") or {}
+            raw.append((rec, {
+                "system": system, "task": str(rec["evaluation_name"]), "repeat": str(meta.get("epoch", "1")),
+                "item": str(rec["sample_id"]), "_file": f"{path}, line {line}",
+                "_run_info": {"evaluation_id": rec["evaluation_id"]}, "_hash": rec.get("sample_hash") or None,
+                "_fields": {f: meta.get(f, rec.get(f)) for f in item_fields},
+                "score": score, "is_correct": float(correct) if correct is not None else float("nan")}))
+    results: dict = {}
+    for rec, row in raw:
+        if rec.get("evaluation_result_id") is not None:
+            results.setdefault((row["system"], row["task"], rec["evaluation_id"]), set()).add(
+                rec["evaluation_result_id"])
+    for rec, row in raw:
+        if len(results.get((row["system"], row["task"], rec["evaluation_id"]), ())) > 1:
+            row["task"] = f"{row['task']}/{rec['evaluation_result_id']}"
+        out.rows.append(row)
+    return out
+
+
+FORMAT = register(LogFormat(name="every-eval-ever", layout=LAYOUT, detect=_detect, read=_read))
