@@ -15,9 +15,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import VRSError
+from .kernel import KERNEL_NAME, PrestartedKernel, kernel_manager_class
 from .scorecard import COLUMNS, extract
-
-KERNEL_NAME = "python3"  # resolved by jupyter_client to the interpreter that runs `vrs`, so any venv works
 
 
 class NotebookError(VRSError, RuntimeError):
@@ -130,24 +129,6 @@ def check_parameters(notebook: str | os.PathLike, parameters: dict) -> None:
                                  f"{default!r}; got {value!r} ({_type_name(value)}).")
 
 
-def _ipc_kernel_manager():
-    """A kernel manager that talks to the kernel over local IPC sockets instead of TCP: no network ports, and no
-    "Kernel is running over TCP without encryption" warning on every run (POSIX only)."""
-    from jupyter_client.manager import AsyncKernelManager
-
-    class IPCKernelManager(AsyncKernelManager):
-        def __init__(self, **kwargs):
-            import tempfile
-            import uuid
-
-            kwargs.setdefault("transport", "ipc")
-            # a unique socket path per kernel: parallel runs (vrs batch) in one folder must not share sockets
-            kwargs.setdefault("ip", os.path.join(tempfile.gettempdir(), f"vrs-kernel-{uuid.uuid4().hex}"))
-            super().__init__(**kwargs)
-
-    return IPCKernelManager
-
-
 def cell_progress_options(name: str, progress: bool | dict = True) -> dict | bool:
     """papermill's ``progress_bar`` argument for a per-cell bar named after the notebook: ``False`` for none; the
     bar disables itself when stderr is not a terminal (``disable=None``) and disappears when done (``leave=False``),
@@ -164,7 +145,8 @@ def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, *,
                  out_dir: str | os.PathLike = "build/notebooks", html_dir: str | os.PathLike | None = "build/html",
                  output_name: str | None = None,
                  kernel_name: str = KERNEL_NAME, raise_on_error: bool = True,
-                 progress: bool | dict = False, exclude_input: bool = False) -> RunResult:
+                 progress: bool | dict = False, exclude_input: bool = False,
+                 kernel: PrestartedKernel | None = None) -> RunResult:
     """Execute ``notebook`` with papermill (parameters injected after the ``parameters`` cell).
 
     The executed copy goes to ``out_dir``, an HTML export to ``html_dir``. The notebook runs with its own folder
@@ -174,7 +156,19 @@ def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, *,
     ``progress=True`` shows a per-cell progress bar on stderr when stderr is a terminal (never in logs, CI or
     tests: tqdm disables itself elsewhere); a dict gives the bar's tqdm options (:func:`cell_progress_options`).
     ``exclude_input``: the HTML export without the code cells' inputs (the executed notebook keeps them).
+    ``kernel``: a :class:`~vrs_helpers.app.kernel.PrestartedKernel` started in the notebook's folder to run it in
+    (instead of a kernel started now); it is shut down after the run, whatever happens.
     """
+    try:
+        return _run_notebook(notebook, parameters, out_dir, html_dir, output_name, kernel_name, raise_on_error,
+                             progress, exclude_input, kernel)
+    finally:
+        if kernel is not None:
+            kernel.shutdown()
+
+
+def _run_notebook(notebook, parameters, out_dir, html_dir, output_name, kernel_name, raise_on_error, progress,
+                  exclude_input, kernel) -> RunResult:
     import papermill as pm
 
     src = Path(notebook)
@@ -182,13 +176,15 @@ def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, *,
         raise ParameterError(f"No notebook at {src}.")
     parameters = dict(parameters or {})
     check_parameters(src, parameters)
+    if kernel is not None and kernel.cwd != src.parent.resolve():
+        raise ValueError(f"the prestarted kernel runs in {kernel.cwd}, not in the notebook's folder {src.parent}.")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / (output_name or src.name)
     error = ""
     started = time.perf_counter()
     try:
-        extra = {"kernel_manager_class": _ipc_kernel_manager()} if os.name == "posix" else {}
+        extra = {"km": kernel.manager()} if kernel is not None else {"kernel_manager_class": kernel_manager_class()}
         pm.execute_notebook(str(src), str(out), parameters=parameters, kernel_name=kernel_name,
                             cwd=str(src.parent.resolve()), log_output=False,
                             progress_bar=cell_progress_options(src.name, progress), **extra)
@@ -512,9 +508,19 @@ def analyze_report(data, *, response, system: str | None, item: str, replication
         raise InputError(f"family must be auto, gaussian or binomial; got {family!r}.")
     if delta is not None and not (np.isfinite(float(delta)) and float(delta) != 0):
         raise InputError(f"delta must be a non-zero number (a system difference in score units); got {delta!r}.")
-    client = None
+    client = kernel = work = None
     if backend is None:
-        raw = load_scores(data)
+        from .kernel import notebook_imports
+
+        work = Path(tempfile.mkdtemp(prefix="vrs-analyze-"))
+        # the report's kernel starts, and imports the workbook's modules, while the data are read and checked
+        kernel = PrestartedKernel(work, preload=notebook_imports(analyze_notebook()))
+        try:
+            raw = load_scores(data)
+        except BaseException:
+            kernel.shutdown()
+            shutil.rmtree(work, ignore_errors=True)
+            raise
     else:
         from ..dask_support import connect, require_dask
 
@@ -528,12 +534,17 @@ def analyze_report(data, *, response, system: str | None, item: str, replication
         client = connect(backend)
         raw = dd.read_parquet(str(path))
     try:
-        clean, _info = validate(raw, response=responses, system=system, item=item, replications=replications,
-                                properties=properties, dropna=dropna)
-        if baseline is not None and system and str(baseline) not in _info.systems:
-            raise InputError(f"baseline {baseline!r} is not a level of {system!r}; levels: "
-                             f"{', '.join(_info.systems)}.")
-        work = Path(tempfile.mkdtemp(prefix="vrs-analyze-"))
+        try:
+            clean, _info = validate(raw, response=responses, system=system, item=item, replications=replications,
+                                    properties=properties, dropna=dropna)
+            if baseline is not None and system and str(baseline) not in _info.systems:
+                raise InputError(f"baseline {baseline!r} is not a level of {system!r}; levels: "
+                                 f"{', '.join(_info.systems)}.")
+        except BaseException:
+            if work is not None:   # nothing was produced yet
+                shutil.rmtree(work, ignore_errors=True)
+            raise
+        work = work or Path(tempfile.mkdtemp(prefix="vrs-analyze-"))
         if backend is not None:
             from ..evaluate.analysis import analyze, write_summary
 
@@ -558,12 +569,14 @@ def analyze_report(data, *, response, system: str | None, item: str, replication
             try:
                 source = report_notebook(analyze_notebook(), work / "workbook.ipynb")
                 res = run_notebook(source, params, out_dir=work, html_dir=work, output_name="report.ipynb",
-                                   exclude_input=not show_code)
+                                   exclude_input=not show_code, kernel=kernel)
             except NotebookError as exc:
                 raise NotebookError(f"{exc}. The previous report in {out_dir} (if any) is untouched.") from exc
             produced = [(res.output, "report.ipynb"), (res.html, "report.html"), (work / "summary.json",
                                                                                  "summary.json")]
     finally:
+        if kernel is not None:   # run_notebook stopped it; not when something failed before the run
+            kernel.shutdown()
         if client is not None and not hasattr(backend, "submit"):
             cluster = getattr(client, "cluster", None)
             client.close()
