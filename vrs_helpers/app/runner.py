@@ -288,7 +288,7 @@ def reproduce(notebooks: list[Path] | None = None, build_dir: str | os.PathLike 
 
     from tqdm.auto import tqdm
 
-    from .report import API_DIR, build_api_docs, build_site
+    from .report import API_DIR, build_api_docs, build_site, copy_mathjax
 
     build = Path(build_dir)
     notebooks = notebooks if notebooks is not None else notebooks_in()
@@ -298,6 +298,7 @@ def reproduce(notebooks: list[Path] | None = None, build_dir: str | os.PathLike 
     threads = max(1, cores // workers) if workers > 1 else None
     out_dir, html_dir = build / "notebooks", build / "html"
     html_dir.mkdir(parents=True, exist_ok=True)
+    copy_mathjax(html_dir)  # once, before the workers export pages beside it (two copies at once would collide)
     api_error: list[BaseException] = []
 
     def api_docs():
