@@ -633,6 +633,12 @@ def _binomial_deviance(y, mu):
     return float(-2 * np.sum(y * np.log(mu) + (1 - y) * np.log(1 - mu)))
 
 
+def _columns(X: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """X[:, cols] - X itself when cols are all its columns in order (a model with every term: no copy of the
+    n x p matrix)."""
+    return X if len(cols) == X.shape[1] and np.array_equal(cols, np.arange(X.shape[1])) else X[:, cols]
+
+
 def fit_design(design: Design, y: np.ndarray, term_idx, family: str = "gaussian", G=None, b=None, yy=None,
                target: str = "y", max_iter: int = 50, tol: float = 1e-8, blas_threads="auto") -> GAMResult:
     """Fit the GAM with the intercept and the terms ``term_idx`` of a design. For the Gaussian family pass the
@@ -651,7 +657,7 @@ def fit_design(design: Design, y: np.ndarray, term_idx, family: str = "gaussian"
     ybar = float(np.mean(y))
     if family == "gaussian":
         if G is None:
-            X = design.X[:, cols]
+            X = _columns(design.X, cols)
             yc = y - ybar
             Gs, bs, yys = X.T @ X, X.T @ yc, float(yc @ yc)
         else:
@@ -666,7 +672,7 @@ def fit_design(design: Design, y: np.ndarray, term_idx, family: str = "gaussian"
         cov = fit.Ainv * scale
         crit = fit.criterion
     else:
-        X = design.X[:, cols]
+        X = _columns(design.X, cols)
         null = _binomial_deviance(y, np.full(n, ybar))
         penalties = _scale_penalties(0.25 * (X.T @ X), penalties)
         _check_aliasing(0.25 * (X.T @ X), design, term_idx)
