@@ -27,9 +27,10 @@ def test_every_result_has_the_shared_fields():
     results, (a, b) = _results()
     for name, r in results.items():
         assert isinstance(r, TestOutcome), name
-        row = r.as_dict()
+        row = r.outcome_row()
         assert set(row) == {"method", "statistic", "df", "p_value"} and 0 <= row["p_value"] <= 1, name
         assert r.reject(1.0) and r.outcome_frame().shape == (1, 4) and "<table" in r._repr_html_()
+        assert r.as_dict()["p_value"] == r.stated_p and r.method in r.sentence(), name
     # the statistics are the tests' own: scipy's t with n - 1 df, the GLRT's chi2
     t = stats.ttest_1samp(a, 0.0)
     assert results["t"].statistic == pytest.approx(t.statistic) and results["t"].df == len(a) - 1

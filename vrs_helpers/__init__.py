@@ -10,8 +10,8 @@ Layers, each importing only from the ones below it:
 - :mod:`vrs_helpers.evaluate` - your own evaluation results: reading score tables, ``analyze``, power planning;
 - :mod:`vrs_helpers.book` - the book's methods, one module each;
 - :mod:`vrs_helpers.mixed` - the mixed-model engine and its inference (``mixed.fit``, ``mixed.glmer``);
-- :mod:`errors`, :mod:`outcomes` (what every test returns), :mod:`threads`, :mod:`dask_support`,
-  :mod:`resources` - shared by all.
+- :mod:`errors`, :mod:`outcomes` (what every test returns), :mod:`registry` (the significance tests, each
+  registered once), :mod:`threads`, :mod:`dask_support`, :mod:`resources` - shared by all.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     # your own evaluation results
     "analyze": "evaluate.analysis",
+    "AnalysisSpec": "evaluate.spec",
     "OwnAnalysis": "evaluate.analysis",
     "write_summary": "evaluate.analysis",
     "load_scores": "evaluate.scores",
@@ -65,13 +66,24 @@ _EXPORTS = {
     "fit_gam": "book.gam",
     # mixed models
     "emmeans": "mixed.marginal",
+    # the registry of significance tests (vrs_helpers.registry)
+    "test_names": "registry",
+    "get_test": "registry",
+    "choose_test": "registry",
+    "default_test": "registry",
+    "applicable_tests": "registry",
+    "implements": "registry",
+    "RegisteredTest": "registry",
+    "Hypothesis": "registry",
+    "TestChoiceError": "registry",
     # data and shared types
     "load_data": "book.data",
     "book_table": "book.data",
     "TestOutcome": "outcomes",
     "VRSError": "errors",
 }
-_ALIASES = {"load_data": "load"}
+_ALIASES = {"load_data": "load", "test_names": "names", "get_test": "get", "choose_test": "choose",
+            "applicable_tests": "applicable"}
 
 __all__ = sorted(_EXPORTS)
 

@@ -42,7 +42,7 @@ def test_logs_with_repeats_give_glmers_lrt(tmp_path):
     d = logs.scores().rename(columns={"system": "model", "item": "id", "score": "correct"})
     m1 = mixed.glmer("correct ~ model + (1|id) + (1|model:id)", d)
     m0 = mixed.glmer("correct ~ 1 + (1|id) + (1|model:id)", d)
-    lrt = mixed.glmm_lrt(m0, m1)
+    lrt = mixed.lrt(m0, m1)
     assert lrt.df == ref["df"]
     assert lrt.chi2 == pytest.approx(ref["chisq"], abs=1e-3)
     assert m1.loglik == pytest.approx(ref["logLik1"], abs=1e-3) and m0.loglik == pytest.approx(ref["logLik0"], abs=1e-3)

@@ -89,7 +89,7 @@ def test_simulated_power_on_a_given_unbalanced_design_and_a_custom_test():
 
     def custom(result, L):
         calls.append(L.shape)
-        return pw.satterthwaite(result, L)
+        return pw.TESTS["satterthwaite"](result, L)
 
     sim = pw.simulated_power(0.0, pw.VarianceComponents(0.05, 0.1, 0.1), design=design, n_sim=60, seed=2,
                              test=custom)

@@ -244,7 +244,7 @@ def test_reml_fits_are_refitted_by_ml_and_results_read_well():
     assert res.chi2 == pytest.approx(REF["pbmodcomp"]["LRT"], rel=1e-6)
     assert res.df == 1 and res.method == "parametric bootstrap LRT"
     assert "50 simulations" in repr(res) and res.statistic == res.chi2
-    assert res.as_dict() == {"method": "parametric bootstrap LRT", "statistic": res.chi2, "df": 1,
+    assert res.outcome_row() == {"method": "parametric bootstrap LRT", "statistic": res.chi2, "df": 1,
                              "p_value": res.p_value}   # the shared row of every test result
     frame = res.to_frame()
     assert list(frame.columns[:4]) == ["test", "chi2", "df", "p_value"] and frame["n_sim"].iloc[0] == 50

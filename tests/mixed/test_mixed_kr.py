@@ -98,7 +98,7 @@ def test_contrasts_and_adjusted_vcov_equal_pbkrtest(name):
         assert (t.F, t.den_df, t.p_value) == (k.F, k.den_df, k.p_value)
         if test != list(ref["tests"])[-1]:
             continue  # Satterthwaite's numerical Hessian takes seconds per contrast: the last L of each model
-        s = m.test(L)
+        s = m.test(L, ddf="satterthwaite")
         assert (s.num_df, s.den_df, s.F, s.p_value) == (
             r["Satterthwaite"]["NumDF"], pytest.approx(r["Satterthwaite"]["DenDF"], rel=REL),
             pytest.approx(r["Satterthwaite"]["F"], rel=REL), pytest.approx(r["Satterthwaite"]["p"], rel=REL)), test
@@ -309,12 +309,14 @@ def test_api_methods_defaults_and_errors():
     ref = SMALL["models"]["unbalanced"]
     m = _fit("unbalanced", ref["formula"])
     pd.testing.assert_frame_equal(m.anova(ddf="kenward-roger"), ddf.anova(m, ddf="kenward-roger"))
-    pd.testing.assert_frame_equal(m.anova(), ddf.anova(m))  # Satterthwaite stays the default
-    assert m.anova()["method"].iloc[0] == "F test, Satterthwaite df"
+    # the default ddf is the registry's default test, Kenward-Roger (was Satterthwaite before issue 27)
+    pd.testing.assert_frame_equal(m.anova(), ddf.anova(m, ddf="kenward-roger"))
+    assert m.anova()["method"].iloc[0] == "F test, Kenward-Roger df"
+    assert m.anova(ddf="satterthwaite")["method"].iloc[0] == "F test, Satterthwaite df"
     t = ddf.contrast_test(m, [[0, 1, 0], [0, 0, 1]], "system", ddf="kenward-roger")
     assert t.method == "F test, Kenward-Roger df" and t.term == "system"
     assert m.test([[0, 1, 0], [0, 0, 1]], ddf="KR").F == t.F  # an alias
-    assert "Kenward-Roger" in repr(t) and t.as_dict()["df"] == (2, t.den_df)
+    assert "Kenward-Roger" in repr(t) and t.outcome_row()["df"] == (2, t.den_df)
     with pytest.raises(mixed.MixedModelError, match="satterthwaite' or 'kenward-roger"):
         m.test([0, 1, 0], ddf="containment")
     with pytest.raises(mixed.MixedModelError, match="one column per fixed effect"):
@@ -332,7 +334,7 @@ def test_api_methods_defaults_and_errors():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         glmm = mixed.glmer("cbind(incidence, size - incidence) ~ period + (1|herd)", cbpp, family="binomial")
-    with pytest.raises(mixed.MixedModelError, match="glmm_lrt"):
+    with pytest.raises(mixed.MixedModelError, match="mixed.lrt"):
         ddf.anova(glmm, ddf="kenward-roger")
 
 

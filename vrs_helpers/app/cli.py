@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from .. import registry
 from ..errors import VRSError
 
 
@@ -16,6 +17,14 @@ def _parse_value(text: str):
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError:
+        return text
+
+
+def _test_name(text: str) -> str:
+    """A --test value: its registered name when it is a name or an alias (argparse then lists the choices)."""
+    try:
+        return registry.canonical(text)
+    except registry.TestChoiceError:
         return text
 
 
@@ -237,14 +246,16 @@ def _cmd_student(args) -> int:
 
 
 def _cmd_analyze(args) -> int:
+    from ..evaluate.spec import AnalysisSpec
     from .runner import analyze_report
 
-    summary = analyze_report(args.data, response=args.response, system=args.system, item=args.item,
-                             replications=args.replication or [], properties=args.property or [],
-                             baseline=args.baseline, out_dir=args.out, dropna=args.dropna, alpha=args.alpha,
-                             n_resamples=args.n_resamples, seed=args.seed, backend=args.dask,
-                             lower_is_better=args.lower_is_better or [], show_code=args.show_code,
-                             test=args.test, n_sim=args.n_sim, family=args.family, delta=args.delta)
+    # the spec checks the options as it is built, and is validated against the data once (analyze_report)
+    spec = AnalysisSpec(args.data, response=args.response, system=args.system, item=args.item,
+                        replications=args.replication or [], properties=args.property or [], baseline=args.baseline,
+                        family=args.family, test=args.test, alpha=args.alpha, n_resamples=args.n_resamples,
+                        n_sim=args.n_sim, seed=args.seed, delta=args.delta, lower_is_better=args.lower_is_better or [],
+                        dropna=args.dropna, backend=args.dask, data_label=str(args.data))
+    summary = analyze_report(spec, out_dir=args.out, show_code=args.show_code)
     out = Path(args.out)
     print("\n".join(summary.get("verdict", [])))
     if args.dask is not None:
@@ -355,12 +366,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dropna", action="store_true", help="drop rows with a missing score instead of failing")
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--n-resamples", type=int, default=10_000)
-    p.add_argument("--test", default="kenward-roger", choices=["kenward-roger", "satterthwaite", "bootstrap", "chisq"],
-                   help="test of the runs-random reading: Kenward-Roger F test (default; keeps its level with 3-5 "
-                        "runs per system), Satterthwaite F test, parametric-bootstrap LRT (--n-sim simulations), or "
-                        "the large-sample chi-square GLRT (too liberal with few runs)")
+    p.add_argument("--test", default=None, type=_test_name, choices=registry.names(), help=registry.help_text())
     p.add_argument("--n-sim", type=int, default=1000, help="simulations of --test bootstrap (default 1000)")
-    p.add_argument("--family", default="auto", choices=["auto", "gaussian", "binomial"],
+    p.add_argument("--family", default="auto", choices=["auto", *registry.FAMILIES],
                    help="binomial: 0/1 scores (correct/incorrect) as logistic GLMMs, phi on the latent scale; auto "
                         "(default): binomial when every score is 0 or 1, with a note")
     p.add_argument("--delta", type=float, default=None,

@@ -11,7 +11,6 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from ..errors import VRSError
@@ -456,115 +455,57 @@ def analyze_notebook() -> Path:
     return find_workbook(ANALYZE_NOTEBOOK)
 
 
-def analyze_report(data, *, response, system: str | None, item: str, replications=(), properties=(),
-                   baseline: str | None = None, out_dir: str | os.PathLike = "vrs-report", dropna: bool = False,
-                   alpha: float = 0.05, n_resamples: int = 10_000, seed: int = 0, backend=None,
-                   lower_is_better=(), show_code: bool = False, test: str = "kenward-roger", n_sim: int = 1000,
-                   family: str = "auto", delta: float | None = None) -> dict:
-    """``vrs analyze``: validate the score table, analyse it, and write ``out_dir/summary.json``.
+def analyze_report(spec, *, out_dir: str | os.PathLike = "vrs-report", show_code: bool = False) -> dict:
+    """``vrs analyze``: validate the :class:`~vrs_helpers.evaluate.spec.AnalysisSpec` against its data (once),
+    analyse it, and write ``out_dir/summary.json``.
 
-    ``response``: a score column, or a list of them (several metrics: each analysed, the system verdicts
-    Holm-corrected across them, summary.json keyed by metric); ``lower_is_better``: the responses for which lower
-    scores are better (or True for all), the direction ASO and the expected best of n runs need.
-    ``test``, ``n_sim``, ``family``, ``delta``: as :func:`vrs_helpers.evaluate.analysis.analyze` (the test of the
-    runs-random reading, the family of the scores, a difference to plan the number of runs for).
+    In memory (``spec.backend`` None): workbook 07, without its exercises
+    (:func:`vrs_helpers.app.student.report_notebook`), runs with papermill on the validated spec (its ``spec``
+    parameter: :meth:`~vrs_helpers.evaluate.spec.AnalysisSpec.to_dict`, the validated table as a Parquet file) and
+    also writes ``out_dir/report.ipynb`` and ``out_dir/report.html``, which opens with the verdict box; the code
+    cells are left out of the HTML unless ``show_code``. On a Dask cluster (``spec.backend``: a scheduler address,
+    ``"local"`` or a client; the data a Parquet file or folder) the same validated spec is analysed
+    (:func:`vrs_helpers.evaluate.analysis.analyze`) with its passes over the rows on the cluster, and
+    ``out_dir/summary.txt`` replaces the notebook report (its figures need the rows in memory). The summary is the
+    same file on both backends.
 
-    In memory (``backend=None``): workbook 07, without its exercises (:func:`vrs_helpers.app.student.report_notebook`),
-    runs on the validated table with papermill and also writes ``out_dir/report.ipynb`` and ``out_dir/report.html``,
-    which opens with the verdict box; the code cells are left out of the HTML unless ``show_code``. On a Dask
-    cluster (``backend``: a scheduler address,
-    ``"local"`` or a client; ``data`` a Parquet file or folder): the same validation
-    (:func:`vrs_helpers.evaluate.scores.validate`) and the same analysis
-    (:func:`vrs_helpers.evaluate.analysis.analyze`) run
-    with their passes over the rows on the cluster, and ``out_dir/summary.txt`` replaces the notebook report (its
-    figures need the rows in memory). The summary is the same file on both backends.
-
-    Bad input raises :class:`vrs_helpers.evaluate.scores.InputError` before anything is written. Everything is
-    produced in
-    a temporary folder first and moved into ``out_dir`` only when the run succeeded, so a failed run leaves a
-    previous report untouched (the failed copy stays in the temporary folder, named in the error). Returns the
-    summary.
+    Bad input raises :class:`vrs_helpers.evaluate.scores.InputError` (or another ``VRSError``) before anything is
+    written. Everything is produced in a temporary folder first and moved into ``out_dir`` only when the run
+    succeeded, so a failed run leaves a previous report untouched (the failed copy stays in the temporary folder,
+    named in the error). Returns the summary.
     """
     import json
     import shutil
     import tempfile
 
-    from ..evaluate.metrics import metric_directions
-    from ..evaluate.scores import InputError, load_scores, validate
+    from ..evaluate.spec import connected
 
-    replications, properties = list(replications or []), list(properties or [])
-    responses = [response] if isinstance(response, str) else list(response)
-    higher = metric_directions(responses, lower_is_better if isinstance(lower_is_better, bool)
-                               else list(lower_is_better or []))
-    lower = [m for m in responses if not higher[m]]
-    if not 0 < float(alpha) < 1:
-        raise InputError(f"alpha must be between 0 and 1, got {alpha!r}.")
-    if int(n_resamples) < 1:
-        raise InputError(f"n_resamples must be a positive integer, got {n_resamples!r}.")
-    if int(n_sim) < 1:
-        raise InputError(f"n_sim must be a positive integer, got {n_sim!r}.")
-    if test not in ("kenward-roger", "satterthwaite", "bootstrap", "chisq"):
-        raise InputError(f"test must be kenward-roger, satterthwaite, bootstrap or chisq; got {test!r}.")
-    if family not in ("auto", "gaussian", "binomial"):
-        raise InputError(f"family must be auto, gaussian or binomial; got {family!r}.")
-    if delta is not None and not (np.isfinite(float(delta)) and float(delta) != 0):
-        raise InputError(f"delta must be a non-zero number (a system difference in score units); got {delta!r}.")
-    client = kernel = work = None
-    if backend is None:
-        from .kernel import notebook_imports
-
+    label = spec.data_label or str(spec.data)
+    kernel = None
+    with connected(spec.backend) as client:
         work = Path(tempfile.mkdtemp(prefix="vrs-analyze-"))
-        # the report's kernel starts, and imports the workbook's modules, while the data are read and checked
-        kernel = PrestartedKernel(work, preload=notebook_imports(analyze_notebook()))
+        if spec.backend is None:
+            from .kernel import notebook_imports
+
+            # the report's kernel starts, and imports the workbook's modules, while the data are read and checked
+            kernel = PrestartedKernel(work, preload=notebook_imports(analyze_notebook()))
         try:
-            raw = load_scores(data)
-        except BaseException:
-            kernel.shutdown()
+            spec = spec.validated(client=client)
+        except BaseException:   # bad input: nothing was produced
+            if kernel is not None:
+                kernel.shutdown()
             shutil.rmtree(work, ignore_errors=True)
             raise
-    else:
-        from ..dask_support import connect, require_dask
-
-        require_dask()
-        path = Path(str(data))
-        if not path.exists() or not (path.is_dir() or path.suffix.lower() in (".parquet", ".pq")):
-            raise InputError(f"--dask reads a Parquet dataset (a .parquet file or a folder of them); got {data!r}. "
-                             "Convert the table once (pandas.DataFrame.to_parquet) or run without --dask.")
-        import dask.dataframe as dd
-
-        client = connect(backend)
-        raw = dd.read_parquet(str(path))
-    try:
-        try:
-            clean, _info = validate(raw, response=responses, system=system, item=item, replications=replications,
-                                    properties=properties, dropna=dropna)
-            if baseline is not None and system and str(baseline) not in _info.systems:
-                raise InputError(f"baseline {baseline!r} is not a level of {system!r}; levels: "
-                                 f"{', '.join(_info.systems)}.")
-        except BaseException:
-            if work is not None:   # nothing was produced yet
-                shutil.rmtree(work, ignore_errors=True)
-            raise
-        work = work or Path(tempfile.mkdtemp(prefix="vrs-analyze-"))
-        if backend is not None:
+        if spec.backend is not None:
             from ..evaluate.analysis import analyze, write_summary
 
-            result = analyze(clean, responses, system, item, replications=replications, properties=properties,
-                             baseline=baseline, alpha=alpha, n_resamples=n_resamples, seed=seed, backend=client,
-                             lower_is_better=lower, test=test, n_sim=int(n_sim), family=family, delta=delta)
-            write_summary(result, work / "summary.json", work / "summary.txt")
+            write_summary(analyze(spec.replace(backend=client)), work / "summary.json", work / "summary.txt")
             produced = [(work / "summary.json", "summary.json"), (work / "summary.txt", "summary.txt")]
         else:
             table = work / "scores.parquet"
-            clean.to_parquet(table)
-            params = {"data": str(table), "data_label": str(data), "response": responses[0],
-                      "responses": responses if len(responses) > 1 else [], "lower_is_better": lower,
-                      "system": system or "",
-                      "item": item, "replications": replications, "properties": properties,
-                      "baseline": baseline or "", "alpha": float(alpha), "n_resamples": int(n_resamples),
-                      "seed": int(seed), "dropna": bool(dropna), "summary_path": str(work / "summary.json"),
-                      "test": test, "n_sim": int(n_sim), "family": family,
-                      "delta": 0.0 if delta is None else float(delta)}
+            spec.table.to_parquet(table)
+            params = {"spec": spec.replace(data=str(table), data_label=label, table=None).to_dict(),
+                      "summary_path": str(work / "summary.json")}
             from .student import report_notebook
 
             try:
@@ -575,21 +516,13 @@ def analyze_report(data, *, response, system: str | None, item: str, replication
                 raise NotebookError(f"{exc}. The previous report in {out_dir} (if any) is untouched.") from exc
             produced = [(res.output, "report.ipynb"), (res.html, "report.html"), (work / "summary.json",
                                                                                  "summary.json")]
-    finally:
-        if kernel is not None:   # run_notebook stopped it; not when something failed before the run
-            kernel.shutdown()
-        if client is not None and not hasattr(backend, "submit"):
-            cluster = getattr(client, "cluster", None)
-            client.close()
-            if cluster is not None:
-                cluster.close()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for src, name in produced:
         tmp = out / f".{name}.partial"
         shutil.copyfile(src, tmp)
         os.replace(tmp, out / name)
-    if backend is None:
+    if spec.backend is None:
         from .report import copy_mathjax
 
         copy_mathjax(out)  # report.html loads MathJax from ./mathjax (no CDN)

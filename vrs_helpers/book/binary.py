@@ -26,7 +26,6 @@ proportion correct (on the observed scale the coefficient is lower, Nakagawa & S
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,11 +33,10 @@ import pandas as pd
 
 from .. import mixed
 from ..errors import VRSError
+from ..mixed import families
 from .reliability import RESIDUAL
 
-FAMILIES = ("gaussian", "binomial")
-
-LATENT_RESIDUAL = {"logit": math.pi ** 2 / 3.0, "probit": 1.0}
+FAMILIES = ("gaussian", "binomial")  # the families of the book's workflow (vrs analyze, compare_systems)
 
 
 class BinaryDataError(VRSError, ValueError):
@@ -70,11 +68,14 @@ def detect_family(values) -> str:
 def resolve_family(family: str, values) -> tuple[str, str | None]:
     """``family`` checked (``"gaussian"``, ``"binomial"``; ``"auto"``: :func:`detect_family` of ``values``) and a note
     saying what ``"auto"`` chose (None otherwise)."""
-    fam = str(family).lower()
-    if fam == "auto":
+    if str(family).lower() == "auto":
         fam = detect_family(values)
         return fam, ("the response is 0/1: fitted as binary (binomial GLMM, logit link, latent scale)"
                      if fam == "binomial" else None)
+    try:
+        fam = families.get(family).name
+    except mixed.MixedModelError:
+        fam = None
     if fam not in FAMILIES:
         raise BinaryDataError(f"family must be 'gaussian', 'binomial' or 'auto'; got {family!r}.")
     return fam, None
@@ -122,10 +123,14 @@ def binomial_response(data: pd.DataFrame, response: str, trials: str | None = No
 
 def latent_residual_variance(link: str = "logit") -> float:
     """The residual variance of the latent scale: pi^2/3 for the logit link (the variance of the standard logistic
-    distribution), 1 for probit (Nakagawa & Schielzeth 2010)."""
-    if link not in LATENT_RESIDUAL:
-        raise BinaryDataError(f"link must be 'logit' or 'probit'; got {link!r}.")
-    return LATENT_RESIDUAL[link]
+    distribution), 1 for probit (Nakagawa & Schielzeth 2010): the binomial family's link's
+    (:attr:`vrs_helpers.mixed.families.Link.latent_residual`)."""
+    try:
+        if link is None:
+            raise mixed.MixedModelError("no link")
+        return families.get("binomial", link).latent_residual_variance()
+    except mixed.MixedModelError:
+        raise BinaryDataError(f"link must be 'logit' or 'probit'; got {link!r}.") from None
 
 
 @dataclass

@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .. import registry
+from ..outcomes import ChiSquareTest
+from ..registry import Hypothesis, implements
 from .significance import SignificanceError
 
 
@@ -19,25 +22,25 @@ from .significance import SignificanceError
 class SystemComparison:
     """GLRT of system differences on a mixed model with a random item intercept (book 4.3, ICLR eq. 3-7).
 
-    ``family`` is ``"gaussian"`` (LMM) or ``"binomial"`` (logistic GLMM: ``glrt`` a
-    :class:`~vrs_helpers.mixed.GLMMLRTResult`, means, contrasts and slopes on the logit scale); ``notes`` say how
-    the test was made where the reader needs to know (the GLMM has no small-sample F test).
+    ``family`` is ``"gaussian"`` (LMM) or ``"binomial"`` (logistic GLMM: ``glrt`` the
+    :class:`~vrs_helpers.mixed.LRTResult` of the GLMMs, means, contrasts and slopes on the logit scale); ``notes``
+    say how the test was made where the reader needs to know (the GLMM has no small-sample F test).
     """
 
     formula: str
     null_formula: str
-    glrt: object  # vrs_helpers.mixed.LRTResult (gaussian) or GLMMLRTResult (binomial)
+    glrt: object  # vrs_helpers.mixed.LRTResult (of the LMMs or of the GLMMs)
     means: pd.DataFrame
     contrasts: pd.DataFrame
     slopes: pd.DataFrame | None = None  # per-system slope of a continuous property (ICLR eq. 6/7)
     model: object = field(default=None, repr=False)
-    f_test: object = None  # with replications: the small-sample F test of the system term (mixed.ddf.FTest)
+    f_test: object = None  # with replications: the registered test of the system term unless it is the GLRT
     family: str = "gaussian"
     notes: list = field(default_factory=list)
 
     @property
     def test(self):
-        """The test a verdict should use: the small-sample F test when the runs are a random effect (few runs: the
+        """The test a verdict should use: the registered test chosen for the runs-random reading (few runs: the
         chi-square GLRT is too liberal), else the GLRT."""
         return self.f_test if self.f_test is not None else self.glrt
 
@@ -55,9 +58,22 @@ def _computed(x):
     return x.compute() if hasattr(x, "compute") and hasattr(x, "dask") else x
 
 
+def replication_problem(column: str, levels, system: str) -> str | None:
+    """The one rule on replication columns (``vrs analyze``'s validation and :func:`compare_systems` alike): a
+    column with a single level within every system leaves the run-level variance (1|system:R) not estimable.
+    ``levels``: its number of levels per system (a Series indexed by system). The message, or None."""
+    levels = pd.Series(levels)
+    if len(levels) and (levels < 2).all():
+        counts = ", ".join(f"{s}: {int(n)}" for s, n in levels.items())
+        return (f"The replication column {column!r} has a single level within every system ({counts}): the "
+                f"run-level variance (1|{system}:{column}) is not estimable. Drop it from the replications, or add "
+                "runs.")
+    return None
+
+
 def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, by: str | None = None,
                     covariate: str | None = None, adjust: str = "tukey", replications=(), family: str = "gaussian",
-                    trials: str | None = None, test: str = "kenward-roger", n_sim: int = 1000,
+                    trials: str | None = None, test: str | None = None, n_sim: int = 1000,
                     seed: int = 0) -> SystemComparison:
     """Do systems differ — overall, within the levels of a binned data property (``by``), or in their slope over
     a continuous property (``covariate``)? Fits the LMM with a random intercept per test item (sentence) by REML
@@ -71,11 +87,13 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
     disagree (few runs, large run variance); report both.
 
     ``test`` chooses the test of the runs-random reading (``replications`` given, no ``by``/``covariate``), the
-    result's ``test``: ``"kenward-roger"`` (default: the F test with Kenward & Roger's (1997) adjusted covariance and
-    denominator df, as pbkrtest; exact for balanced designs), ``"satterthwaite"`` (lmerTest's F test),
-    ``"bootstrap"`` (the parametric-bootstrap LRT, ``n_sim`` simulations from the null fit, ``seed``) or ``"chisq"``
-    (the large-sample chi-square GLRT, which rejects too often with 3-5 runs per system; kept for comparison). The
-    chi-square GLRT is always in ``glrt``.
+    result's ``test``: a test of :mod:`vrs_helpers.registry` that applies to the family (None: the family's
+    default). For continuous scores ``"kenward-roger"`` (default: the F test with Kenward & Roger's (1997) adjusted
+    covariance and denominator df, as pbkrtest; exact for balanced designs), ``"satterthwaite"`` (lmerTest's F
+    test), ``"bootstrap"`` (the parametric-bootstrap LRT, ``n_sim`` simulations from the null fit, ``seed``) or
+    ``"chisq"`` (the large-sample chi-square GLRT, which rejects too often with 3-5 runs per system; kept for
+    comparison). A test that does not apply to the family raises :class:`vrs_helpers.registry.TestChoiceError`.
+    The chi-square GLRT is always in ``glrt``.
 
     ``data`` may be a ``dask.dataframe.DataFrame``: the fits then run on its cluster (``vrs_helpers.distributed``).
 
@@ -109,9 +127,11 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
         raise SignificanceError(f"The data property {by!r} has a single level: there is nothing to condition on.")
     if covariate is not None and not pd.api.types.is_numeric_dtype(data[covariate]):
         raise SignificanceError(f"The covariate {covariate!r} must be numeric; use by= for a binned property.")
-    if test not in SMALL_SAMPLE_TESTS:
-        raise SignificanceError(f"test must be one of {', '.join(SMALL_SAMPLE_TESTS)}; got {test!r}.")
     family, family_note = resolve_family(family, data[response])
+    chosen = registry.choose(test, family)  # a test that does not apply is an error naming those that do
+    if test is not None and (not replications or by is not None or covariate is not None):
+        raise registry.TestChoiceError(f"test={test!r} chooses the test of the runs-random reading: give "
+                                       "replications (and no by/covariate), or leave test out.")
     notes = [family_note] if family_note else []
     if trials is not None and family != "binomial":
         raise SignificanceError("trials= is for binomial responses (successes out of trials); give family='binomial'.")
@@ -120,11 +140,9 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
         data = _computed(data)
         lhs = binomial_response(data, response, trials)
     for r in replications:
-        runs = _computed(data.groupby(system, observed=True)[r].nunique())
-        if (runs < 2).all():
-            raise SignificanceError(f"The replication column {r!r} has a single level within every system: the "
-                                    f"run-level variance (1|{system}:{r}) is not estimable. Drop it from "
-                                    "replications, or add runs.")
+        problem = replication_problem(r, _computed(data.groupby(system, observed=True)[r].nunique()), system)
+        if problem:
+            raise SignificanceError(problem)
     rand = " + ".join([f"(1|{item})"] + [f"(1|{system}:{r})" for r in replications])
     if by is not None:
         formula, null = f"{lhs} ~ {system} * {by} + {rand}", f"{lhs} ~ {by} + {rand}"
@@ -134,45 +152,78 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
         formula, null = f"{lhs} ~ {system} + {rand}", f"{lhs} ~ 1 + {rand}"
     if family == "binomial":
         full = mixed.glmer(formula, data, family="binomial")
-        glrt = mixed.glmm_lrt(mixed.glmer(null, data, family="binomial"), full)
-        if replications:
+        glrt = mixed.lrt(mixed.glmer(null, data, family="binomial"), full)
+        if replications and chosen.name == "chisq":
             glrt.method = "GLRT (chi-square, Laplace; runs random, no small-sample test for GLMMs)"
             notes.append("binomial GLMM with runs as a random effect: there is no Satterthwaite/Kenward-Roger F test "
                          "for a GLMM, so the large-sample chi-square GLRT is the test; with few runs per system it "
                          "rejects more often than alpha")
+    else:
+        full = mixed.fit(formula, data)
+        glrt = mixed.lrt(mixed.fit(null, data), full)
+    f_test = None
+    if replications and by is None and covariate is None:
+        # runs as a random effect: with 3-5 runs per system the chi-square GLRT rejects far more often than alpha;
+        # a small-sample test keeps its level (benchmarks/type_one_error.py)
+        outcome = chosen.run(Hypothesis(formula, null, full, system_contrast(full), system, data, glrt, family,
+                                        n_sim, seed))
+        f_test = None if outcome is glrt else outcome
+    if family == "binomial":
         return _binomial_comparison(full, glrt, formula, null, system, covariate, notes,
                                     emmeans(full, system, by=by, adjust=adjust,
-                                            sigma=math.sqrt(latent_residual_variance("logit"))))
-    full = mixed.fit(formula, data)
-    glrt = mixed.lrt(mixed.fit(null, data), full)
-    f_test = None
-    if replications and by is None and covariate is None and test != "chisq":
-        # runs as a random effect: with 3-5 runs per system the chi-square GLRT rejects far more often than alpha;
-        # a small-sample test on the REML fit keeps its level (benchmarks/type_one_error.py)
-        f_test = _small_sample_test(test, full, system, data, null, formula, n_sim, seed)
+                                            sigma=math.sqrt(latent_residual_variance("logit"))), f_test)
     emm = emmeans(full, system, by=by, adjust=adjust)
     slopes = None if covariate is None else _slopes(full, system, covariate)
     return SystemComparison(formula, null, glrt, emm.means, emm.contrasts, slopes, full, f_test, notes=notes)
 
 
-SMALL_SAMPLE_TESTS = ("kenward-roger", "satterthwaite", "bootstrap", "chisq")
-
-
-def _small_sample_test(test: str, full, system: str, data, null: str, formula: str, n_sim: int, seed: int):
-    """The runs-random reading's test of the system term: an F test with Kenward-Roger or Satterthwaite df on the
-    REML fit (every non-intercept fixed effect), or the parametric-bootstrap LRT (ML refits of both models)."""
-    from .. import mixed
-    from ..mixed.ddf import contrast_test
-
-    if test == "bootstrap":
-        m0, m1 = mixed.fit(null, data, method="ML"), mixed.fit(formula, data, method="ML")
-        return mixed.parametric_bootstrap_lrt(m0, m1, n_sim=n_sim, seed=seed)
-
+def system_contrast(full) -> np.ndarray:
+    """L with one row per non-intercept fixed effect: H0 that every system term is 0."""
     names = list(full.fixed_effects.index)
     cols = [i for i, n in enumerate(names) if n != "(Intercept)"]
     L = np.zeros((len(cols), len(names)))
     L[np.arange(len(cols)), cols] = 1.0
-    return contrast_test(full, L, system, ddf=test)
+    return L
+
+
+# ------------------------------------------------------------------ the registered tests' implementations
+# (vrs_helpers.registry: each a function of a Hypothesis, on the engine's functions)
+
+@implements("kenward-roger")
+def kenward_roger_test(h: Hypothesis):
+    """The F test of ``h.L`` with Kenward-Roger's adjusted covariance and df on the REML fit (pbkrtest)."""
+    from ..mixed.ddf import contrast_test
+
+    return contrast_test(h.full, h.L, h.term, ddf="kenward-roger")
+
+
+@implements("satterthwaite")
+def satterthwaite_test(h: Hypothesis):
+    """The F test of ``h.L`` with Satterthwaite's df on the REML fit (lmerTest)."""
+    from ..mixed.ddf import contrast_test
+
+    return contrast_test(h.full, h.L, h.term, ddf="satterthwaite")
+
+
+@implements("bootstrap")
+def bootstrap_lrt_test(h: Hypothesis):
+    """The parametric-bootstrap LRT: ML fits of both models, ``h.n_sim`` simulations from the null fit, seeded."""
+    from .. import mixed
+
+    m0, m1 = mixed.fit(h.null_formula, h.data, method="ML"), mixed.fit(h.formula, h.data, method="ML")
+    return mixed.parametric_bootstrap_lrt(m0, m1, n_sim=h.n_sim, seed=h.seed)
+
+
+@implements("chisq")
+def chisq_test(h: Hypothesis) -> ChiSquareTest:
+    """The chi-square GLRT (ML fits; the GLMM's Laplace log-likelihoods): ``h.glrt`` when given."""
+    from .. import mixed
+
+    if h.glrt is not None:
+        return h.glrt
+    if h.family == "binomial":
+        return mixed.lrt(mixed.glmer(h.null_formula, h.data, family="binomial"), h.full)
+    return mixed.lrt(mixed.fit(h.null_formula, h.data, method="ML"), h.full)
 
 
 def _slopes(full, system: str, covariate: str) -> pd.DataFrame:
@@ -190,7 +241,7 @@ def _slopes(full, system: str, covariate: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _binomial_comparison(full, test, formula, null, system, covariate, notes, emm) -> SystemComparison:
+def _binomial_comparison(full, test, formula, null, system, covariate, notes, emm, f_test=None) -> SystemComparison:
     """The logistic GLMM's comparison: means with probabilities, contrasts with odds ratios (logit scale)."""
     from scipy.special import expit
 
@@ -198,5 +249,5 @@ def _binomial_comparison(full, test, formula, null, system, covariate, notes, em
                              prob_upper=expit(emm.means["upper"]))
     contrasts = emm.contrasts.assign(odds_ratio=np.exp(emm.contrasts["estimate"]))
     slopes = None if covariate is None else _slopes(full, system, covariate)
-    return SystemComparison(formula, null, test, means, contrasts, slopes, full, None, family="binomial",
+    return SystemComparison(formula, null, test, means, contrasts, slopes, full, f_test, family="binomial",
                             notes=notes)

@@ -17,7 +17,7 @@ import pandas as pd
 from scipy import stats
 
 from ..errors import VRSError
-from ..outcomes import TestOutcome
+from ..outcomes import ResamplingTest, TestOutcome, TTest, ZTest
 
 ALTERNATIVES = ("two-sided", "less", "greater")
 
@@ -26,9 +26,9 @@ class SignificanceError(VRSError, ValueError):
     """Bad input for a significance test."""
 
 
-@dataclass
+@dataclass(repr=False)
 class TestResult(TestOutcome):
-    """A z or t test: statistic, p-value, estimate (:class:`~vrs_helpers.outcomes.TestOutcome`)."""
+    """A z or t test: statistic, p-value, estimate (:class:`ZTestResult`, :class:`TTestResult`)."""
 
     method: str
     statistic: float
@@ -37,17 +37,25 @@ class TestResult(TestOutcome):
     estimate: float
     n: int
 
-    @property
-    def df(self):
-        """Degrees of freedom of the t distribution (n - 1); None for a z test."""
-        return self.n - 1 if "t-test" in self.method else None
-
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([self.__dict__])
 
     def __repr__(self) -> str:
-        return (f"TestResult({self.method}: statistic={self.statistic:.4g}, p={self.p_value:.4g}, "
+        return (f"{type(self).__name__}({self.method}: statistic={self.statistic:.4g}, p={self.p_value:.4g}, "
                 f"{self.alternative}, estimate={self.estimate:.4g}, n={self.n})")
+
+
+class ZTestResult(TestResult, ZTest):
+    """A z test (:class:`~vrs_helpers.outcomes.ZTest`): no df."""
+
+
+class TTestResult(TestResult, TTest):
+    """A t test (:class:`~vrs_helpers.outcomes.TTest`) on n - 1 degrees of freedom."""
+
+    @property
+    def df(self) -> int:
+        """Degrees of freedom of the t distribution (n - 1)."""
+        return self.n - 1
 
 
 def _p_from_z(z: float, alternative: str) -> float:
@@ -84,7 +92,7 @@ def z_test_summary(mean: float, mu0: float, sigma: float, n: int, alternative: s
     if sigma <= 0 or n < 1:
         raise SignificanceError("sigma must be positive and n at least 1.")
     z = (mean - mu0) / (sigma / np.sqrt(n))
-    return TestResult("z-test", float(z), _p_from_z(z, alternative), alternative, float(mean - mu0), int(n))
+    return ZTestResult("z-test", float(z), _p_from_z(z, alternative), alternative, float(mean - mu0), int(n))
 
 
 def z_test(x, mu0: float = 0.0, sigma: float | None = None, alternative: str = "two-sided") -> TestResult:
@@ -101,7 +109,7 @@ def t_test(x, mu0: float = 0.0, alternative: str = "two-sided") -> TestResult:
     _check_alternative(alternative)
     x = _scores(x)
     r = stats.ttest_1samp(x, mu0, alternative=alternative)
-    return TestResult("t-test", float(r.statistic), float(r.pvalue), alternative, float(x.mean() - mu0), len(x))
+    return TTestResult("t-test", float(r.statistic), float(r.pvalue), alternative, float(x.mean() - mu0), len(x))
 
 
 def _paired(a, b) -> tuple[np.ndarray, np.ndarray]:
@@ -161,7 +169,7 @@ METRICS: dict[str, Callable] = {"mean": mean_metric, "f1": f1_metric, "bleu": bl
 
 
 @dataclass
-class ResamplingResult(TestOutcome):
+class ResamplingResult(ResamplingTest):
     """A paired resampling test: observed difference S(A) - S(B), p-value, the resampled differences.
 
     For the Monte Carlo tests (``permutation_test``, ``bootstrap_test``) ``p_value`` is (c + 1) / (K + 1), c of the
@@ -192,6 +200,11 @@ class ResamplingResult(TestOutcome):
     def p_value_c_over_K(self) -> float:  # noqa: N802 - the book's notation
         """The book's c / K (Algorithms 4.1, 4.2); 0 when no resample is as extreme."""
         return self.p_value if self.exceedances is None else self.exceedances / self.n_resamples
+
+    def as_dict(self) -> dict:
+        """difference, p_value, the book's p_value_c_over_K, n_resamples (summary.json's paired rows)."""
+        return {"difference": float(self.observed), "p_value": float(self.p_value),
+                "p_value_c_over_K": float(self.p_value_c_over_K), "n_resamples": int(self.n_resamples)}
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([{k: v for k, v in self.__dict__.items() if k != "distribution"}])

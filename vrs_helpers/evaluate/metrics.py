@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..book.significance import adjust_p_values
 from ..errors import VRSError
-from .readings import stated_p
+from ..outcomes import stated
 
 # family -> (the reading's name, the test of an analysis it corrects)
 HOLM_FAMILIES = {
@@ -60,10 +60,10 @@ def holm_table(results: dict, alpha: float) -> pd.DataFrame:
         tests = {m: get(r) for m, r in results.items() if get(r) is not None}
         if not tests:
             continue
-        p = [stated_p(t) for t in tests.values()]
+        p = [t.stated_p for t in tests.values()]
         adjusted = adjust_p_values(p, "holm")
         for (m, t), pv, ph in zip(tests.items(), p, adjusted, strict=True):
-            ph = float(f"{ph:.4g}") if isinstance(getattr(t, "df", None), tuple) else float(ph)
+            ph = stated(ph, t.p_digits)  # at the precision its test states p
             rows.append({"family": family, "reading": reading, "metric": m, "test": t.method, "p_value": pv,
                          "p_holm": ph, "differ": bool(ph < alpha)})
     return pd.DataFrame(rows, columns=["family", "reading", "metric", "test", "p_value", "p_holm", "differ"])

@@ -31,8 +31,8 @@ tends to n sum_s (delta_s - deltabar)^2 / s_run^2: more items cannot make up for
 
 **Simulation (any design).** :func:`simulated_power` draws responses on the design (balanced by default, or the
 rows of an existing log, e.g. with missing items) as sufficient statistics (:mod:`vrs_helpers.mixed.simulate`),
-fits each by REML with the engine and applies the small-sample test (a parameter: Satterthwaite's F test now); the
-power is the rejection rate with its Monte-Carlo standard error sqrt(power (1 - power) / n_sim).
+fits each by REML with the engine and applies the small-sample test (a registered test, Kenward-Roger's F by
+default); the power is the rejection rate with its Monte-Carlo standard error sqrt(power (1 - power) / n_sim).
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .. import registry
 from ..errors import VRSError
 
 
@@ -319,32 +320,37 @@ def power_table(runs, items, delta, components: VarianceComponents, systems: int
 
 # ----------------------------------------------------------------------------------------------- simulation
 
-def satterthwaite(result, L):
-    """The F test of ``L beta = 0`` with Satterthwaite's df (:func:`vrs_helpers.mixed.ddf.contrast_test`)."""
-    from ..mixed.ddf import contrast_test
+def _planned(name: str) -> Callable:
+    """(REML fit, L) -> the outcome of the registered test ``name`` (:mod:`vrs_helpers.registry`)."""
+    from ..book import glrt  # noqa: F401 - registers the tests' implementations
+    from ..registry import Hypothesis, get
 
-    return contrast_test(result, L, "system")
+    test = get(name)
 
+    def run(result, L):
+        return test.run(Hypothesis(result.formula, "", result, L, "system"))
 
-def kenward_roger(result, L):
-    """The F test of ``L beta = 0`` with Kenward-Roger's adjusted covariance and df (pbkrtest's ``KRmodcomp``;
-    :func:`vrs_helpers.mixed.ddf.contrast_test`): the default test of ``vrs analyze``'s runs-random reading."""
-    from ..mixed.ddf import contrast_test
-
-    return contrast_test(result, L, "system", ddf="kenward-roger")
-
-
-#: small-sample tests by name: (REML result, contrast matrix) -> a TestOutcome with ``p_value``
-TESTS: dict[str, Callable] = {"kenward-roger": kenward_roger, "satterthwaite": satterthwaite}
+    run.__name__ = name
+    return run
 
 
-def _test_function(test) -> Callable:
+#: the tests the planner simulates, by name: (REML result, contrast matrix) -> a TestOutcome (the registry's tests
+#: that need only a REML fit and L)
+TESTS: dict[str, Callable] = {t.name: _planned(t.name) for t in registry.TESTS if t.planning}
+
+
+def _test_function(test) -> tuple[Callable, str]:
+    """The planner's test: a function (REML fit, L) -> outcome, or a registered test's name (None: the default
+    gaussian test); any other name is an error naming those that apply."""
     if callable(test):
-        return test
-    if test not in TESTS:
-        raise PlanningError(f"test must be one of {', '.join(map(repr, TESTS))} or a function (REML fit, L) -> test "
-                            f"result; got {test!r}.")
-    return TESTS[test]
+        return test, getattr(test, "__name__", "custom test")
+    try:
+        name = registry.choose(test, "gaussian", planning=True).name
+    except registry.TestChoiceError as e:
+        usable = ", ".join(t.name for t in registry.applicable("gaussian", planning=True))
+        raise PlanningError(f"test must be a test the planner can simulate ({usable}) or a function (REML fit, L) "
+                            f"-> test result: {e}") from None
+    return TESTS[name], name
 
 
 @dataclass
@@ -382,14 +388,15 @@ def _design_rows(systems: int, runs, items: int) -> pd.DataFrame:
 
 
 def simulated_power(delta, components: VarianceComponents, runs=3, items: int = 100, systems: int = 2,
-                    alpha: float = 0.05, n_sim: int = 500, seed: int = 0, test="kenward-roger",
+                    alpha: float = 0.05, n_sim: int = 500, seed: int = 0, test=None,
                     design: pd.DataFrame | None = None, batch_size: int = 50) -> SimulatedPower:
     """Power of the small-sample test by simulation through the engine (module docstring).
 
     ``runs``: runs per system (a number, or one per system: an unbalanced design); or ``design``: the rows of a
     log (columns ``system``, ``run``, ``item``; the run labels within a system), e.g. with missing items - then
     ``runs``/``items``/``systems`` are taken from it, ``delta`` per system follows the sorted system labels.
-    ``test``: "satterthwaite" or a function (REML fit, L) -> test result. Seeded: batch i of ``batch_size``
+    ``test``: a registered test the planner can simulate (:mod:`vrs_helpers.registry`: "kenward-roger", the
+    default, or "satterthwaite") or a function (REML fit, L) -> test result. Seeded: batch i of ``batch_size``
     simulations draws from child i of SeedSequence(seed).
     """
     from ..mixed import accumulate, fit_stats
@@ -398,8 +405,7 @@ def simulated_power(delta, components: VarianceComponents, runs=3, items: int = 
 
     alpha = _check_alpha(alpha)
     n_sim = _count("n_sim", n_sim, 1)
-    fn = _test_function(test)
-    name = test if isinstance(test, str) else getattr(test, "__name__", "custom test")
+    fn, name = _test_function(test)
     c = components
     if design is None:
         k = _count("systems", systems, 2)

@@ -105,7 +105,7 @@ class ASOReading:
 
 
 def run_means(runs: pd.DataFrame, system: str) -> dict:
-    """{system: array of its per-run means} from a run table (:func:`vrs_helpers.evaluate.analysis.run_table`)."""
+    """{system: array of its per-run means} from a run table (:func:`vrs_helpers.evaluate.steps.run_table`)."""
     return {str(s): part["mean"].to_numpy(dtype=float) for s, part in runs.groupby(system, sort=False, observed=True)}
 
 
@@ -184,20 +184,6 @@ def expected_best_by_system(means: dict, higher_is_better: bool = True, seed: in
 
 # ------------------------------------------------------------------------------------------------ readings
 
-def stated_p(test) -> float:
-    """The p-value as the summary states it: an F test's (small-sample df from finite-difference derivatives) at
-    4 significant digits, its numerical precision; any other test's in full."""
-    p = float(test.p_value)
-    return float(f"{p:.4g}") if isinstance(getattr(test, "df", None), tuple) else p
-
-
-def _df_text(test) -> str:
-    df = getattr(test, "df", "")
-    if isinstance(df, tuple):
-        return f"({df[0]}, {df[1]:.4g})"
-    return str(df)
-
-
 def _row(comparison, kind, reading, test, statistic, df, p, criterion, differ) -> dict:
     return {"comparison": comparison, "kind": kind, "reading": reading, "test": test,
             "statistic": None if statistic is None else float(statistic), "df": df,
@@ -226,16 +212,16 @@ def readings_frame(result) -> pd.DataFrame:
     everyone = "all systems" if len(systems) > 2 else f"{systems[-1]} vs {systems[0]}" if len(systems) == 2 else ""
     if result.glrt is not None:
         g = result.glrt
-        rows.append(_row(everyone, "replications", "runs as replications", g.method, g.chi2, _df_text(g), g.p_value,
-                         crit, g.p_value < alpha))
+        rows.append(_row(everyone, "replications", "runs as replications", g.method, g.statistic, g.df_text(),
+                         g.p_value, crit, g.p_value < alpha))
     t = result.random_test
     if t is not None:
-        p = stated_p(t)
-        rows.append(_row(everyone, "random", "runs as a random effect", t.method, t.statistic, _df_text(t), p, crit,
+        p = t.stated_p
+        rows.append(_row(everyone, "random", "runs as a random effect", t.method, t.statistic, t.df_text(), p, crit,
                          p < alpha))
     for prop, c in result.conditional.items():
-        rows.append(_row("all systems", "conditional", f"conditional on {prop}", c.glrt.method, c.glrt.chi2,
-                         _df_text(c.glrt), c.glrt.p_value, crit, c.glrt.p_value < alpha))
+        rows.append(_row("all systems", "conditional", f"conditional on {prop}", c.glrt.method, c.glrt.statistic,
+                         c.glrt.df_text(), c.glrt.p_value, crit, c.glrt.p_value < alpha))
     base = systems[0] if systems else ""
     for cand in systems[1:]:
         pair = f"{cand} vs {base}"

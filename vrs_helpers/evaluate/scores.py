@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..book.glrt import replication_problem
 from ..errors import VRSError
 
 TABLE_SUFFIXES = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".jsonl": "jsonl", ".ndjson": "jsonl",
@@ -371,12 +372,10 @@ def validate(df, *, response, system: str | None = None, item: str, replications
     cells = cells[cells > 0]
     frame = cells.rename("n").reset_index()
     systems = sorted(frame[sys_col].unique())
-    for r in replications:
-        per = frame.groupby(sys_col)[r].nunique()
-        if (per < 2).all():
-            raise InputError(f"The replication column {r!r} has a single level within every system "
-                             f"({', '.join(f'{s}: {per[s]}' for s in per.index)}): the run-level variance is not "
-                             "estimable. Drop it from the replications, or add runs.")
+    for r in replications:  # the one rule on replication columns (compare_systems applies it too)
+        problem = replication_problem(r, frame.groupby(sys_col)[r].nunique(), system or sys_col)
+        if problem:
+            raise InputError(problem)
     if len(systems) > 1:
         # distinct (system, item) pairs counted per system: a system with fewer than all items lacks some (the
         # item sets themselves, a Python set per system, are built only then - for the message)

@@ -11,23 +11,32 @@ lower-triangular theta, ``(0 + x|g)``, ``(1 + x||g)``; factors as lme4 codes the
   :class:`PartialStats`, keyed by level labels (a dask DataFrame: one per partition on its cluster);
 - :mod:`.factor_slopes` - random slopes of factors coded as lme4 codes them;
 - :mod:`.deviance` - the profiled REML/ML deviance (lme4 JSS eq. 34/41) with a blocked, sparse Cholesky;
-- :mod:`.results` - the optimizer, the result object (lme4's quantities) and the likelihood ratio test;
+- :mod:`.model` - the :class:`MixedModel` base of the model objects (MixedModels.jl's) and their :class:`OptSummary`;
+- :mod:`.results` - the linear mixed model, :class:`LinearMixedModel` (lme4's lmer), fitted by :mod:`.optimizer`;
+  :func:`fit` and :func:`fit_stats` build and fit one;
+- :mod:`.glmm` - generalized linear mixed models, :class:`GeneralizedLinearMixedModel` (lme4's glmer; families
+  and links in :mod:`.families`, the Laplace / quadrature deviance in :mod:`.laplace`); :func:`glmer`;
+- :mod:`.likelihood_ratio` - one likelihood ratio test for both: :func:`lrt`, :class:`LRTResult`;
 - :mod:`.ddf` - small-sample F tests of fixed effects with Satterthwaite's or Kenward-Roger's (:mod:`.kenward_roger`)
   denominator df (``result.anova(ddf=...)``, ``result.test(L, ddf=...)``);
-- :mod:`.glmm` - generalized linear mixed models (binomial, Poisson) as lme4's glmer: :func:`glmer`, :func:`glmm_lrt`;
 - :mod:`.simulate`, :mod:`.batch`, :mod:`.bootstrap` - responses simulated as sufficient statistics, batched refits
-  and the parametric-bootstrap LRT (pbkrtest's PBmodcomp): :func:`parametric_bootstrap_lrt`.
+  and the parametric-bootstrap LRT (pbkrtest's PBmodcomp): :func:`parametric_bootstrap_lrt`;
+- :mod:`.numdiff` - the finite differences every numerical derivative of the engine uses.
 """
 
+from . import families
 from .accumulate import PartialStats, accumulate, accumulate_dask, merge_all
 from .bootstrap import BootstrapLRTResult, parametric_bootstrap_lrt
 from .design import SufficientStats, design_rows
 from .deviance import BlockDeviance, Deviance
 from .errors import SINGULAR_TOL, AliasedFactorsWarning, ConvergenceWarning, MixedModelError, SingularFitWarning
-from .glmm import GLMMLRTResult, GLMMResult, glmer, glmm_lrt
-from .results import LRTResult, MixedModelResult, fit, fit_stats, lrt
+from .glmm import GeneralizedLinearMixedModel, GLMMResult, glmer
+from .likelihood_ratio import LRTResult, lrt
+from .model import MixedModel, OptSummary
+from .results import LinearMixedModel, MixedModelResult, fit, fit_stats
 
-__all__ = ["fit", "fit_stats", "accumulate", "accumulate_dask", "lrt", "MixedModelResult", "LRTResult",
+__all__ = ["fit", "fit_stats", "accumulate", "accumulate_dask", "lrt", "MixedModel", "LinearMixedModel",
+           "GeneralizedLinearMixedModel", "OptSummary", "MixedModelResult", "LRTResult", "families",
            "SufficientStats", "MixedModelError", "SingularFitWarning", "ConvergenceWarning", "AliasedFactorsWarning",
            "SINGULAR_TOL", "Deviance", "BlockDeviance", "design_rows", "PartialStats", "merge_all",
-           "glmer", "glmm_lrt", "GLMMResult", "GLMMLRTResult", "parametric_bootstrap_lrt", "BootstrapLRTResult"]
+           "glmer", "GLMMResult", "parametric_bootstrap_lrt", "BootstrapLRTResult"]

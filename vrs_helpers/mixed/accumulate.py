@@ -29,6 +29,7 @@ from .design import (
     check_columns,
     check_rank,
     check_slopes,
+    intern,
     is_factor,
     lme4_order,
     monomial_values,
@@ -79,29 +80,12 @@ def _merge_levels(dst: Levels, src: Levels) -> np.ndarray:
     else:
         known = set(dst.categories)
         dst.categories = dst.categories + [c for c in src.categories if c not in known]
-    mapping = np.empty(len(src.values), dtype=np.int64)
-    for i, u in enumerate(src.values):
-        code = dst.index.get(u)
-        if code is None:
-            code = len(dst.values)
-            dst.index[u] = code
-            dst.values.append(u)
-        mapping[i] = code
-    return mapping
+    return intern(dst.index, dst.values, src.values)
 
 
 def _merge_keys(dst_index: dict, dst_keys: list, src_keys: list, maps: list[np.ndarray]) -> np.ndarray:
     """Tuples of per-variable codes (cells, interaction groupings) re-coded with ``maps`` and added to dst."""
-    mapping = np.empty(len(src_keys), dtype=np.int64)
-    for i, key in enumerate(src_keys):
-        new = tuple(int(m[c]) for m, c in zip(maps, key, strict=True))
-        code = dst_index.get(new)
-        if code is None:
-            code = len(dst_keys)
-            dst_index[new] = code
-            dst_keys.append(new)
-        mapping[i] = code
-    return mapping
+    return intern(dst_index, dst_keys, [tuple(int(m[c]) for m, c in zip(maps, key, strict=True)) for key in src_keys])
 
 
 class PartialStats:
@@ -221,13 +205,7 @@ class PartialStats:
             for j in range(codes.shape[1] - 1, 0, -1):
                 rest, uniq[:, j] = np.divmod(rest, radix[j])
             uniq[:, 0] = rest
-            ids = np.empty(len(uniq), dtype=np.int64)
-            for i, row in enumerate(map(tuple, uniq)):
-                if row not in self.cell_index:
-                    self.cell_index[row] = len(self.cell_keys)
-                    self.cell_keys.append(row)
-                ids[i] = self.cell_index[row]
-            cell = ids[inv]
+            cell = intern(self.cell_index, self.cell_keys, list(map(tuple, uniq.tolist())))[inv]
         else:
             if not self.cell_keys:
                 self.cell_index[()] = 0

@@ -15,8 +15,9 @@ boundary. B is factored once (its SVD; in a balanced crossed design its rank is 
 term's levels are grouped by their row counts (:class:`BatchDeviance`), so one evaluation costs
 O(distinct counts x rank^2 + q_o^3) per response, all responses in a few stacked array operations.
 
-:func:`minimize` is a projected Newton method on psi >= 0 with finite-difference derivatives; it returns, per
-response, the minimum and whether it converged (a response that did not is refitted by the engine's optimizer).
+:func:`minimize` is a projected Newton method on psi >= 0 with finite-difference derivatives (:mod:`.numdiff`);
+it returns, per response, the minimum and whether it converged (a response that did not is refitted by the
+engine's optimizer).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import math
 import numpy as np
 from scipy import sparse
 
+from . import numdiff
 from .design import SufficientStats
 from .deviance import Deviance
 from .simulate import ModelView
@@ -198,29 +200,6 @@ class BatchDeviance:
         return X, np.log(D).sum(axis=1) + np.where(ok, ld_inner, 0.0), ok
 
 
-def _derivatives(fun, psi, f0, h):
-    """Central-difference gradient and Hessian of fun (batched) at psi with per-response steps h (B x K)."""
-    B, K = psi.shape
-    g = np.zeros((B, K))
-    H = np.zeros((B, K, K))
-    plus, minus = [], []
-    for k in range(K):
-        e = np.zeros((B, K))
-        e[:, k] = h[:, k]
-        plus.append(fun(psi + e))
-        minus.append(fun(psi - e))
-        g[:, k] = (plus[k] - minus[k]) / (2 * h[:, k])
-        H[:, k, k] = (plus[k] - 2 * f0 + minus[k]) / h[:, k] ** 2
-    for k in range(K):
-        for j in range(k):
-            ek, ej = np.zeros((B, K)), np.zeros((B, K))
-            ek[:, k], ej[:, j] = h[:, k], h[:, j]
-            v = (fun(psi + ek + ej) - fun(psi + ek - ej) - fun(psi - ek + ej) + fun(psi - ek - ej)) / (
-                4 * h[:, k] * h[:, j])
-            H[:, k, j] = H[:, j, k] = v
-    return g, H
-
-
 def minimize(bd: BatchDeviance, y: tuple, psi0: np.ndarray, max_iter: int = 100, tol: float = 1e-12):
     """Minimize the deviance of every response over psi >= 0 (projected Newton, finite differences).
 
@@ -241,7 +220,7 @@ def minimize(bd: BatchDeviance, y: tuple, psi0: np.ndarray, max_iter: int = 100,
         ya = tuple(v[act] for v in y)
         pa, fa = psi[act], f[act]
         h = 1e-4 * np.maximum(pa, 1.0 / bd.scale[None, :])
-        g, H = _derivatives(lambda x, ya=ya: bd.evaluate(x, ya), pa, fa, h)
+        g, H = numdiff.derivatives(lambda x, ya=ya: bd.evaluate(x, ya), pa, h, fa)
         ok = np.isfinite(g).all(axis=1) & np.isfinite(H).all(axis=(1, 2))
         fixed = (pa <= 0) & (g >= 0)
         g_f = np.where(fixed, 0.0, np.where(np.isfinite(g), g, 0.0))

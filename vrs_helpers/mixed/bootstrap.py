@@ -25,7 +25,6 @@ not on where the batches run: here, or as tasks on a Dask cluster (``client=``).
 
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass, field
 
@@ -33,12 +32,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..outcomes import TestOutcome
+from ..outcomes import MonteCarloTest
 from ..threads import blas_limit
 from .batch import BatchDeviance, minimize
 from .design import SufficientStats
 from .errors import MixedModelError
-from .results import MixedModelResult, fit_stats, lrt
+from .likelihood_ratio import lrt
+from .results import LinearMixedModel, MixedModelResult, fit_stats
 from .simulate import ModelView, ResponseSimulator, null_parameters
 
 BATCH_SIZE = 500  # simulations per batch (fewer for designs with very many levels: batch_size_for)
@@ -52,7 +52,7 @@ def batch_size_for(s: SufficientStats) -> int:
 
 
 @dataclass
-class BootstrapLRTResult(TestOutcome):
+class BootstrapLRTResult(MonteCarloTest):
     """A parametric-bootstrap likelihood ratio test (:func:`parametric_bootstrap_lrt`).
 
     ``chi2``: the observed statistic 2 (logLik m1 - logLik m0) of the ML fits; ``p_value`` = (1 + n_extreme) /
@@ -73,15 +73,6 @@ class BootstrapLRTResult(TestOutcome):
     reference: np.ndarray = field(repr=False)
     method: str = "parametric bootstrap LRT"
 
-    @property
-    def statistic(self) -> float:
-        return self.chi2
-
-    @property
-    def mc_se(self) -> float:
-        """Monte-Carlo standard error of the p-value, sqrt(p (1 - p) / K)."""
-        return math.sqrt(self.p_value * (1.0 - self.p_value) / self.n_sim)
-
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([{"test": self.method, "chi2": self.chi2, "df": self.df, "p_value": self.p_value,
                               "mc_se": self.mc_se, "n_sim": self.n_sim, "n_failed": self.n_failed,
@@ -94,8 +85,9 @@ class BootstrapLRTResult(TestOutcome):
 
 
 def _ml(m: MixedModelResult) -> MixedModelResult:
-    if m.stats is None:
-        raise MixedModelError("The parametric bootstrap needs results of vrs_helpers.mixed.fit / fit_stats.")
+    if not isinstance(m, LinearMixedModel):
+        raise MixedModelError("The parametric bootstrap needs linear mixed models fitted by vrs_helpers.mixed.fit / "
+                              "fit_stats.")
     if m.method == "ML":
         return m
     with warnings.catch_warnings():
@@ -104,16 +96,8 @@ def _ml(m: MixedModelResult) -> MixedModelResult:
 
 
 def internal_theta(m: MixedModelResult) -> np.ndarray:
-    """theta in the engine's internal order (the formula's terms) from a result's lme4 order."""
-    s = m.stats
-    sizes = [t.r * (t.r + 1) // 2 for t in s.terms]
-    offsets = np.cumsum([0] + sizes)
-    pos = []
-    for k in s.lme4_order:
-        pos.extend(range(offsets[k], offsets[k + 1]))
-    theta = np.empty(len(pos))
-    theta[pos] = m.theta.to_numpy()
-    return theta
+    """theta in the engine's internal order (the formula's terms) from a fitted model's lme4 order."""
+    return m.stats.theta_from_lme4(m.theta)
 
 
 @dataclass

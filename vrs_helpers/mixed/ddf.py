@@ -1,7 +1,8 @@
 """Small-sample F tests of fixed effects in a REML fit: Satterthwaite's denominator degrees of freedom, as lmerTest
 defines them (Kuznetsova, Brockhoff & Christensen 2017), and Kenward-Roger's (Kenward & Roger 1997, as pbkrtest
-computes them: :mod:`.kenward_roger`), both from the sufficient statistics. ``ddf="satterthwaite"`` (the default)
-or ``ddf="kenward-roger"`` in :func:`contrast_test` and :func:`anova`.
+computes them: :mod:`.kenward_roger`), both from the sufficient statistics. ``ddf="satterthwaite"`` or
+``ddf="kenward-roger"`` in :func:`contrast_test` and :func:`anova`; the default is :mod:`vrs_helpers.registry`'s
+(Kenward-Roger, the default test of ``vrs analyze``).
 
 For a contrast matrix L (q x p) of the fixed effects beta, with C(phi) = sigma^2 (X'V(theta)^-1 X)^-1 the covariance
 of beta-hat as a function of the variance parameters phi = (theta, sigma) (lme4's relative Cholesky factors and the
@@ -29,25 +30,30 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..outcomes import TestOutcome
-from . import kenward_roger
+from .. import outcomes, registry
+from . import kenward_roger, numdiff
 from .deviance import BlockDeviance, Deviance, tri_solve
 from .errors import MixedModelError
 
 BOUNDARY = 1e-6  # a diagonal theta below this is a boundary estimate (held at 0)
-METHODS = {"satterthwaite": "F test, Satterthwaite df", "kenward-roger": "F test, Kenward-Roger df"}
+# the denominator-df methods the engine implements; their names, aliases, labels and the default (ddf=None) are
+# vrs_helpers.registry's
+METHODS = {name: registry.get(name).method for name in ("satterthwaite", "kenward-roger")}
 
 
-def _method(ddf: str) -> str:
-    key = str(ddf).strip().lower().replace("_", "-").replace(" ", "-")
-    key = {"kr": "kenward-roger", "kenwardroger": "kenward-roger", "sat": "satterthwaite"}.get(key, key)
+def _method(ddf: str | None) -> str:
+    try:
+        key = registry.ddf_default() if ddf is None else registry.canonical(ddf)
+    except registry.TestChoiceError:
+        key = None
     if key not in METHODS:
-        raise MixedModelError(f"ddf must be 'satterthwaite' or 'kenward-roger'; got {ddf!r}.")
+        raise MixedModelError(f"ddf must be {' or '.join(map(repr, METHODS))} (default: "
+                              f"{registry.ddf_default()!r}); got {ddf!r}.")
     return key
 
 
 @dataclass
-class FTest(TestOutcome):
+class FTest(outcomes.FTest):
     """An F test of fixed effects with Satterthwaite's or Kenward-Roger's denominator degrees of freedom
     (``method`` names which)."""
 
@@ -57,14 +63,6 @@ class FTest(TestOutcome):
     den_df: float
     p_value: float
     method: str = "F test, Satterthwaite df"
-
-    @property
-    def statistic(self) -> float:
-        return self.F
-
-    @property
-    def df(self) -> tuple:
-        return (self.num_df, self.den_df)
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([{"term": self.term, "F": self.F, "num_df": self.num_df, "den_df": self.den_df,
@@ -85,23 +83,11 @@ class _VarparFunctions:
         s = result.stats
         self.s = s
         self.dev = Deviance(s, True) if s.intercepts_only else BlockDeviance(s, True)
-        self.theta = self._internal_theta(result)
+        self.theta = s.theta_from_lme4(result.theta)
         self.sigma = float(result.sigma)
         lower = np.zeros(len(self.theta)) if isinstance(self.dev, Deviance) else self.dev.lower
         diag = lower == 0
         self.free = np.flatnonzero(~diag | (np.abs(self.theta) > BOUNDARY))  # boundary thetas held at 0
-
-    def _internal_theta(self, result) -> np.ndarray:
-        """theta in the engine's internal order (the formula's terms) from the result's lme4 order."""
-        s = self.s
-        sizes = [1 if isinstance(self.dev, Deviance) else len(self.dev.tri[k][0]) for k in range(len(s.terms))]
-        offsets = np.cumsum([0] + sizes)
-        pos = []
-        for k in s.lme4_order:
-            pos.extend(range(offsets[k], offsets[k + 1]))
-        theta = np.empty(len(pos))
-        theta[pos] = result.theta.to_numpy()
-        return theta
 
     def _parts(self, theta):
         value, parts = self.dev.evaluate(np.asarray(theta, dtype=float))
@@ -135,46 +121,18 @@ class _VarparFunctions:
 
 
 def _steps(x: np.ndarray) -> np.ndarray:
-    return 1e-3 * np.maximum(np.abs(x), 0.1)
-
-
-def _richardson(estimate, h: np.ndarray):
-    """Two central-difference estimates, step h and h/2, combined to cancel the O(h^2) error (Richardson
-    extrapolation, as numDeriv does with more steps)."""
-    return (4.0 * estimate(h / 2) - estimate(h)) / 3.0
+    return numdiff.steps(x, 1e-3, 0.1)
 
 
 def _hessian(fun, x: np.ndarray) -> np.ndarray:
-    k = len(x)
+    """Central differences with one Richardson step (as numDeriv does with more steps)."""
     f0 = fun(x)
-
-    def at(h):
-        H = np.empty((k, k))
-        for i in range(k):
-            ei = np.zeros(k)
-            ei[i] = h[i]
-            H[i, i] = (fun(x + ei) - 2 * f0 + fun(x - ei)) / h[i] ** 2
-            for j in range(i):
-                ej = np.zeros(k)
-                ej[j] = h[j]
-                H[i, j] = H[j, i] = (fun(x + ei + ej) - fun(x + ei - ej) - fun(x - ei + ej)
-                                     + fun(x - ei - ej)) / (4 * h[i] * h[j])
-        return H
-
-    return _richardson(at, _steps(x))
+    return numdiff.richardson(lambda h: numdiff.hessian(fun, x, h, f0), _steps(x))
 
 
 def _jacobian(fun, x: np.ndarray) -> np.ndarray:
     """d fun / d x_i for a matrix-valued fun: shape (k, p, p)."""
-    def at(h):
-        out = []
-        for i in range(len(x)):
-            e = np.zeros(len(x))
-            e[i] = h[i]
-            out.append((fun(x + e) - fun(x - e)) / (2 * h[i]))
-        return np.array(out)
-
-    return _richardson(at, _steps(x))
+    return numdiff.richardson(lambda h: numdiff.jacobian(fun, x, h), _steps(x))
 
 
 def _ddf_one(c: np.ndarray, C: np.ndarray, jac: np.ndarray, A: np.ndarray) -> float:
@@ -188,7 +146,7 @@ def _check_result(result) -> None:
     if getattr(result, "stats", None) is None or not hasattr(result, "sigma"):
         raise MixedModelError("the F tests need a linear mixed model fitted by vrs_helpers.mixed.fit (REML), with "
                               "its statistics; GLMMs (mixed.glmer) have no denominator-df F test: use "
-                              "mixed.glmm_lrt.")
+                              "mixed.lrt.")
     if result.method != "REML":
         raise MixedModelError("the small-sample F tests (Satterthwaite, Kenward-Roger) are defined for REML fits; "
                               "refit with method='REML'.")
@@ -241,11 +199,12 @@ def _kenward_roger(adj, L, term: str) -> FTest:
     return FTest(term, r.F, r.num_df, r.den_df, r.p_value, METHODS["kenward-roger"])
 
 
-def contrast_test(result, L, term: str = "contrast", ddf: str = "satterthwaite") -> FTest:
+def contrast_test(result, L, term: str = "contrast", ddf: str | None = None) -> FTest:
     """F test of H0: L beta = 0 for a REML :class:`~vrs_helpers.mixed.MixedModelResult`, with Satterthwaite's
     (``ddf="satterthwaite"``, lmerTest's ``contest``) or Kenward-Roger's (``ddf="kenward-roger"``, pbkrtest's
     ``KRmodcomp``: the Wald F with the adjusted covariance Phi_A, scaled by lambda) denominator degrees of freedom
-    (module docstring). ``L``: a (q x p) array or a 1-D contrast over ``result.fixed_effects.index``."""
+    (module docstring); ``ddf=None``: the registry's default (:func:`vrs_helpers.registry.ddf_default`,
+    Kenward-Roger). ``L``: a (q x p) array or a 1-D contrast over ``result.fixed_effects.index``."""
     method = _method(ddf)
     L = _check_contrast(result, L)
     if method == "kenward-roger":
@@ -277,11 +236,11 @@ def term_columns(result) -> dict:
     return out
 
 
-def anova(result, ddf: str = "satterthwaite") -> pd.DataFrame:
-    """Type III-style F tests of every fixed-effect term (its columns = 0) with Satterthwaite's (default) or
-    Kenward-Roger's df: one row per term (term, F, num_df, den_df, p_value, method), as ``lmerTest::anova(m, ddf =
-    "Satterthwaite")`` / ``anova(m, ddf = "Kenward-Roger")`` for the treatment contrasts the engine uses (a term's
-    test with the other terms in the model)."""
+def anova(result, ddf: str | None = None) -> pd.DataFrame:
+    """Type III-style F tests of every fixed-effect term (its columns = 0) with Satterthwaite's or Kenward-Roger's
+    df (``ddf=None``: the registry's default, Kenward-Roger): one row per term (term, F, num_df, den_df, p_value,
+    method), as ``lmerTest::anova(m, ddf = "Satterthwaite")`` / ``anova(m, ddf = "Kenward-Roger")`` for the
+    treatment contrasts the engine uses (a term's test with the other terms in the model)."""
     method = _method(ddf)
     _check_result(result)
     p = result.stats.p

@@ -28,6 +28,20 @@ from .formula import Formula, FormulaError, RandomTerm
 
 # --------------------------------------------------------------------------------------- accumulation
 
+def intern(index: dict, values: list, keys) -> np.ndarray:
+    """The codes of ``keys`` in a growing table of distinct values (``index``: value -> code, ``values`` by code):
+    known keys keep their code, new ones are appended in the order given. Every level table of the engine (grouping
+    levels, fixed-factor cells, the labels merged from another partition) grows through this function."""
+    mapping = np.empty(len(keys), dtype=np.int64)
+    for i, u in enumerate(keys):
+        code = index.get(u)
+        if code is None:
+            code = index[u] = len(values)
+            values.append(u)
+        mapping[i] = code
+    return mapping
+
+
 class Levels:
     """Global codes for the values of one grouping variable, in order of first appearance."""
 
@@ -53,15 +67,7 @@ class Levels:
             self.categories = None if self.values else self.categories
             local, uniques = pd.factorize(s, sort=False)
             uniques = np.asarray(uniques, dtype=object)
-        mapping = np.empty(len(uniques), dtype=np.int64)
-        for i, u in enumerate(uniques):
-            code = self.index.get(u)
-            if code is None:
-                code = len(self.values)
-                self.index[u] = code
-                self.values.append(u)
-            mapping[i] = code
-        return mapping[local]
+        return intern(self.index, self.values, uniques)[local]
 
     def order(self) -> list:
         """R's level order: the categorical's categories if the data were categorical, else sorted values."""
@@ -195,6 +201,40 @@ class SufficientStats:
     def intercepts_only(self) -> bool:
         return all(t.intercept_only for t in self.terms)
 
+    # --- theta: per term the lower triangle of its relative covariance factor T_k, column-major (lme4's theta).
+    # The engine keeps the terms in the formula's order ("internal"); lme4 reports them in ``lme4_order``.
+    @property
+    def theta_sizes(self) -> list[int]:
+        """Elements of theta per term (formula order): r_k (r_k + 1) / 2."""
+        return [t.r * (t.r + 1) // 2 for t in self.terms]
+
+    def theta_positions(self) -> np.ndarray:
+        """Internal positions of lme4's theta: ``theta_lme4 = theta_internal[theta_positions()]``."""
+        offsets = np.cumsum([0] + self.theta_sizes)
+        return np.concatenate([np.arange(offsets[k], offsets[k + 1]) for k in self.lme4_order]).astype(np.int64)
+
+    def theta_to_lme4(self, theta) -> np.ndarray:
+        """theta (or anything laid out like it) from the internal order to lme4's."""
+        return np.asarray(theta)[self.theta_positions()]
+
+    def theta_from_lme4(self, theta) -> np.ndarray:
+        """theta from lme4's order (a fitted model's ``theta``) to the internal order."""
+        pos = self.theta_positions()
+        out = np.empty(len(pos))
+        out[pos] = np.asarray(theta, dtype=float)
+        return out
+
+    def relative_factors(self, theta) -> list[np.ndarray]:
+        """Per term (formula order) the lower-triangular T_k of an internal-order theta."""
+        out, start = [], 0
+        for t in self.terms:
+            rows, cols = lower_triangle(t.r)
+            T = np.zeros((t.r, t.r))
+            T[rows, cols] = np.asarray(theta, dtype=float)[start:start + len(rows)]
+            out.append(T)
+            start += len(rows)
+        return out
+
     def counts(self, k: int) -> np.ndarray:
         """Rows per level of term k's grouping factor (needs an intercept in some term of that grouping)."""
         t = self.terms[k]
@@ -206,6 +246,13 @@ class SufficientStats:
                 c = u.covariates.index(())
                 return self.ZtZ_diag[j][:, c, c]
         return None
+
+
+def lower_triangle(r: int) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, cols) of the lower triangle of an r x r matrix in column-major order: lme4's order of theta."""
+    rows = [rr for c in range(r) for rr in range(c, r)]
+    cols = [c for c in range(r) for _ in range(c, r)]
+    return np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64)
 
 
 def check_columns(df: pd.DataFrame, needed: list[str]) -> None:

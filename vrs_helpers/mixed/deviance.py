@@ -24,7 +24,7 @@ import numpy as np
 from scipy import linalg, sparse
 
 from . import stacks as st
-from .design import SufficientStats
+from .design import SufficientStats, lower_triangle
 from .errors import MixedModelError
 
 _potrf = linalg.lapack.get_lapack_funcs("potrf", (np.zeros(1),))
@@ -426,13 +426,8 @@ class BlockDeviance:
         start = 0
         lower = []
         for k in range(K):
-            rk = self.r[k]
-            rows, cols = [], []
-            for c in range(rk):
-                for rr in range(c, rk):
-                    rows.append(rr)
-                    cols.append(c)
-            self.tri.append((np.array(rows), np.array(cols)))
+            rows, cols = lower_triangle(self.r[k])
+            self.tri.append((rows, cols))
             self.tslices.append(slice(start, start + len(rows)))
             start += len(rows)
             lower += [0.0 if rr == c else -np.inf for rr, c in zip(rows, cols, strict=True)]

@@ -38,21 +38,9 @@ import numpy as np
 import pandas as pd
 from scipy import linalg, stats
 
-from ..outcomes import TestOutcome
+from .. import outcomes
 from .deviance import BlockDeviance
 from .errors import MixedModelError
-
-
-def internal_theta(result, sizes: list[int]) -> np.ndarray:
-    """theta in the engine's internal order (the formula's terms) from the result's lme4 order; ``sizes``: the
-    number of theta elements of each term."""
-    offsets = np.cumsum([0] + list(sizes))
-    pos = []
-    for k in result.stats.lme4_order:
-        pos.extend(range(offsets[k], offsets[k + 1]))
-    theta = np.empty(len(pos))
-    theta[pos] = result.theta.to_numpy()
-    return theta
 
 
 @dataclass
@@ -126,7 +114,7 @@ class _Structure:
                 f"{8 * dev.q_o ** 2 * 8 / 1e9:.0f} GB here). Use ddf='satterthwaite', which needs only the fit's "
                 f"deviance.")
         self.s, self.dev = s, dev
-        theta = internal_theta(result, [len(dev.tri[k][0]) for k in range(len(s.terms))])
+        theta = s.theta_from_lme4(result.theta)
         self.lams = dev.lambdas(theta)
         b = dev.big
         self.b, self.rb = b, dev.r[b]
@@ -315,7 +303,7 @@ def adjustment(result) -> KRAdjustment:
 
 
 @dataclass
-class KRStatistics(TestOutcome):
+class KRStatistics(outcomes.FTest):
     """pbkrtest's ``.KR_adjust`` for one L: F = lambda F_unscaled on (num_df, den_df) df and its p; F_unscaled is
     the Wald statistic with the adjusted covariance over q, lambda the scale (KR section 3)."""
 
@@ -326,14 +314,6 @@ class KRStatistics(TestOutcome):
     den_df: float
     p_value: float
     method = "F test, Kenward-Roger df"
-
-    @property
-    def statistic(self) -> float:
-        return self.F
-
-    @property
-    def df(self) -> tuple:
-        return (self.num_df, self.den_df)
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([{"F": self.F, "F_unscaled": self.F_unscaled, "scale": self.scale,
@@ -391,4 +371,4 @@ def f_test(adj: KRAdjustment, L: np.ndarray) -> KRStatistics:
     return KRStatistics(F, F_u, scale, q, float(m), float(stats.f.sf(F, q, m)))
 
 
-__all__ = ["KRAdjustment", "KRStatistics", "adjustment", "f_test", "internal_theta"]
+__all__ = ["KRAdjustment", "KRStatistics", "adjustment", "f_test"]

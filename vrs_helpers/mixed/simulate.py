@@ -263,15 +263,5 @@ def null_parameters(m, s_outer: SufficientStats | None = None):
     fixed = np.zeros(size)
     fixed[fixed_idx] = m.fixed_effects["estimate"].to_numpy()
     sigma = float(m.sigma)
-    theta = m.theta.to_numpy()
-    covs: list = [None] * len(s.terms)
-    pos = 0
-    for k in s.lme4_order:  # theta is in lme4's order: per term the lower triangle of T_k, column-major
-        r = s.terms[k].r
-        T = np.zeros((r, r))
-        for c in range(r):
-            for rr in range(c, r):
-                T[rr, c] = theta[pos]
-                pos += 1
-        covs[k] = sigma * sigma * (T @ T.T)
+    covs = [sigma * sigma * (T @ T.T) for T in s.relative_factors(s.theta_from_lme4(m.theta))]
     return fixed, list(zip(cols, covs, strict=True)), sigma

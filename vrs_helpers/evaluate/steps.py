@@ -1,0 +1,352 @@
+"""The steps of one response's analysis (:func:`vrs_helpers.evaluate.analysis.analyze`), each small and named:
+
+- :func:`significance` - the GLRT with the runs as replications and the runs-random reading with its registered
+  test (book 4.3; ICLR 2023 eq. 3/4; :func:`vrs_helpers.book.glrt.compare_systems`);
+- :func:`conditional` - the GLRT conditional on each data property (ICLR eq. 6/7);
+- :func:`paired` - the paired bootstrap and permutation tests on per-item means (Algorithms 4.1/4.2);
+- :func:`reliability` - per system the variance components, phi and the decision study (book 3.3,
+  :func:`vrs_helpers.book.reliability.decision_study`);
+- :func:`verdict` - one sentence per reading;
+- :func:`power` - power planning of the runs-random test (:mod:`vrs_helpers.evaluate.power`);
+- :func:`stochastic_order` - ASO and the expected best of n runs (:mod:`vrs_helpers.evaluate.readings`).
+
+Each step is a function ``step(result, work)`` that adds to the analysis ``result``
+(:class:`~vrs_helpers.evaluate.analysis.OwnAnalysis`) from :class:`Work`: the validated table of one response with
+formula-safe column names and the spec (:class:`~vrs_helpers.evaluate.spec.AnalysisSpec`), the same on the local
+and the Dask backend.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .. import mixed
+from ..book.binary import latent_variance_components
+from ..book.glrt import compare_systems
+from ..book.reliability import decision_study, phi
+from ..book.significance import bootstrap_test, permutation_test, resampling_test_dask
+from ..errors import VRSError
+from .readings import aso_readings, disagreements, expected_best_by_system, run_means
+from .scores import computed
+
+_SAFE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+STUDY_LEVELS = 50  # the decision study's table lists 1..50 levels (and the first number reaching the target)
+
+
+def safe_names(columns) -> dict:
+    """Original column name -> a name the formula parser accepts (identifiers kept as they are)."""
+    out, used = {}, set()
+    for c in columns:
+        name = str(c) if _SAFE.match(str(c)) else re.sub(r"\W", "_", str(c)) or "col"
+        if not _SAFE.match(name):
+            name = "c_" + name
+        base, i = name, 1
+        while name in used:
+            name, i = f"{base}_{i}", i + 1
+        used.add(name)
+        out[c] = name
+    return out
+
+
+def run_table(df, response: str, system: str, replications, level: float = 0.95) -> pd.DataFrame:
+    """Per system and run (combination of the replication columns): n, mean, SD and a normal-theory CI of the
+    mean — the spread that "best of n seeds" reporting hides. ``df`` may be a pandas or a dask DataFrame."""
+    from scipy import stats
+
+    keys = [system, *replications]
+    out = computed(df.groupby(keys, observed=True)[response].agg(["count", "mean", "std"])).reset_index()
+    out = out.rename(columns={"count": "n", "std": "sd"}).sort_values(keys, kind="stable").reset_index(drop=True)
+    half = stats.norm.ppf(0.5 + level / 2) * out["sd"] / np.sqrt(out["n"])
+    out["ci_low"], out["ci_high"] = out["mean"] - half, out["mean"] + half
+    return out
+
+
+def verdict_text(p: float, alpha: float) -> str:
+    return f"differ (p = {p:.3g} < {alpha:g})" if p < alpha else f"show no significant difference (p = {p:.3g})"
+
+
+@dataclass
+class Work:
+    """One response of a validated spec, ready for the steps: the table ``d`` with formula-safe names (``y``,
+    ``sy``, ``it``, ``reps``; ``back`` maps them to the original names), the systems in analysis order (the
+    baseline first), the response's family and registered test, and the Dask client (None in memory)."""
+
+    spec: object
+    response: str
+    d: object
+    y: str
+    sy: str
+    it: str
+    reps: list
+    names: dict
+    back: dict
+    systems: list
+    family: str
+    test: str | None
+    client: object = None
+
+    @property
+    def lazy(self) -> bool:
+        return hasattr(self.d, "dask")
+
+    @property
+    def system(self) -> str:
+        """The system column's original name ("_system" for one system without a column)."""
+        return self.spec.system or "_system"
+
+    def rename_back(self, frame: pd.DataFrame) -> pd.DataFrame:
+        return frame.rename(columns=self.back)
+
+
+def prepare(spec, response: str, client=None) -> Work:
+    """The :class:`Work` of ``response`` from a validated spec (no checks: the spec was validated once)."""
+    table = spec.table
+    system = spec.system or "_system"
+    if spec.system is None:
+        table = table.assign(**{system: "all"})
+    roles = [response, system, spec.item, *spec.replications, *spec.properties]
+    names = safe_names(roles)
+    back = {v: k for k, v in names.items()}
+    d = table[roles].rename(columns=names)
+    sy = names[system]
+    systems = sorted(computed(d[sy].unique()))
+    if spec.baseline is not None:
+        systems = [spec.baseline] + [s for s in systems if s != spec.baseline]
+    d[sy] = d[sy].astype(pd.CategoricalDtype(systems))
+    if hasattr(d, "dask"):
+        d = d.persist()  # the validated columns stay on the workers for the passes below
+    return Work(spec, response, d, names[response], sy, names[spec.item], [names[r] for r in spec.replications],
+                names, back, systems, spec.families[response], spec.tests.get(response), client)
+
+
+# ------------------------------------------------------------------------------------------------- the steps
+
+def significance(result, w: Work) -> None:
+    """Both readings of the runs (book 4.3; ICLR eq. 3/4): the GLRT with the runs as replications clustered by
+    item, and with a random intercept per run of each system tested by the spec's registered test."""
+    if len(w.systems) < 2:
+        return
+    fam = {"family": w.family}
+    result.comparison = compare_systems(w.d, w.y, w.sy, w.it, **fam)
+    result.comparison.contrasts = w.rename_back(result.comparison.contrasts)
+    result.comparison.means = w.rename_back(result.comparison.means)
+    if not w.reps:
+        return
+    result.comparison_random = compare_systems(w.d, w.y, w.sy, w.it, replications=w.reps, test=w.test,
+                                               n_sim=w.spec.n_sim, seed=w.spec.seed, **fam)
+    result.notes.extend(result.comparison_random.notes)
+    fewest = int(result.runs.groupby(w.system, observed=True).size().min())
+    if fewest < 3:
+        result.notes.append(
+            f"only {fewest} run(s) for some system: with fewer than 3 runs per system the run-to-run variation "
+            "cannot be separated from the system difference with any reliability; the random-effect reading has "
+            "almost no denominator degrees of freedom. Add runs.")
+
+
+def conditional(result, w: Work) -> None:
+    """For each data property P: ``response ~ system * P + (1|item)`` against ``response ~ P + (1|item)`` (ICLR
+    eq. 6/7), a numeric property as a slope, a categorical one per level."""
+    if len(w.systems) < 2:
+        return
+    for p in w.spec.properties:
+        pn = w.names[p]
+        if pd.api.types.is_numeric_dtype(w.d[pn].dtype):
+            c = compare_systems(w.d, w.y, w.sy, w.it, covariate=pn, family=w.family)
+        else:
+            c = compare_systems(w.d.assign(**{pn: w.d[pn].astype(str)}), w.y, w.sy, w.it, by=pn, family=w.family)
+        c.contrasts, c.means = w.rename_back(c.contrasts), w.rename_back(c.means)
+        if c.slopes is not None:
+            c.slopes = w.rename_back(c.slopes)
+        result.conditional[p] = c
+
+
+def paired(result, w: Work) -> None:
+    """The classic paired bootstrap and permutation tests (Algorithms 4.1/4.2) of every system against the
+    baseline on per-item means over runs; p = (c + 1) / (K + 1), never 0, the book's c / K beside it."""
+    if len(w.systems) < 2:
+        return
+    means = computed(w.d.groupby([w.sy, w.it], observed=True)[w.y].mean()).unstack(w.sy)
+    rows = []
+    base = w.systems[0]
+    for other in w.systems[1:]:
+        pair = means[[base, other]].dropna()
+        a, b = pair[other].to_numpy(), pair[base].to_numpy()
+        for name, kind, fn in [("paired bootstrap", "bootstrap", bootstrap_test),
+                               ("paired permutation", "permutation", permutation_test)]:
+            # the same seeded batches on both backends: the same p-value
+            r = (resampling_test_dask(kind, a, b, n_resamples=w.spec.n_resamples, seed=w.spec.seed, client=w.client)
+                 if w.lazy else fn(a, b, n_resamples=w.spec.n_resamples, seed=w.spec.seed))
+            rows.append({"test": name, "system": other, "baseline": base, "items": len(pair), **r.as_dict()})
+    result.paired = pd.DataFrame(rows)
+
+
+def _decision(vc, item: str, n: dict, factor: str, target: float, max_runs: int) -> tuple[pd.DataFrame, int | None]:
+    """The decision study of one replication column (book 3.3.3): phi as its number of levels grows, the others
+    held at their observed numbers (:func:`~vrs_helpers.book.reliability.decision_study`), for 1..50 levels, and
+    the smallest number up to ``max_runs`` that reaches ``target`` (phi grows with the levels: bisection)."""
+    def study(levels):
+        s = decision_study(vc, item, {**{f: [v] for f, v in n.items()}, factor: list(levels)})
+        return pd.DataFrame({"factor": factor, "levels": s[f"n_{factor}"].astype(int), "phi": s["phi"]})
+
+    table = study(range(1, min(STUDY_LEVELS, max_runs) + 1))
+    hit = table[table["phi"] >= target]
+    if len(hit):
+        return table, int(hit["levels"].iloc[0])
+    lo, hi = len(table), max_runs  # phi(lo) < target
+    if hi <= lo or study([hi])["phi"].iloc[0] < target:
+        return table, None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if study([mid])["phi"].iloc[0] >= target else (mid, hi)
+    return pd.concat([table, study([hi])], ignore_index=True), hi
+
+
+def reliability(result, w: Work) -> None:
+    """Per system: the variance components of ``response ~ 1 + (1|item) + (1|R)...`` (REML; binary scores on the
+    latent scale), the absolute reliability coefficient phi of the item means over the observed runs (Definition
+    3.2) and, per replication column, the decision study and the levels that reach phi >= ``target_phi``."""
+    spec = w.spec
+    for s in w.systems:
+        part = w.d[w.d[w.sy] == s]
+        if computed(part.groupby(w.it, observed=True)[w.y].count().max()) < 2:
+            result.notes.append(f"system {s} has one score per item (a single run): item and residual variance are "
+                                "not separable, so no variance components or phi for it; add runs")
+            continue
+        levels = {r: int(computed(part[r].nunique())) for r in w.reps}
+        reps_s = [r for r in w.reps if levels[r] >= 2]
+        formula = f"{w.y} ~ 1 + (1|{w.it})" + "".join(f" + (1|{r})" for r in reps_s)
+        try:
+            if w.family == "binomial":  # latent scale: glmer's variances plus the logistic residual pi^2/3
+                vc = latent_variance_components(computed(part), w.y, w.it, reps_s).variance_components.copy()
+            else:
+                vc = mixed.fit(formula, part, method="REML").variance_components.copy()
+        except VRSError as e:  # reported, the other systems still get their analysis
+            result.notes.append(f"variance components of system {s}: {e}")
+            continue
+        vc.index = [":".join(w.back.get(n, n) for n in str(c).split(":")) for c in vc.index]
+        result.variance_components[s] = vc
+        n = {w.back[r]: float(levels[r]) for r in reps_s}
+        result.reliability[s] = phi(vc, spec.item, n=n)
+        needed, studies = {}, []
+        for f in n:
+            table, needed[f] = _decision(vc, spec.item, n, f, spec.target_phi, spec.max_runs)
+            studies.append(table)
+        if studies:
+            result.decision[s] = pd.concat(studies, ignore_index=True)
+        result.runs_needed[s] = needed
+
+
+def verdict(result, w: Work) -> None:
+    """One sentence per reading: both readings of the runs (their tests' own evidence), the conditional tests and
+    the reliability of each system."""
+    alpha, spec = result.alpha, w.spec
+    if result.comparison is not None:
+        g = result.glrt
+        result.verdict.append(f"Runs as replications clustered by item: the systems {verdict_text(g.p_value, alpha)} "
+                              f"(GLRT {g.evidence()}).")
+        if result.comparison_random is not None:
+            g2, t = result.glrt_replications_random, result.random_test
+            if t is g2:
+                result.verdict.append(f"With a random effect per run, the systems {verdict_text(g2.p_value, alpha)} "
+                                      f"({g2.evidence()}).")
+            else:
+                result.verdict.append(
+                    f"With a random effect per run, the systems {verdict_text(t.p_value, alpha)} ({t.method}: "
+                    f"{t.evidence()}; the chi-square GLRT, valid only with many runs, gives {g2.evidence()}, "
+                    f"p = {g2.p_value:.3g}).")
+            if result.disagree:
+                result.verdict.append("WARNING: the two readings disagree. The conclusion hinges on whether the "
+                                      "runs are treated as fixed replications or as a sample of possible runs; "
+                                      "with few runs and run-to-run variance, report both and add runs.")
+        for p, c in result.conditional.items():
+            result.verdict.append(f"Conditional on {p}: the system difference "
+                                  f"{'depends' if c.glrt.p_value < alpha else 'shows no significant dependence'} "
+                                  f"on it (p = {c.glrt.p_value:.3g}, df = {c.glrt.df}).")
+    for s, r in result.reliability.items():
+        need = result.runs_needed.get(s) or {}
+        more = "".join(f"; {k} level(s) of {f} would reach phi >= {spec.target_phi}" if k else
+                       f"; no number of levels of {f} up to {spec.max_runs} reaches phi >= {spec.target_phi}"
+                       for f, k in need.items())
+        result.verdict.append(f"Reliability of {s}: phi = {r.phi:.3f} ({r.interpretation}){more}.")
+    if len(w.systems) < 2:
+        result.notes.append("one system: reliability only")
+
+
+def power(result, w: Work) -> None:
+    """Power planning of the runs-random reading (:func:`plan_power`) with the table's items."""
+    plan_power(result, len(computed(w.d[w.it].unique())), delta=w.spec.delta, target=w.spec.target_power)
+
+
+def plan_power(result, items: int, delta: float | None = None, target: float = 0.8):
+    """Power planning of the runs-random reading (:mod:`vrs_helpers.evaluate.power`; the significance counterpart
+    of the decision study, book 3.3.3): from the REML fit of ``response ~ system + (1|item) + (1|system:R)...``
+    (its run variance: the sum of the ``system:R`` components; its residual variance) the power of the F test to
+    detect the observed system differences (the fixed effects) with the observed runs per system (the fewest) and
+    ``items`` items, and the runs per system that reach ``target``; the same for ``delta`` when given (every other
+    system ``delta`` from the baseline). Closed form of the balanced design (noncentral F); the verdict says so.
+    Gaussian responses only (a note otherwise)."""
+    from .power import PlanningError, f_test_power, runs_needed
+
+    comp = result.comparison_random
+    if comp is None or comp.model is None:
+        return result
+    if result.family != "gaussian":
+        result.notes.append("power planning is for continuous scores (the noncentral F of the LMM); not computed "
+                            "for binary scores")
+        return result
+    vc = comp.model.variance_components["variance"]
+    system_col = comp.formula.split("~")[1].split("+")[0].strip()
+    run_var = float(sum(v for k, v in vc.items() if str(k).startswith(f"{system_col}:")))
+    # a boundary estimate is 0 up to the optimizer's rounding (1e-28 on one backend, 0 on another): 0 below 1e-12
+    # of the residual variance, so both backends plan with the same numbers
+    run_var = run_var if run_var > 1e-12 * float(vc["Residual"]) else 0.0
+    residual_sd, run_sd = float(np.sqrt(vc["Residual"])), float(np.sqrt(run_var))
+    fe = comp.model.fixed_effects["estimate"]
+    observed = np.array([0.0] + [float(v) for k, v in fe.items() if k != "(Intercept)"])
+    k = len(result.systems)
+    runs = int(result.runs.groupby(result.system or "_system", observed=True).size().min())
+    out = {"test": "F test of system (runs random), closed form of the balanced design (noncentral F)",
+           "run_sd": run_sd, "residual_sd": residual_sd, "items": int(items), "runs_per_system": runs,
+           "alpha": result.alpha, "target": target}
+    for name, d in [("observed", observed), ("delta", None if delta is None else
+                                              np.array([0.0] + [float(delta)] * (k - 1)))]:
+        if d is None:
+            continue
+        try:  # one run per system leaves the F test no denominator df: no power, only the runs needed
+            pw = f_test_power(d, runs, items, run_sd, residual_sd, k, result.alpha) if runs >= 2 else None
+            need = runs_needed(d, items, run_sd, residual_sd, k, result.alpha, target)
+        except PlanningError as e:
+            result.notes.append(f"power for the {name} difference: {e}")
+            continue
+        out[name] = {"differences": [float(v) for v in d[1:]], "power": pw, "runs_needed": need}
+        what = "the observed difference" if name == "observed" else f"a difference of {float(delta):g}"
+        more = (f"{need} runs per system would reach power {target:g}" if need is not None else
+                f"no number of runs up to 10,000 reaches power {target:g}")
+        now = (f"with {runs} runs per system and {items} items the F test detects {what} with probability "
+               f"{pw:.2f}" if pw is not None else f"for {what} with {items} items")
+        result.verdict.append(f"Power (closed form, balanced design): {now}; {more}.")
+    result.power = out
+    return result
+
+
+def stochastic_order(result, w: Work) -> None:
+    """What NLP users already run (:mod:`vrs_helpers.evaluate.readings`): ASO in both directions of each system
+    against the baseline and the expected best of n runs per system, on the per-run means of ``result.runs``
+    (small: computed in memory on both backends), then one sentence per disagreement between the readings."""
+    seed = w.spec.seed
+    means = run_means(result.runs, w.system)
+    result.expected_max = expected_best_by_system(means, result.higher_is_better, seed=seed)
+    if len(result.systems) >= 2:
+        result.aso, notes = aso_readings(means, str(result.systems[0]), result.higher_is_better, seed=seed)
+        result.notes.extend(notes)
+        at = next((i for i, v in enumerate(result.verdict) if v.startswith("Reliability of")), len(result.verdict))
+        result.verdict[at:at] = [a.sentence() for a in result.aso.values()]
+    result.disagreements = disagreements(result)
+
+
+#: the steps of one response's analysis, in order
+STEPS = (significance, conditional, paired, reliability, verdict, power, stochastic_order)

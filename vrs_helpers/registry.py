@@ -1,0 +1,200 @@
+"""The significance tests of the package, each registered once: the test of the runs-random reading of ``vrs
+analyze`` (``--test``), of :func:`vrs_helpers.book.glrt.compare_systems` (``test=``), of the power planner
+(:func:`vrs_helpers.evaluate.power.simulated_power`) and the engine's denominator-df default
+(:func:`vrs_helpers.mixed.ddf.contrast_test`).
+
+A :class:`RegisteredTest` says what a test is (name, aliases, a one-line description, the method label and the kind
+of :mod:`~vrs_helpers.outcomes` type its outcome has), where it applies (score families, designs: the runs-random
+reading, the fewest systems; whether the planner can simulate it from a REML fit alone) and for which families it
+is the default. Every CLI choice and help text, every validator and the planner read :data:`TESTS`; a request for
+a test that does not apply is a :class:`TestChoiceError` (``vrs`` exits 2) naming the tests that do.
+
+Design. The registry is a shared top-level module (below ``mixed/``), so every layer may read it: the engine takes
+its default ddf from it, ``book/`` and ``evaluate/`` their validators, ``app/`` its choices. It holds no code of
+the tests: an implementation is a function ``(Hypothesis) -> TestOutcome`` registered with :func:`implements` by
+the layer that implements it (``book/glrt.py``, on the engine's functions), so no import goes upwards and the
+registry stays importable without numpy-heavy modules. Adding a test is one :class:`RegisteredTest` entry here and
+one ``@implements(name)`` function; the CLI, the validators, ``summary.json`` (through the outcome's
+``as_dict()``), the report and the conformance suite (tests/test_conformance.py) pick it up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .errors import VRSError
+
+FAMILIES = ("gaussian", "binomial")  # score families (``family="auto"`` resolves to one of them from the data)
+RUNS_RANDOM = "runs-random"          # the design of the reading a --test chooses: runs as a random effect
+
+
+class TestChoiceError(VRSError, ValueError):
+    """A test that is not registered, or that does not apply to the family or design (the message names the tests
+    that apply)."""
+
+    __test__ = False
+
+
+@dataclass(frozen=True)
+class RegisteredTest:
+    """One significance test: what it is, where it applies, whether it is a default (module docstring)."""
+
+    __test__ = False
+
+    name: str
+    description: str                   # one line: the CLI help and the README
+    method: str                        # the outcome's ``method`` (how summaries and sentences name it)
+    outcome: str                       # its outcome kind: a key of vrs_helpers.outcomes.OUTCOME_TYPES
+    families: tuple = ("gaussian",)    # the score families it applies to
+    designs: tuple = (RUNS_RANDOM,)    # the readings it can test
+    min_systems: int = 2
+    aliases: tuple = ()
+    default_for: tuple = ()            # the families whose default test it is
+    planning: bool = False             # the power planner can simulate it: it needs only a REML fit and L
+
+    def applies(self, family: str, design: str = RUNS_RANDOM, systems: int = 2) -> bool:
+        return family in self.families and design in self.designs and systems >= self.min_systems
+
+    @property
+    def implementation(self) -> Callable:
+        """The registered function (Hypothesis) -> TestOutcome (:func:`implements`)."""
+        fn = _IMPLEMENTATIONS.get(self.name)
+        if fn is None:
+            raise TestChoiceError(f"the test {self.name!r} has no implementation loaded; import the module that "
+                                  "registers it (vrs_helpers.book.glrt).")
+        return fn
+
+    def run(self, hypothesis: Hypothesis):
+        """The test's outcome on ``hypothesis``."""
+        return self.implementation(hypothesis)
+
+
+#: every test, in the order the CLI lists them
+TESTS: tuple[RegisteredTest, ...] = (
+    RegisteredTest(
+        "kenward-roger", "F test of the system terms with Kenward & Roger's (1997) adjusted covariance and "
+        "denominator df (pbkrtest); exact in balanced designs", "F test, Kenward-Roger df", "F",
+        aliases=("kr", "kenwardroger", "kenward_roger"), default_for=("gaussian",), planning=True),
+    RegisteredTest(
+        "satterthwaite", "F test with Satterthwaite's denominator df (lmerTest's default)",
+        "F test, Satterthwaite df", "F", aliases=("sat", "satterth"), planning=True),
+    RegisteredTest(
+        "bootstrap", "parametric-bootstrap likelihood ratio test: n_sim simulations from the null fit, seeded "
+        "(pbkrtest's PBmodcomp)", "parametric bootstrap LRT", "monte-carlo",
+        aliases=("pb", "parametric-bootstrap", "pbmodcomp")),
+    RegisteredTest(
+        "chisq", "large-sample chi-square GLRT (rejects too often with 3-5 runs per system; the only test of "
+        "binary scores' GLMMs so far)", "GLRT (chi-square)", "chisq", families=FAMILIES,
+        aliases=("chi2", "chisquare", "chi-square", "lrt", "glrt"), default_for=("binomial",)),
+)
+
+_IMPLEMENTATIONS: dict[str, Callable] = {}
+
+
+@dataclass
+class Hypothesis:
+    """What a registered test gets: H0 drops the system terms (rows of ``L``) from ``formula``.
+
+    ``full``: the fit of ``formula`` (REML for an LMM, the Laplace fit for a GLMM); ``glrt``: the chi-square
+    likelihood ratio test of ``null_formula`` against ``formula`` (ML); ``data``: the rows both were fitted to
+    (None where a test needs only ``full`` and ``L``, as in the power planner's simulations)."""
+
+    formula: str
+    null_formula: str
+    full: object
+    L: object
+    term: str = "system"
+    data: object = None
+    glrt: object = None
+    family: str = "gaussian"
+    n_sim: int = 1000
+    seed: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+def implements(name: str) -> Callable:
+    """Decorator: register ``fn(Hypothesis) -> TestOutcome`` as the implementation of the registered test
+    ``name`` (once)."""
+    get(name)
+
+    def register(fn: Callable) -> Callable:
+        if _IMPLEMENTATIONS.get(name, fn) is not fn:
+            raise ValueError(f"the test {name!r} is implemented twice")
+        _IMPLEMENTATIONS[name] = fn
+        return fn
+
+    return register
+
+
+def names() -> list[str]:
+    """The registered tests' names (the CLI's choices)."""
+    return [t.name for t in TESTS]
+
+
+def _key(name) -> str:
+    return str(name).strip().lower().replace("_", "-").replace(" ", "-")
+
+
+def canonical(name) -> str:
+    """The registered name of ``name`` or one of its aliases (case, ``_`` and spaces ignored)."""
+    key = _key(name)
+    for t in TESTS:
+        if key == t.name or key in {_key(a) for a in t.aliases}:
+            return t.name
+    raise TestChoiceError(f"unknown test {name!r}; registered tests: {', '.join(names())}.")
+
+
+def get(name) -> RegisteredTest:
+    """The registered test ``name`` (or an alias)."""
+    key = canonical(name)
+    return next(t for t in TESTS if t.name == key)
+
+
+def applicable(family: str, design: str = RUNS_RANDOM, systems: int = 2, planning: bool = False) -> list:
+    """The tests that apply to ``family`` and ``design`` with ``systems`` systems (``planning``: only those the
+    power planner can simulate)."""
+    return [t for t in TESTS if t.applies(family, design, systems) and (t.planning or not planning)]
+
+
+def default_test(family: str) -> RegisteredTest:
+    """The default test of ``family`` (one per family)."""
+    found = [t for t in TESTS if family in t.default_for]
+    if len(found) != 1:
+        raise TestChoiceError(f"no default test for the family {family!r}; families: {', '.join(FAMILIES)}.")
+    return found[0]
+
+
+def _listing(tests, family: str) -> str:
+    return ", ".join(t.name + (" (default)" if family in t.default_for else "") for t in tests)
+
+
+def choose(name, family: str, design: str = RUNS_RANDOM, systems: int = 2, planning: bool = False) -> RegisteredTest:
+    """The registered test to run: ``name`` (None or "": the family's default) if it applies to ``family``,
+    ``design`` and ``systems``; else a :class:`TestChoiceError` naming the tests that apply."""
+    if family not in FAMILIES:
+        raise TestChoiceError(f"family must be one of {', '.join(FAMILIES)}; got {family!r}.")
+    test = default_test(family) if name is None or str(name).strip() == "" else get(name)
+    ok = applicable(family, design, systems, planning)
+    if test not in ok:
+        what = f"{family} scores" + ("" if design == RUNS_RANDOM else f", the {design} reading") + (
+            f" with {systems} system(s)" if systems < test.min_systems else "") + (
+            " in power planning" if planning else "")
+        raise TestChoiceError(f"the test {test.name!r} does not apply to {what}; tests that apply: "
+                              f"{_listing(ok, family) or 'none'}.")
+    return test
+
+
+def ddf_default() -> str:
+    """The engine's default denominator-df method: the default gaussian test (an F test)."""
+    test = default_test("gaussian")
+    if test.outcome != "F":
+        raise TestChoiceError(f"the default gaussian test {test.name!r} is not an F test; name the ddf method.")
+    return test.name
+
+
+def help_text() -> str:
+    """The CLI's ``--test`` help: each test with its description and families, and the defaults."""
+    parts = [f"{t.name}: {t.description} [{', '.join(t.families)}]" for t in TESTS]
+    defaults = ", ".join(f"{default_test(f).name} for {f}" for f in FAMILIES)
+    return "the test of the runs-random reading; " + "; ".join(parts) + f". Default: {defaults} scores."
