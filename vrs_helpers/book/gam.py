@@ -21,7 +21,6 @@ Quantities (as mgcv reports them):
 
 from __future__ import annotations
 
-import math
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -29,16 +28,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 from scipy import linalg, optimize
-from scipy.linalg import lapack
 from scipy.sparse import linalg as sparse_linalg
 
 from ..errors import VRSError
 from ..threads import blas_limit
+from .smoothing import PLSFit, _pls, _scale_penalties, fit_from_crossproducts
 
 FAMILIES = ("gaussian", "binomial")
 MAX_KNOTS = 2000  # mgcv's default max.knots: a thin-plate basis of a feature with more unique values uses a random
 #                   subset of them as knots (mgcv and we draw it with different generators)
-EXACT_FIT = 1e-10   # RSS / TSS below which a Gaussian fit counts as an exact reconstruction of the target
 
 
 class GAMError(VRSError, ValueError):
@@ -381,171 +379,6 @@ def _check_aliasing(G: np.ndarray, design: Design, idx) -> None:
     raise GAMError(f"The model matrix is rank deficient: feature(s) {', '.join(names) or '(unidentified)'} are "
                    "confounded with the intercept or with features listed before them (e.g. a duplicated or perfectly "
                    "collinear feature). Drop one of each confounded pair.")
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Penalized least squares from cross-products, smoothing parameters by GCV / UBRE
-# ----------------------------------------------------------------------------------------------------------------
-
-@dataclass
-class PLSFit:
-    beta: np.ndarray
-    rss: float
-    edf: float
-    edf_terms: np.ndarray
-    Ainv: np.ndarray
-    log_lambda: np.ndarray
-    criterion: float
-
-
-def _spd_inverse(A: np.ndarray) -> np.ndarray:
-    """Inverse of a symmetric positive definite matrix from its Cholesky factor (LAPACK potrf + potri: 2/3 of the
-    flops of solving against the identity). Raises LinAlgError when A is not positive definite."""
-    c, info = lapack.dpotrf(A, lower=0, clean=1)
-    if info != 0:
-        raise linalg.LinAlgError(f"matrix not positive definite (potrf info {info})")
-    inv, info = lapack.dpotri(c, lower=0)
-    if info != 0:
-        raise linalg.LinAlgError(f"matrix singular (potri info {info})")
-    upper = np.triu(inv)
-    return upper + np.triu(upper, 1).T
-
-
-def _pls(G, b, yy, Slist, rho, products: list | None = None):
-    """Penalized LS at log smoothing parameters rho; Slist holds (columns, S_j) blocks. ``products``: a list that
-    receives the non-zero columns A^-1[:, cols_j] S_j of each block (the gradient reuses them)."""
-    lam = np.exp(rho)
-    S = np.zeros_like(G)
-    for lam_j, (cols, Sj) in zip(lam, Slist, strict=True):
-        S[np.ix_(cols, cols)] += lam_j * Sj
-    A = G + S
-    try:
-        Ainv = _spd_inverse(A)
-    except linalg.LinAlgError:
-        Ainv = _spd_inverse(A + np.eye(len(A)) * 1e-10 * np.trace(A) / len(A))
-    beta = Ainv @ b
-    Sb = S @ beta
-    rss = max(float(yy - beta @ b - beta @ Sb), 0.0)
-    AinvS = np.zeros_like(G)
-    for lam_j, (cols, Sj) in zip(lam, Slist, strict=True):
-        Mj = Ainv[:, cols] @ Sj
-        AinvS[:, cols] += lam_j * Mj
-        if products is not None:
-            products.append(Mj)
-    edf = len(b) - float(np.trace(AinvS))
-    return lam, S, Ainv, beta, Sb, rss, edf, AinvS
-
-
-def _criterion(G, b, yy, n, Slist, rho, kind, scale=1.0, gradient: bool = True):
-    """GCV (``kind="gcv"``) or UBRE score at log smoothing parameters rho and, with ``gradient``, its gradient."""
-    products = []
-    lam, S, Ainv, beta, Sb, rss, edf, AinvS = _pls(G, b, yy, Slist, rho, products)
-    if not gradient:
-        return (n * rss / (n - edf) ** 2 if kind == "gcv" else rss / n - scale + 2 * scale * edf / n), None
-    grad_rss = np.empty(len(rho))
-    grad_edf = np.empty(len(rho))
-    AinvSb = Ainv @ Sb
-    for j, (lam_j, (cols, Sj)) in enumerate(zip(lam, Slist, strict=True)):
-        grad_rss[j] = 2 * lam_j * float(AinvSb[cols] @ (Sj @ beta[cols]))
-        Mj = products[j]                            # the non-zero columns of A^-1 S_j
-        tr1 = float(np.trace(Mj[cols, :]))
-        tr2 = float(np.sum(Mj.T * AinvS[cols, :]))
-        grad_edf[j] = -lam_j * (tr1 - tr2)
-    if kind == "gcv":
-        denom = n - edf
-        V = n * rss / denom ** 2
-        gV = n * grad_rss / denom ** 2 + 2 * n * rss * grad_edf / denom ** 3
-    else:  # UBRE with known scale
-        V = rss / n - scale + 2 * scale * edf / n
-        gV = grad_rss / n + 2 * scale * grad_edf / n
-    return V, gV
-
-
-def _scale_penalties(G, penalties):
-    out = []
-    for cols, Sj in penalties:
-        normX = np.linalg.norm(G[np.ix_(cols, cols)])
-        normS = np.linalg.norm(Sj)
-        out.append((np.asarray(cols), Sj * (normX / normS if normS > 0 else 1.0)))
-    return out
-
-
-def fit_from_crossproducts(G, b, yy, n, penalties, kind: str = "gcv", rho0=None, bounds=(-20.0, 22.0),
-                           rescale: bool = True) -> PLSFit:
-    """Penalized least squares for cross-products G = X'WX, b = X'Wz, yy = z'Wz of n rows.
-
-    ``penalties`` is a list of (columns, S_j) pairs; smoothing parameters lambda_j = exp(rho_j) minimize the GCV
-    score n RSS / (n - edf)^2 (``kind="gcv"``) or UBRE RSS/n - 1 + 2 edf/n (``kind="ubre"``, known scale 1), with
-    analytic gradients (L-BFGS-B). Penalties are rescaled internally like mgcv's so rho = 0 is a sensible start."""
-    p = len(b)
-    Slist = _scale_penalties(G, penalties) if rescale else [(np.asarray(c), Sj) for c, Sj in penalties]
-    if not Slist:
-        c = linalg.cho_factor(G)
-        Ainv = linalg.cho_solve(c, np.eye(p))
-        beta = Ainv @ b
-        rss = max(float(yy - beta @ b), 0.0)
-        crit = n * rss / (n - p) ** 2 if kind == "gcv" else rss / n - 1 + 2 * p / n
-        return PLSFit(beta, rss, float(p), np.array([]), Ainv, np.array([]), crit)
-    m = len(Slist)
-
-    def f(rho):
-        V, g = _criterion(G, b, yy, n, Slist, rho, kind)
-        if kind == "gcv":
-            V = max(V, 1e-300)
-            return math.log(V), g / V
-        return V, g
-
-    def value(rho):   # f without the gradient (the grid and the polish compare values only)
-        V = _criterion(G, b, yy, n, Slist, rho, kind, gradient=False)[0]
-        return math.log(max(V, 1e-300)) if kind == "gcv" else V
-
-    if rho0 is None:
-        # GCV/UBRE surfaces have flat regions (a smooth that is linear at lambda -> infinity): start from the best
-        # common rho on a grid, then one coordinate-wise grid sweep, before the gradient search
-        grid = np.arange(-12.0, 21.0, 4.0)
-        vals = [value(np.full(m, r)) for r in grid]
-        rho0 = np.full(m, grid[int(np.argmin(vals))])
-        if m > 1:
-            best = min(vals)
-            for j in range(m):
-                for r in grid:
-                    if r == rho0[j]:   # the current point: its value is best already
-                        continue
-                    trial = rho0.copy()
-                    trial[j] = r
-                    v = value(trial)
-                    if v < best:
-                        best, rho0 = v, trial
-    opts = {"maxiter": 200, "ftol": 1e-12, "gtol": 1e-8}
-    res = optimize.minimize(f, rho0, jac=True, method="L-BFGS-B", bounds=[bounds] * m, options=opts)
-    # polish: would maximal smoothing of some terms do better (flat directions the gradient cannot see)?
-    trial = res.x.copy()
-    v_trial = value(trial)
-    for j in range(m):
-        cand = trial.copy()
-        cand[j] = bounds[1]
-        v_cand = value(cand)
-        if v_cand < v_trial - 1e-12 * abs(res.fun):
-            trial, v_trial = cand, v_cand
-    if not np.array_equal(trial, res.x):
-        res2 = optimize.minimize(f, trial, jac=True, method="L-BFGS-B", bounds=[bounds] * m, options=opts)
-        if res2.fun < res.fun:
-            res = res2
-    rho = res.x
-    lam, S, Ainv, beta, Sb, rss, edf, AinvS = _pls(G, b, yy, Slist, rho)
-    if kind == "gcv" and rss <= EXACT_FIT * yy:
-        # Exact reconstruction (D^2 = 100 %): the GCV score is 0 for every lambda that keeps the fit exact, so it
-        # cannot choose. Take the least complex model of equal fit: maximal smoothing of every term that the exact
-        # fit does not need (their shapes are 0 anyway). This is the tie-break of Definition 2.5, step 1.
-        for j in range(m):
-            trial = rho.copy()
-            trial[j] = bounds[1]
-            if _pls(G, b, yy, Slist, trial)[5] <= EXACT_FIT * yy:
-                rho = trial
-        lam, S, Ainv, beta, Sb, rss, edf, AinvS = _pls(G, b, yy, Slist, rho)
-    edf_diag = 1.0 - np.diag(AinvS)
-    crit = value(rho)
-    return PLSFit(beta, rss, edf, edf_diag, Ainv, rho, float(math.exp(crit) if kind == "gcv" else crit))
 
 
 # ----------------------------------------------------------------------------------------------------------------
