@@ -111,7 +111,8 @@ def rejection_rates(simulate: Callable[[np.random.Generator], object],
     children = np.random.SeedSequence(seed).spawn(int(n_sim))
     rows = []
     desc = progress if isinstance(progress, str) else "simulations"
-    for child in tqdm(children, desc=desc, disable=not progress, leave=False):
+    # a bar on stderr when asked for and stderr is a terminal (tqdm's disable=None): never in logs or tests
+    for child in tqdm(children, desc=desc, unit="sim", disable=None if progress else True, leave=False):
         data = simulate(np.random.default_rng(child))
         rows.append({name: float(fn(data)) for name, fn in tests.items()})
     return RejectionRates(float(alpha), int(n_sim), pd.DataFrame(rows, columns=list(tests)))
