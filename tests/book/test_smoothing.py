@@ -24,7 +24,7 @@ def _problem(seed: int, blocks: int, n: int = 300):
         D = np.diff(np.eye(k), 2, axis=0)
         penalties.append((np.arange(start, start + k), D.T @ D))
         start += k
-    return G, b, yy, n, smoothing._scale_penalties(G, penalties)
+    return G, b, yy, n, smoothing.scale_penalties(G, penalties)
 
 
 def _score_by_hand(G, b, yy, n, Slist, rho, kind):
