@@ -118,7 +118,7 @@ def _coordinate_sweep(G, b, yy, n, Slist, rho0, best, grid, kind, value) -> np.n
     beta = beta_B - Y M T' beta_B[j], tr(A^-1 S) = tr(B^-1 S_B) + delta tr K - tr(M (Y' S_B Y + delta K^2)). A
     candidate whose updated score is not clearly worse than the best (by :data:`SWEEP_RECHECK`) is evaluated in
     full (``value``) and decides with that value, so the sweep moves as one that evaluated every candidate in
-    full. Returns the point reached."""
+    full, up to candidates whose scores tie within about 1e-8. Returns the point reached."""
     p = len(b)
     rho0 = np.array(rho0, dtype=float)
     for j, (cols, Sj) in enumerate(Slist):
