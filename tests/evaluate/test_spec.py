@@ -39,7 +39,6 @@ def _log(binary=False, seeds=3, items=12, seed=0):
     ({"test": "wald"}, "unknown test 'wald'; registered tests: kenward-roger"),
     ({"delta": float("inf")}, "delta must be a non-zero number"),
     ({"lower_is_better": ["ter"]}, "not among the responses"),
-    ({"repeats": ["epoch"]}, "not analysed yet"),
 ])
 def test_options_are_checked_as_the_spec_is_built(kwargs, match):
     base = dict(data=_log(), response="y", system="system", item="item", replications=["seed"])
