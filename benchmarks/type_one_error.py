@@ -133,28 +133,32 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     rows = []
     warnings.simplefilter("ignore")
-    with blas_limit(1):
-        for items in args.items:
-            for runs in args.runs:
-                for scenario, delta, sims in (("null", 0.0, args.sims),
-                                              (f"delta = {args.delta:g}", args.delta, args.power_sims or args.sims)):
-                    seed = 1000 * items + runs + (0 if delta == 0 else 7)
+    from tqdm.auto import tqdm
 
-                    def simulate(rng, r=runs, i=items, dl=delta):
-                        return evaluation_log(rng, systems=2, runs=r, items=i, delta=dl, run_sd=0.05, item_sd=0.1,
-                                              residual_sd=0.1)
+    scenarios = (("null", 0.0, args.sims), (f"delta = {args.delta:g}", args.delta, args.power_sims or args.sims))
+    cells = [(items, runs, *sc) for items in args.items for runs in args.runs for sc in scenarios]
+    # one bar over the cells and one over each cell's simulations, on stderr when it is a terminal
+    with blas_limit(1), tqdm(total=len(cells), desc="type-I cells", unit="cell", disable=None) as bar:
+        for items, runs, scenario, delta, sims in cells:
+            seed = 1000 * items + runs + (0 if delta == 0 else 7)
+            label = f"items {items}, runs {runs}, {scenario}"
 
-                    t0 = time.perf_counter()
-                    res = rejection_rates(simulate, tests(args.test), n_sim=sims, alpha=0.05, seed=seed)
-                    rows += rows_of(res, items, runs, scenario, time.perf_counter() - t0)
-                    n_pb = min(args.pb_datasets, sims)
-                    if n_pb > 0:  # the first n_pb data sets of the cell (the same generators)
-                        t0 = time.perf_counter()
-                        res = rejection_rates(simulate, bootstrap_test(args.pb_sims), n_sim=n_pb, alpha=0.05,
-                                              seed=seed)
-                        rows += rows_of(res, items, runs, scenario, time.perf_counter() - t0,
-                                        f" ({args.pb_sims} sims)")
-                    print(f"items {items}, runs {runs}, {scenario} done", file=sys.stderr, flush=True)
+            def simulate(rng, r=runs, i=items, dl=delta):
+                return evaluation_log(rng, systems=2, runs=r, items=i, delta=dl, run_sd=0.05, item_sd=0.1,
+                                      residual_sd=0.1)
+
+            t0 = time.perf_counter()
+            res = rejection_rates(simulate, tests(args.test), n_sim=sims, alpha=0.05, seed=seed,
+                                  progress=label)
+            rows += rows_of(res, items, runs, scenario, time.perf_counter() - t0)
+            n_pb = min(args.pb_datasets, sims)
+            if n_pb > 0:  # the first n_pb data sets of the cell (the same generators)
+                t0 = time.perf_counter()
+                res = rejection_rates(simulate, bootstrap_test(args.pb_sims), n_sim=n_pb, alpha=0.05,
+                                      seed=seed, progress=f"{label}, bootstrap")
+                rows += rows_of(res, items, runs, scenario, time.perf_counter() - t0,
+                                f" ({args.pb_sims} sims)")
+            bar.update()
     table = pd.DataFrame(rows)
     with pd.option_context("display.width", 200, "display.max_rows", None):
         print(table.to_string(index=False))

@@ -341,6 +341,18 @@ def test_parametric_bootstrap_batches_on_workers_equal_local(client):
     assert remote.p_value == pytest.approx(local.p_value, abs=1 / 301) and remote.n_sim == 300
 
 
+def test_glmm_bootstrap_batches_on_workers_equal_local(client):
+    """The GLMM parametric bootstrap's seeded batches (binary scores) give the same simulated statistics and p-value
+    on the workers as here (3 batches in 2 tasks)."""
+    d = pd.read_csv(Path(__file__).parent / "reference" / "glmm_pb_trials.csv.gz", dtype={"seed": str, "item": str})
+    m1 = mixed.glmer("cbind(successes, failures) ~ system + (1|item) + (1|system:seed)", d)
+    m0 = mixed.glmer("cbind(successes, failures) ~ 1 + (1|item) + (1|system:seed)", d)
+    local = mixed.glmm_bootstrap_lrt(m0, m1, n_sim=90, seed=2, batch_size=30)
+    remote = mixed.glmm_bootstrap_lrt(m0, m1, n_sim=90, seed=2, batch_size=30, client=client, tasks=2)
+    np.testing.assert_allclose(remote.reference, local.reference, rtol=1e-7, atol=1e-8)
+    assert remote.p_value == pytest.approx(local.p_value, abs=1 / 91) and remote.n_failed == local.n_failed == 0
+
+
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_several_metrics_same_summary_on_both_backends(client):
     """Two metrics (issue 22): per-metric results and the Holm-adjusted verdicts give the same summary.json text

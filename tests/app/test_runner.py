@@ -1,5 +1,6 @@
 """The notebook runner: papermill execution, HTML export, scorecard collection, batch grids, failures."""
 
+import os
 from pathlib import Path
 
 import nbformat
@@ -60,6 +61,40 @@ def test_reproduce_writes_index_and_scorecard(tmp_path):
     assert csv["ref"].tolist() == ["Table 1.1"]
     index = (tmp_path / "build" / "html" / "index.html").read_text()
     assert "01_good.html" in index and "FAILED" in index and "ZeroDivisionError" in index
+
+
+def test_reproduce_runs_in_parallel_and_keeps_the_report_order(tmp_path, capfd):
+    """Two runs at a time: the results, the scorecard and run_seconds.csv keep the notebooks' order although the
+    first notebook finishes last; no bar in a log (stderr is not a terminal)."""
+    slow = _write_nb(tmp_path / "01_slow.ipynb", [
+        "import time\ntime.sleep(3)\nfrom vrs_helpers.app.scorecard import Scorecard\n"
+        "Scorecard('01_slow').check('Table 1.1', 'one', 1.0, 1.0, 0.0)"])
+    fast = _write_nb(tmp_path / "02_fast.ipynb", [
+        "import os\nfrom vrs_helpers.app.scorecard import Scorecard, record\n"
+        "Scorecard('02_fast').check('Table 2.1', 'two', 2.0, 2.0, 0.0)\n"
+        "record('blas threads', float(os.environ['OPENBLAS_NUM_THREADS']))"])
+    results, card = runner.reproduce([slow, fast], build_dir=tmp_path / "build", workers=2)
+    assert [r.notebook for r in results] == ["01_slow.ipynb", "02_fast.ipynb"] and not any(r.error for r in results)
+    html = tmp_path / "build" / "html"   # the pages (written by the workers) and the API reference (meanwhile)
+    assert [r.html for r in results] == [html / "01_slow.html", html / "02_fast.html"]
+    assert "api/index.html" in results[0].html.read_text() and (html / "api" / "index.html").is_file()
+    assert "01_slow.html" in (html / "index.html").read_text()
+    assert card["ref"].tolist() == ["Table 1.1", "Table 2.1"]
+    assert card["match"].tolist() == ["true", "true"]
+    assert results[1].scalars["blas threads"] == max(1, (os.cpu_count() or 1) // 2)   # the cores shared, not 2x
+    times = pd.read_csv(tmp_path / "build" / runner.RUN_SECONDS)
+    assert times["output"].tolist() == ["01_slow.ipynb", "02_fast.ipynb"] and times["seconds"][0] >= 3
+    assert "vrs reproduce" not in capfd.readouterr().err
+
+
+def test_reproduce_queue_longest_first(tmp_path):
+    """The queue: runs the previous run did not time first (report order), then the timed ones longest first."""
+    jobs = [(Path("01_a.ipynb"), {}, None), (Path("02_b.ipynb"), {"x": 1}, "02_b__x-1.ipynb"),
+            (Path("02_b.ipynb"), {"x": 2}, "02_b__x-2.ipynb"), (Path("03_c.ipynb"), {}, None)]
+    assert runner._queue_order(jobs, tmp_path) == [0, 1, 2, 3]   # no times yet: report order
+    pd.DataFrame({"output": ["01_a.ipynb", "02_b__x-1.ipynb", "02_b__x-2.ipynb"],
+                  "seconds": [5.0, 1.0, 90.0]}).to_csv(tmp_path / runner.RUN_SECONDS, index=False)
+    assert runner._queue_order(jobs, tmp_path) == [3, 2, 0, 1]
 
 
 def test_expand_grid():
@@ -136,10 +171,14 @@ def test_progress_bars_are_stripped():
     cell.outputs = [nbformat.v4.new_output("stream", name="stderr", text="sim:  50%|#####     | 100/200 [00:17<00:18,"
                                                                           "  5.39it/s]"),
                     nbformat.v4.new_output("stream", name="stderr", text="note: a real warning"),
-                    nbformat.v4.new_output("stream", name="stdout", text="result 1")]
+                    nbformat.v4.new_output("stream", name="stdout", text="result 1"),
+                    # what a bar leaves: the newline of a closed one, the blanks of one that cleared itself
+                    nbformat.v4.new_output("stream", name="stderr", text="\n"),
+                    nbformat.v4.new_output("stream", name="stderr", text="\r" + " " * 70 + "\r"),
+                    nbformat.v4.new_output("stream", name="stdout", text="\n")]
     nb.cells.append(cell)
     runner.strip_volatile(nb)
-    assert [o["text"] for o in nb.cells[0].outputs] == ["note: a real warning", "result 1"]
+    assert [o["text"] for o in nb.cells[0].outputs] == ["note: a real warning", "result 1", "\n"]
 
 
 def test_reproduce_runs_and_grid_exclusion(tmp_path):
@@ -291,3 +330,46 @@ def test_per_cell_progress(tmp_path, capfd):
     assert main(["run", str(nb), "--out", str(tmp_path / "o2"), "--html", str(tmp_path / "o2")]) == 0
     captured = capfd.readouterr()
     assert "cell" not in captured.err and "%|" not in captured.err
+
+
+def test_vrs_reads_notebooks_without_the_iri_parser():
+    """`vrs` keeps jsonschema from building rfc3987-syntax's IRI parser (2 s per process); notebooks still read and
+    validate."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from vrs_helpers.app.cli import skip_slow_optional_imports\n"
+            "skip_slow_optional_imports()\n"
+            "import nbformat\n"
+            f"nb = nbformat.read({str(ROOT / 'notebooks' / '07_your_evaluation.ipynb')!r}, as_version=4)\n"
+            "nbformat.validate(nb)\n"
+            "print(sys.modules.get('rfc3987_syntax', 'absent'))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() in ("None", "absent")
+
+
+def test_prestarted_kernel_runs_the_notebook_as_a_fresh_one(tmp_path):
+    """A kernel started ahead (vrs analyze starts it while it reads the data) runs the notebook in the notebook's
+    folder, with the preloaded modules imported and no name of its own in the namespace, the cells numbered as in
+    a fresh kernel; it is shut down after the run, and a kernel in another folder is refused (and shut down too)."""
+    from vrs_helpers.app.kernel import PrestartedKernel, notebook_imports
+
+    nb = _write_nb(tmp_path / "k.ipynb", [
+        "import os\nimport sys\nfrom json import dumps\nprint(os.getcwd(), 'fractions' in sys.modules, x)",
+        "print(sorted(k for k in dir() if 'vrs' in k or not k.startswith('_') and k not in ('In', 'Out', 'exit', "
+        "'quit', 'get_ipython', 'open')))"])
+    assert notebook_imports(nb) == ["os", "sys", "json"]
+    fresh = runner.run_notebook(nb, {"x": 5}, out_dir=tmp_path / "fresh", html_dir=None)
+    kernel = PrestartedKernel(tmp_path, preload=["fractions", "no_such_module_vrs"])
+    warm = runner.run_notebook(nb, {"x": 5}, out_dir=tmp_path / "warm", html_dir=None, kernel=kernel)
+    assert not kernel.manager().has_kernel                                 # shut down after the run
+    cells = [nbformat.read(str(r.output), as_version=4).cells for r in (fresh, warm)]
+    assert [c.get("execution_count") for c in cells[0]] == [c.get("execution_count") for c in cells[1]]
+    outputs = [[o.get("text") for c in cs for o in c.get("outputs", [])] for cs in cells]
+    assert outputs[1] == [f"{tmp_path.resolve()} True 5\n", "['dumps', 'os', 'sys', 'x']\n"]
+    assert outputs[0] == [f"{tmp_path.resolve()} False 5\n", outputs[1][1]]   # a fresh kernel had not loaded it
+    elsewhere = PrestartedKernel(tmp_path / "warm")
+    with pytest.raises(ValueError, match="not in the notebook's folder"):
+        runner.run_notebook(nb, {"x": 5}, out_dir=tmp_path / "x", html_dir=None, kernel=elsewhere)
+    assert not elsewhere.manager().has_kernel

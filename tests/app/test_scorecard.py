@@ -9,6 +9,7 @@ from vrs_helpers.app.scorecard import (
     SCALAR_MIME,
     SCORECARD_MIME,
     Scorecard,
+    ScorecardError,
     accept_baseline,
     compare,
     extract,
@@ -315,3 +316,88 @@ def test_regressions_without_a_baseline_file(tmp_path):
     assert len(card.regressions(missing)) == 0 and len(card.regressions(missing, vanished=True)) == 0
     card.check("Table 9.9", "a value", 1.0, 1.0, tolerance=0.0)
     assert len(card.regressions(missing)) == 0
+
+
+def _captured(fn):
+    """What a scorecard call displays (the MIME bundles), without a notebook."""
+    import vrs_helpers.app.scorecard as sc
+
+    captured, original = [], sc._display
+    sc._display = captured.append
+    try:
+        fn()
+    finally:
+        sc._display = original
+    return captured
+
+
+def test_check_table_makes_the_same_rows_as_single_checks():
+    """A table of (quantity, book value, ours) gives the rows that one check per row gives: printed precision,
+    explicit tolerances, alternatives, p-value bounds, reference rows, and NaN cells as the defaults."""
+    rows = pd.DataFrame([
+        {"ref": "Table 1", "quantity": "a", "printed": "0.095", "ours": 0.0952},
+        {"ref": "Table 1", "quantity": "b", "book": 4.4, "printed": "4.4", "ours": 4.42105},
+        {"ref": "Table 1", "quantity": "c", "book": 0.766, "printed": "76.6%", "ours": 23 / 30,
+         "alternative": "exact 23/30", "alternative_value": 23 / 30, "explanation": "the book adds rounded values"},
+        {"ref": "Table 1", "quantity": "d", "book": 1.0, "tolerance": 0.0, "ours": 0.0},
+        {"ref": "Table 4.2", "quantity": "A - B: p", "printed": "< 0.0001", "ours": 3e-8},
+        {"ref": "Section 2 (mgcv)", "quantity": "D2", "book": 39.7235, "tolerance": 0.01, "ours": 39.7236,
+         "kind": "reference"},
+        {"ref": "Table 1", "quantity": "undefined", "book": float("nan"), "tolerance": 0.0, "ours": float("nan")},
+    ], index=list("abcdefg"))
+    table, single = Scorecard("nb"), Scorecard("nb")
+    made = table.check_table(rows, show=False)
+    single.check("Table 1", "a", 0.095, 0.0952, printed="0.095", show=False)
+    single.check("Table 1", "b", 4.4, 4.42105, printed="4.4", show=False)
+    single.check("Table 1", "c", 0.766, 23 / 30, printed="76.6%", alternative="exact 23/30",
+                 alternative_value=23 / 30, explanation="the book adds rounded values", show=False)
+    single.check("Table 1", "d", 1.0, 0.0, tolerance=0.0, show=False)
+    single.check_p("Table 4.2", "A - B: p", "< 0.0001", 3e-8, show=False)
+    single.check_reference("Section 2 (mgcv)", "D2", 39.7235, 39.7236, 0.01, show=False)
+    single.check("Table 1", "undefined", float("nan"), float("nan"), tolerance=0.0, show=False)
+    pd.testing.assert_frame_equal(table.to_frame(), single.to_frame())
+    assert list(made.index) == list("abcdefg")
+    # the statuses follow from the numbers: 0.0952 within 5e-4 of 0.095; 4.42105 misses 4.4 by more than 0.05;
+    # 23/30 misses 0.766 by 6.7e-4 > 5e-4 but matches the exact value, which misses the book: explained
+    assert list(made["match"]) == ["true", "true", "explained", "false", "true", "true", "true"]
+    assert made.loc["e", "quantity"] == "A - B: p (printed '< 0.0001')"
+
+
+def test_check_table_refuses_unknown_and_missing_columns():
+    card = Scorecard("nb")
+    with pytest.raises(ScorecardError, match="unknown: \\['explaination'\\]"):
+        card.check_table([{"ref": "T", "quantity": "q", "book": 1.0, "ours": 1.0, "tolerance": 0.0,
+                           "explaination": "typo"}])
+    with pytest.raises(ScorecardError, match="missing: \\['ours'\\]"):
+        card.check_table([{"ref": "T", "quantity": "q", "book": 1.0, "tolerance": 0.0}])
+    with pytest.raises(ScorecardError, match="give the number as printed"):
+        card.check_table([{"ref": "T", "quantity": "q", "book": 1.0, "ours": 1.0}])
+    assert card.checks == []
+
+
+def test_check_table_shows_one_table_that_vrs_reproduce_collects():
+    card = Scorecard("nb")
+    shown = _captured(lambda: card.check_table([{"ref": "T", "quantity": "q", "printed": "12", "ours": 12.4},
+                                                {"ref": "T", "quantity": "r", "printed": "12", "ours": 12.6}]))
+    assert len(shown) == 1 and "2 scorecard checks recorded" in shown[0]["text/plain"]
+    assert [r["match"] for r in shown[0][SCORECARD_MIME]] == ["true", "false"]
+
+
+def test_finish_shows_the_card_and_fails_on_a_regression(tmp_path):
+    card = Scorecard("nb")
+    card.check("T", "kept", 1.0, 1.0, tolerance=0.0, show=False)
+    card.check("T", "lost", 2.0, 2.5, tolerance=0.1, show=False)
+    card.check_reference("T (lme4)", "ref", 1.0, 1.0, 1e-6, show=False)
+    recorded = card.to_frame()   # the committed statuses: "lost" is a known finding, not a regression
+    shown = _captured(lambda: card.finish(recorded))
+    texts = [b["text/plain"] for b in shown]
+    assert len(shown) == 4 and "Not plain matches" in texts[1] and "reference row" in texts[1]
+    assert "lost" in texts[2] and "kept" not in texts[2]
+    assert texts[3] == "3 checks: book rows {'true': 1, 'false': 1}; reference rows {'true': 1}"
+    base = card.to_frame().assign(match="true")   # a baseline in which every row was true
+    with pytest.raises(ScorecardError, match="worse than the committed baseline.*lost"):
+        _captured(lambda: card.finish(base))
+    clean = Scorecard("nb")
+    clean.check("T", "kept", 1.0, 1.0, tolerance=0.0, show=False)
+    assert [b["text/plain"] for b in _captured(lambda: clean.finish(tmp_path / "none.csv"))] == [
+        repr(clean.table()), "1 checks: book rows {'true': 1}"]

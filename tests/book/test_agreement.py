@@ -114,3 +114,42 @@ def test_paradox_table_and_grid():
     assert k2.loc[0.9, "alpha"] < k2.loc[0.5, "alpha"]
     with pytest.raises(ValueError):
         ag.two_rater_table(10, 0.5, 11)
+
+
+def test_coincidence_summary_holds_every_number_of_the_book_tables():
+    """Section 3.3.1's first table: o00 = 10, o01 = 4, o11 = 2 (n0 = 14, n1 = 6, n = 20); the urn model's
+    e_ck = n_c (n_k - [c = k]) / (n - 1); alpha = 1 - o01 / e01; chance agreement (e00 + e11) / n."""
+    s = ag.coincidence_summary(EX1)
+    assert set(s) == {"o00", "o01", "o11", "e00", "e01", "e11", "alpha", "percent_agreement", "chance_agreement"}
+    assert (s["o00"], s["o01"], s["o11"]) == (10, 4, 2)
+    assert s["e00"] == pytest.approx(14 * 13 / 19, abs=1e-12) and s["e11"] == pytest.approx(6 * 5 / 19, abs=1e-12)
+    assert s["e01"] == pytest.approx(14 * 6 / 19, abs=1e-12)
+    assert s["alpha"] == pytest.approx(1 - 4 / (14 * 6 / 19), abs=1e-12)
+    assert s["percent_agreement"] == 0.6
+    assert s["chance_agreement"] == pytest.approx((14 * 13 + 6 * 5) / 19 / 20, abs=1e-12)   # 0.56 in the book
+    # the negative alpha: chance agreement exactly (14*13/15 + 2*1/15) / 16 = 23/30, above the observed 0.75
+    neg = ag.coincidence_summary(EX2)
+    assert neg["chance_agreement"] == pytest.approx(23 / 30, abs=1e-12) and neg["percent_agreement"] == 0.75
+    # no variation: alpha is 0/0, stated as NaN without a warning; the coincidences of the one category remain
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        flat = ag.coincidence_summary(EX5)
+    assert np.isnan(flat["alpha"]) and flat["o00"] == 16 and flat["percent_agreement"] == 1.0
+    assert "o01" not in flat
+
+
+def test_random_ratings_design_and_seed():
+    a = ag.random_ratings(7, raters=4, units=2000, scale=5, missing_share=0.2)
+    b = ag.random_ratings(np.random.default_rng(7), raters=4, units=2000, scale=5, missing_share=0.2)
+    assert a.shape == (4, 2000) and np.array_equal(a, b, equal_nan=True)
+    seen = a[~np.isnan(a)]
+    assert set(np.unique(seen)) == {1.0, 2.0, 3.0, 4.0, 5.0}
+    # the missing share is binomial(8000, 0.2): within 4 standard deviations, sqrt(0.2 * 0.8 / 8000) = 0.0045
+    assert abs(np.isnan(a).mean() - 0.2) < 4 * 0.0045
+    # no agreement beyond chance: alpha of a large random table is near 0 (its SD here is about 0.01)
+    assert abs(ag.krippendorff_alpha(a).alpha) < 0.05
+    assert not np.isnan(ag.random_ratings(1, 2, 10, 3)).any()
+    with pytest.raises(ag.AgreementError, match="missing_share"):
+        ag.random_ratings(1, 2, 10, 3, missing_share=1.0)
+    with pytest.raises(ag.AgreementError, match="at least 2 raters"):
+        ag.random_ratings(1, 1, 10, 3)

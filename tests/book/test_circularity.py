@@ -123,3 +123,65 @@ def test_liver_bilirubin_is_circular():
     got = r.nullification.set_index("feature")["max_abs_f_with"]
     for f in ["asat", "quinr", "thrombo", "alat"]:   # mgcv: 0.037, 0.016, 0.0074, 0.020; all tiny against SD 0.91
         assert got[f] < 0.1 * liver["target"].std() and ref_all[f"s({f})"] < 0.1 * liver["target"].std()
+
+
+def test_book_comparison_rows_come_from_the_spec():
+    """The check table of one analysis: which rows a spec yields (D2 rows each with a reference row beside it, the
+    nullification row, the text's list, Table 2.5, zero shapes), the numbers it puts in them (the book's and mgcv's
+    from the spec, ours from the fits), and the statuses Scorecard.check_table gives them."""
+    from vrs_helpers.app.scorecard import Scorecard
+
+    df = _planted(n=2500)
+    df["c"] = df["near_a"] + 0.01   # a stand-in for the book's text naming another feature
+    result = circularity.circularity_test(df, "y", ["near_a", "near_b", "noise", "a", "b"], k=30)
+    spec = {"circular": ["a", "b"], "text_features": ["a", "b", "c", "near_b", "noise"],
+            "book": {"d2_circular": 100, "d2_without": 60, "d2_all": 100, "nullified": True},
+            "mgcv": {"d2_circular": 98.0, "d2_without": 61.0, "d2_all": 98.1, "complexity_all": 70.0,
+                     "d2_without_text_features": 60.5, "d2_all_text_features": 98.2,
+                     "max_abs_f_with": {"noise": 1e-9}},
+            "table_2_5": [{"rank": 1, "features": ["a", "b"], "d2": 100, "complexity": "62"}],
+            "zero_shapes": {"ref": "Figure 9.9", "with": "the rule's features"}}
+    comparison = circularity.book_comparison(df, "y", result, spec, k={f: 30 for f in result.features})
+    rows = comparison.rows.set_index(["ref", "quantity"])
+    circ_fit = gam.fit_gam(df, "y", ["a", "b"], k=30)
+    assert rows.loc[("Section 2.4.3", "D2 (%) of the model with the rule's features only"), "ours"] == \
+        pytest.approx(100 * circ_fit.deviance_explained, abs=1e-9)
+    ref_rows = comparison.rows[comparison.rows["kind"] == "reference"]
+    assert list(ref_rows["book"]) == [98.0, 61.0, 98.1, 60.5, 98.2]
+    assert (ref_rows["ref"] == circularity.MGCV_REF).all() and (ref_rows["tolerance"] == 0.01).all()
+    without = rows.loc[("Section 2.4.3", "D2 (%) without the rule's features")]
+    assert without["ours"] == pytest.approx(100 * result.fits["without"].deviance_explained, abs=1e-12)
+    assert without["printed"] == "60" and without["alternative_value"] == 61.0
+    swapped = [q for q in rows.index.get_level_values("quantity") if "text's list" in q]
+    assert swapped[0] == "D2 (%) without the rule's features, the text's list (c for near_a)"
+    assert set(comparison.fits) == {"circular", "without, the text's list", "all, the text's list"}
+    assert rows.loc[("Table 2.5, rank 1", "rank of this model in our search"), "ours"] == 1.0
+    assert rows.loc[("Figure 9.9", "max |f(noise)| with the rule's features (constant zero)"), "book"] == 0.0
+    card = Scorecard("t")
+    made = card.check_table(comparison.rows, show=False).set_index(["ref", "quantity"])["match"]
+    assert made[("Section 2.4.3", "c* = the label-defining features (1 = yes)")] == "true"
+    assert made[("Section 2.4.3", "every other feature nullified with c* (1 = yes)")] == "true"
+    # the planted rule is a step function: a smooth stays below 100 %, and mgcv's made-up values are not ours
+    assert (made[made.index.get_level_values("ref") == circularity.MGCV_REF] == "false").all()
+    # an analysis the book prints no numbers for: no rows
+    assert circularity.book_comparison(df, "y", result, {}).rows.empty
+
+
+def test_book_comparison_takes_the_students_and_notes_the_knots():
+    """For a teacher's predictions the models without and with the rule's features are the students on all
+    features; a feature with more distinct values than a basis takes as knots is named in a reference row that
+    misses mgcv."""
+    df = _planted(n=2500)
+    result = circularity.circularity_test(df, "y", ["a", "b", "noise"], k=20)
+    students = {"without circular": gam.fit_gam(df, "y", ["near_a", "near_b", "noise"], k=10),
+                "all": gam.fit_gam(df, "y", ["a", "b", "near_a", "near_b", "noise"], k=10)}
+    spec = {"circular": ["a", "b"], "book": {"d2_circular": 99, "d2_without": 70, "d2_all": 99, "nullified": True},
+            "mgcv": {"d2_circular": 10.0, "d2_without": 10.0, "d2_all": 10.0, "complexity_all": 1.0}}
+    rows = circularity.book_comparison(df, "y", result, spec, students=students).rows
+    ours = rows[rows["kind"] != "reference"].set_index("quantity")["ours"]
+    assert ours["D2 (%) without the rule's features"] == pytest.approx(
+        100 * students["without circular"].deviance_explained, abs=1e-12)
+    assert ours["D2 (%) with all features"] == pytest.approx(100 * students["all"].deviance_explained, abs=1e-12)
+    notes = rows.loc[rows["kind"] == "reference"].set_index("quantity")["explanation"]
+    assert notes.str.startswith("not the same model: ").all() and notes.str.contains("2,500 distinct values").all()
+    assert notes["D2 (%) without the rule's features"].startswith("not the same model: near_a has 2,500")

@@ -123,3 +123,47 @@ def test_bad_input():
         mbm.variance_deterministic(0.3, 1)
     with pytest.raises(mbm.MetricModelError, match="2 x 2"):
         mbm.covariance_paired([[1.0]], PREC, FOR, PREC, FOR, 10)
+
+
+def test_resampled_true_rates_have_the_variance_of_eq_13():
+    """Mean p_R (eq. 10) and variance p_R (1 - p_R) / N (eq. 13 without Bessel's correction); with a perfect metric
+    model the deterministic p_O (1 - p_O) / N. 20,000 draws: the sample variance has a relative SE of about
+    sqrt(2 / 20,000) = 1 %, the mean an SE of sqrt(var / 20,000); both are checked at 4 SE."""
+    n, positives, draws = 23679, 108, 20_000   # BOLD's GPT2: 108 / 23,679 = 0.00456 observed toxic
+    obs = np.zeros(n, dtype=int)
+    obs[:positives] = 1
+    p_o = positives / n
+    rates = mbm.resampled_true_rates(obs, PREC, FOR, draws, rng=3)
+    p_r = p_o * PREC + (1 - p_o) * FOR
+    var = p_r * (1 - p_r) / n
+    assert abs(rates.mean() - p_r) < 4 * math.sqrt(var / draws)
+    assert abs(rates.var(ddof=1) / var - 1) < 4 * math.sqrt(2 / draws)
+    exact = mbm.resampled_true_rates(obs, 1.0, 0.0, draws, rng=3)
+    assert abs(exact.var(ddof=1) / (p_o * (1 - p_o) / n) - 1) < 4 * math.sqrt(2 / draws)
+    assert np.array_equal(rates, mbm.resampled_true_rates(obs, PREC, FOR, draws, rng=np.random.default_rng(3)))
+    with pytest.raises(mbm.MetricModelError, match="0/1 labels"):
+        mbm.resampled_true_rates([0, 2, 1], PREC, FOR, 10)
+
+
+def test_max_false_omission_rate_against_the_closed_form():
+    """With precision 1, p_R = p + (1 - p) FOR and the interval reaches 0 where Var_C + Var_T = (d / z)^2: a
+    quadratic in FOR, r (1 - r) = p (1 - p) + (1 - p)(1 - 2p) f - (1 - p)^2 f^2 summed over the two systems."""
+    from scipy import stats
+
+    p_c, p_t, n = 0.00456, 0.00236, 23679   # MBM Table 1, BOLD
+    z = stats.norm.ppf(0.975)
+    coef = np.zeros(3)
+    for p in (p_c, p_t):
+        coef += [-(1 - p) ** 2, (1 - p) * (1 - 2 * p), p * (1 - p)]
+    coef[2] -= (n - 1) * ((p_t - p_c) / z) ** 2
+    closed = min(r.real for r in np.roots(coef) if abs(r.imag) < 1e-12 and r.real > 0)
+    assert mbm.max_false_omission_rate(p_c, p_t, n) == pytest.approx(closed, abs=1e-10)
+    assert mbm.max_false_omission_rate(p_t, p_c, n) == pytest.approx(closed, abs=1e-10)   # the sign of d is free
+    # any precision: at the returned FOR the interval's bound is 0, just below it the difference is significant
+    f = mbm.max_false_omission_rate(p_c, p_t, n, precision=0.9)
+    at = [mbm.difference_ci(p_c, p_t, *(mbm.variance_model_based(p, n, 0.9, x) for p in (p_c, p_t))) for x in
+          (f, 0.99 * f)]
+    assert abs(at[0].upper) < 1e-12 and at[1].significant
+    assert mbm.max_false_omission_rate(0.1, 0.9, 10**6) == math.inf   # never insignificant
+    with pytest.raises(mbm.MetricModelError, match="not significant"):
+        mbm.max_false_omission_rate(0.0912, 0.0916, 99442)   # RealToxicityPrompts: not even with a perfect model

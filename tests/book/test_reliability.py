@@ -154,3 +154,22 @@ def test_substantial_check_and_importance_on_a_balanced_grid():
         ascending=False, kind="stable").index)
     with pytest.raises(ValueError, match="at least one"):
         rel.meta_parameter_importance(df, "y", [])
+
+
+def test_design_phi_and_smallest_n_against_the_closed_form():
+    """Components s = 4, r = 1, s:r = 2, i = 0.5, Residual = 3 (sentence, rater, instantiation): phi(n_r, n_i) =
+    4 / (4 + 1/n_r + 0.5/n_i + 2/n_r + 3/(n_r n_i)) (eq. 3.11). At n_i = 1: phi >= 0.8 <=> 6/n_r + 0.5 <= 1 <=>
+    n_r >= 12; at n_i = 2: 4.5/n_r + 0.25 <= 1 <=> n_r >= 6."""
+    vc = {"sentence": 4.0, "rater": 1.0, "sentence:rater": 2.0, "instantiation": 0.5, "Residual": 3.0}
+    study = rel.decision_study(vc, "sentence", {"rater": range(1, 15), "instantiation": [1, 2]})
+    closed = 4 / (4 + 1 / 3 + 0.5 / 2 + 2 / 3 + 3 / 6)
+    assert rel.design_phi(study, rater=3, instantiation=2) == pytest.approx(closed, abs=1e-14)
+    assert rel.smallest_n(study, "rater", 0.8, instantiation=1) == 12
+    assert rel.smallest_n(study, "rater", 0.8, instantiation=2) == 6
+    assert np.isnan(rel.smallest_n(study, "rater", 0.99, instantiation=1))   # not within the grid
+    with pytest.raises(rel.ReliabilityError, match="2 designs"):
+        rel.design_phi(study, rater=3)
+    with pytest.raises(rel.ReliabilityError, match="Unknown facet"):
+        rel.design_phi(study, raters=3, instantiation=1)
+    with pytest.raises(rel.ReliabilityError, match="does not vary"):
+        rel.smallest_n(study, "sentence", 0.8, instantiation=1)

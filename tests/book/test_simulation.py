@@ -83,3 +83,58 @@ def test_bad_log_arguments():
         evaluation_log(0, systems=3, delta=[0.1, 0.2])
     with pytest.raises(VRSError, match=">= 1"):
         evaluation_log(0, runs=0)
+
+
+def test_baseline_and_replications_design_and_moments():
+    """Each item: one baseline score, `replications` scores of the other system, sharing the item effect. By
+    moments over 20,000 items: Var(baseline) = item_sd^2 + residual_sd^2, Cov(baseline, replication) = item_sd^2,
+    mean(replication - baseline) = delta (4 standard errors)."""
+    from vrs_helpers.book.simulation import baseline_and_replications
+
+    s = baseline_and_replications(5, items=20_000, item_sd=0.1, residual_sd=0.05, delta=-0.015, replications=3)
+    assert s.baseline.shape == (20_000,) and s.replications.shape == (20_000, 3)
+    n = 20_000
+    assert abs(s.baseline.var() - 0.0125) < 4 * 0.0125 * np.sqrt(2 / n)
+    assert abs(np.cov(s.baseline, s.replications[:, 0])[0, 1] - 0.01) < 4 * 0.0125 / np.sqrt(n)
+    diff = s.replications.mean(axis=1) - s.baseline
+    assert abs(diff.mean() + 0.015) < 4 * diff.std() / np.sqrt(n)
+    data = s.data
+    assert list(data.columns) == ["system", "item", "score"] and len(data) == 4 * n
+    assert data.groupby("system").size().to_dict() == {"B": n, "T": 3 * n}
+    again = baseline_and_replications(np.random.default_rng(5), items=20_000, delta=-0.015)
+    assert np.array_equal(again.baseline, s.baseline) and again.seed == s.seed
+    with pytest.raises(VRSError, match="items must be"):
+        baseline_and_replications(0, items=1)
+
+
+@pytest.mark.filterwarnings("ignore::statsmodels.tools.sm_exceptions.ConvergenceWarning")
+def test_glrt_p_value_is_statsmodels_likelihood_ratio():
+    """The GLRT p-value against an independent ML fit of the same two models (statsmodels MixedLM): the deviance
+    difference within 1e-5 (both optimizers converge on this well-determined problem)."""
+    import statsmodels.formula.api as smf
+
+    from vrs_helpers.book.simulation import baseline_and_replications, glrt_p_value
+
+    s = baseline_and_replications(11, items=60, item_sd=0.1, residual_sd=0.05, delta=-0.02)
+    d = s.data
+    full = smf.mixedlm("score ~ system", d, groups=d["item"]).fit(reml=False)
+    null = smf.mixedlm("score ~ 1", d, groups=d["item"]).fit(reml=False)
+    lr = 2 * (full.llf - null.llf)
+    assert abs(stats.chi2.isf(glrt_p_value(s), 1) - lr) < 1e-5
+
+
+def test_glrt_and_permutation_hold_alpha_under_the_null():
+    """100 simulated null data sets: both tests reject at most alpha + 4 Monte-Carlo SE, sqrt(0.05 * 0.95 / 100);
+    with a large planted difference both reject nearly always."""
+    from vrs_helpers.book.simulation import baseline_and_replications, glrt_p_value, permutation_p_value
+
+    tests = {"GLRT": glrt_p_value, "permutation": permutation_p_value}
+    null = rejection_rates(lambda rng: baseline_and_replications(rng, items=40), tests, n_sim=100, seed=3)
+    assert (null.rates <= 0.05 + 4 * np.sqrt(0.05 * 0.95 / 100)).all()
+    big = rejection_rates(lambda rng: baseline_and_replications(rng, items=40, delta=0.05), tests, n_sim=20, seed=4)
+    assert (big.rates >= 0.95).all()
+    s = baseline_and_replications(2, items=30)
+    from vrs_helpers.book.significance import permutation_test
+
+    assert permutation_p_value(s, 200) == permutation_test(s.baseline, s.replications.mean(axis=1),
+                                                           n_resamples=200, seed=s.seed).p_value

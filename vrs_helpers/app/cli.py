@@ -170,7 +170,7 @@ def _cmd_reproduce(args) -> int:
     if not nbs:
         print(f"error: no notebooks found in {args.folder}", file=sys.stderr)
         return 1
-    results, card = reproduce(nbs, build_dir=args.build, defaults_only=args.defaults_only)
+    results, card = reproduce(nbs, build_dir=args.build, defaults_only=args.defaults_only, workers=args.workers)
     from .report import headline
 
     failed = [r for r in results if r.error]
@@ -277,7 +277,20 @@ def _cmd_plan(args) -> int:
     return 0
 
 
+def skip_slow_optional_imports() -> None:
+    """Keep jsonschema from importing the optional ``rfc3987_syntax`` in this process.
+
+    nbformat, papermill and nbconvert import jsonschema, which imports rfc3987-syntax at import time when it is
+    installed (jupyter-events requires ``jsonschema[format-nongpl]``), and rfc3987-syntax builds an Earley parser of
+    the IRI grammar on import: about 2 s in every process that reads a notebook. No notebook schema checks the IRI
+    formats, so ``vrs`` (this process and the workers it forks; not the kernels, not your own Python) blocks that
+    import before anything loads jsonschema; jsonschema then leaves out its "iri" format checkers."""
+    if "jsonschema" not in sys.modules:
+        sys.modules.setdefault("rfc3987_syntax", None)
+
+
 def main(argv: list[str] | None = None) -> int:
+    skip_slow_optional_imports()
     parser = argparse.ArgumentParser(prog="vrs", description="vrs-workbooks: reproduce and extend the book "
                                      "'Validity, Reliability, and Significance' in Python.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -313,7 +326,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="output folder: executed notebooks, scorecard.csv, html/ (default: build)")
     p.add_argument("--defaults-only", action="store_true",
                    help="run each notebook once with its default parameters, not every analysis it lists in its "
-                        "metadata (e.g. the 7 dataset x target runs of the circularity workbook, ~15 min)")
+                        "metadata (e.g. the 7 dataset x target runs of the circularity workbook)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="notebook runs at a time, each in its own kernel (default: one per core)")
     p.set_defaults(func=_cmd_reproduce)
 
     p = sub.add_parser("workbooks", help="copy the workbooks (with their exercises) into a folder to open in "

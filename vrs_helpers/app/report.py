@@ -625,20 +625,36 @@ def build_api_docs(out_dir: str | Path = "build/html/api", modules: tuple[str, .
 
 # ----------------------------------------------------------------------------------------------------- the site
 
-def build_site(results: list, card: pd.DataFrame, html_dir: str | Path = "build/html", *, api: bool = True) -> Path:
+def api_link(api: bool) -> str | None:
+    """The link from a page of the site to the API reference (None without one)."""
+    return f"{API_DIR}/index.html" if api else None
+
+
+def site_page(result, html_dir: str | Path, api: bool = True) -> Path | None:
+    """Export the executed notebook of a run result as its page of the report site (with the site's header) into
+    ``html_dir``, set ``result.html`` and return it (None when the run left no notebook)."""
+    if result.output is None or not Path(result.output).is_file():
+        return None
+    result.html = export_page(result.output, html_dir, nav_html=nav_html(api_link(api), workbook=_stem(result)))
+    return result.html
+
+
+def build_site(results: list, card: pd.DataFrame, html_dir: str | Path = "build/html", *, api: bool = True,
+               pages: bool = True, api_built: bool = False) -> Path:
     """Write the report site into ``html_dir``: the notebook pages of ``results`` (their executed notebooks,
     exported offline with a header; ``result.html`` is set to the page), MathJax, thumbnails, the API reference
-    (``api=True``) and ``index.html``. Returns the index."""
+    (``api=True``) and ``index.html``. Returns the index. ``pages=False``: the pages are written already
+    (:func:`site_page`, ``result.html`` set); ``api_built``: so is the API reference (:func:`build_api_docs` into
+    ``html_dir/api``) - ``vrs reproduce`` writes both while the notebooks run."""
     html_dir = Path(html_dir)
     html_dir.mkdir(parents=True, exist_ok=True)
     copy_mathjax(html_dir)
-    api_href = f"{API_DIR}/index.html" if api else None
-    if api:
+    if api and not api_built:
         build_api_docs(html_dir / API_DIR)
-    for r in results:
-        if r.output is not None and Path(r.output).is_file():
-            r.html = export_page(r.output, html_dir, nav_html=nav_html(api_href, workbook=_stem(r)))
+    if pages:
+        for r in results:
+            site_page(r, html_dir, api)
     books = workbooks(results, html_dir)
     index = html_dir / "index.html"
-    index.write_text(index_html(results, card, books, api_href), encoding="utf-8")
+    index.write_text(index_html(results, card, books, api_link(api)), encoding="utf-8")
     return index

@@ -14,9 +14,8 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import VRSError
+from .kernel import KERNEL_NAME, PrestartedKernel, kernel_manager_class
 from .scorecard import COLUMNS, extract
-
-KERNEL_NAME = "python3"  # resolved by jupyter_client to the interpreter that runs `vrs`, so any venv works
 
 
 class NotebookError(VRSError, RuntimeError):
@@ -52,17 +51,24 @@ def _failure_message(name: str, exc: Exception) -> str:
 _PROGRESS = re.compile(r"\d+/\d+ \[[0-9:<]+|it/s\]|s/it\]")
 
 
+def _progress_output(output) -> bool:
+    """A progress bar on stderr (tqdm writes its bars, with timings, there), or what is left of one: the blank line
+    or carriage returns of a bar that cleared itself (``leave=False``) or closed."""
+    if output.get("output_type") != "stream" or output.get("name") != "stderr":
+        return False
+    text = output.get("text", "")
+    return not text.strip() or bool(_PROGRESS.search(text))
+
+
 def strip_volatile(nb) -> None:
     """Remove what changes from run to run without changing results: papermill timings, execution metadata, and
-    progress bars (tqdm writes them, with timings, to stderr)."""
+    progress bars with what is left of them (:func:`_progress_output`)."""
     nb.metadata.pop("papermill", None)
     for cell in nb.cells:
         cell.metadata.pop("papermill", None)
         cell.metadata.pop("execution", None)
         if cell.get("outputs"):
-            cell.outputs = [o for o in cell.outputs
-                            if not (o.get("output_type") == "stream" and o.get("name") == "stderr"
-                                    and _PROGRESS.search(o.get("text", "")))]
+            cell.outputs = [o for o in cell.outputs if not _progress_output(o)]
 
 
 def export_html(nb_path: Path, html_dir: Path, exclude_input: bool = False) -> Path:
@@ -129,24 +135,6 @@ def check_parameters(notebook: str | os.PathLike, parameters: dict) -> None:
                                  f"{default!r}; got {value!r} ({_type_name(value)}).")
 
 
-def _ipc_kernel_manager():
-    """A kernel manager that talks to the kernel over local IPC sockets instead of TCP: no network ports, and no
-    "Kernel is running over TCP without encryption" warning on every run (POSIX only)."""
-    from jupyter_client.manager import AsyncKernelManager
-
-    class IPCKernelManager(AsyncKernelManager):
-        def __init__(self, **kwargs):
-            import tempfile
-            import uuid
-
-            kwargs.setdefault("transport", "ipc")
-            # a unique socket path per kernel: parallel runs (vrs batch) in one folder must not share sockets
-            kwargs.setdefault("ip", os.path.join(tempfile.gettempdir(), f"vrs-kernel-{uuid.uuid4().hex}"))
-            super().__init__(**kwargs)
-
-    return IPCKernelManager
-
-
 def cell_progress_options(name: str, progress: bool | dict = True) -> dict | bool:
     """papermill's ``progress_bar`` argument for a per-cell bar named after the notebook: ``False`` for none; the
     bar disables itself when stderr is not a terminal (``disable=None``) and disappears when done (``leave=False``),
@@ -163,7 +151,8 @@ def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, *,
                  out_dir: str | os.PathLike = "build/notebooks", html_dir: str | os.PathLike | None = "build/html",
                  output_name: str | None = None,
                  kernel_name: str = KERNEL_NAME, raise_on_error: bool = True,
-                 progress: bool | dict = False, exclude_input: bool = False) -> RunResult:
+                 progress: bool | dict = False, exclude_input: bool = False,
+                 kernel: PrestartedKernel | None = None) -> RunResult:
     """Execute ``notebook`` with papermill (parameters injected after the ``parameters`` cell).
 
     The executed copy goes to ``out_dir``, an HTML export to ``html_dir``. The notebook runs with its own folder
@@ -173,7 +162,19 @@ def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, *,
     ``progress=True`` shows a per-cell progress bar on stderr when stderr is a terminal (never in logs, CI or
     tests: tqdm disables itself elsewhere); a dict gives the bar's tqdm options (:func:`cell_progress_options`).
     ``exclude_input``: the HTML export without the code cells' inputs (the executed notebook keeps them).
+    ``kernel``: a :class:`~vrs_helpers.app.kernel.PrestartedKernel` started in the notebook's folder to run it in
+    (instead of a kernel started now); it is shut down after the run, whatever happens.
     """
+    try:
+        return _run_notebook(notebook, parameters, out_dir, html_dir, output_name, kernel_name, raise_on_error,
+                             progress, exclude_input, kernel)
+    finally:
+        if kernel is not None:
+            kernel.shutdown()
+
+
+def _run_notebook(notebook, parameters, out_dir, html_dir, output_name, kernel_name, raise_on_error, progress,
+                  exclude_input, kernel) -> RunResult:
     import papermill as pm
 
     src = Path(notebook)
@@ -181,13 +182,15 @@ def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, *,
         raise ParameterError(f"No notebook at {src}.")
     parameters = dict(parameters or {})
     check_parameters(src, parameters)
+    if kernel is not None and kernel.cwd != src.parent.resolve():
+        raise ValueError(f"the prestarted kernel runs in {kernel.cwd}, not in the notebook's folder {src.parent}.")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / (output_name or src.name)
     error = ""
     started = time.perf_counter()
     try:
-        extra = {"kernel_manager_class": _ipc_kernel_manager()} if os.name == "posix" else {}
+        extra = {"km": kernel.manager()} if kernel is not None else {"kernel_manager_class": kernel_manager_class()}
         pm.execute_notebook(str(src), str(out), parameters=parameters, kernel_name=kernel_name,
                             cwd=str(src.parent.resolve()), log_output=False,
                             progress_bar=cell_progress_options(src.name, progress), **extra)
@@ -226,38 +229,124 @@ def reproduce_runs(notebook: str | os.PathLike) -> list[dict]:
     return [dict(r) for r in runs] if runs else [{}]
 
 
+def reproduce_jobs(notebooks: list[Path], defaults_only: bool = False) -> list[tuple[Path, dict, str | None]]:
+    """The runs of ``vrs reproduce`` in report order: (notebook, parameters, output name or None for the notebook's
+    own name), one per analysis a workbook lists (:func:`reproduce_runs`) unless ``defaults_only``."""
+    jobs = []
+    for nb in notebooks:
+        for params in ([{}] if defaults_only else reproduce_runs(nb)):
+            jobs.append((Path(nb), params, f"{Path(nb).stem}__{slug(params)}.ipynb" if params else None))
+    return jobs
+
+
+RUN_SECONDS = "run_seconds.csv"  # in the build folder: each run's wall time, the order of the next run's queue
+
+
+def _queue_order(jobs: list, build: Path) -> list[int]:
+    """Indices of ``jobs`` in the order to start them: longest first by the previous run's times
+    (``build/run_seconds.csv``; the greedy schedule that keeps both cores busy to the end), runs without a time in
+    report order ahead of them (so a new workbook is not left for last)."""
+    try:
+        known = pd.read_csv(build / RUN_SECONDS).set_index("output")["seconds"].to_dict()
+    except (OSError, ValueError, KeyError, pd.errors.ParserError):
+        known = {}
+    names = [name or nb.name for nb, _, name in jobs]
+    unknown = [i for i, n in enumerate(names) if n not in known]
+    timed = sorted((i for i, n in enumerate(names) if n in known), key=lambda i: -float(known[names[i]]))
+    return unknown + timed
+
+
+def _reproduce_one(notebook: str, params: dict, out_dir: str, output_name: str | None,
+                   blas_threads: int | None, html_dir: str, api: bool) -> RunResult:
+    """One run of ``vrs reproduce`` in a worker process, with its page of the report site
+    (:func:`vrs_helpers.app.report.site_page`); ``blas_threads`` caps the kernel's BLAS threads (inherited through
+    the environment) so that parallel runs share the cores instead of oversubscribing them."""
+    from .report import site_page
+
+    if blas_threads is not None:
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[var] = str(blas_threads)
+    result = run_notebook(notebook, params, out_dir=out_dir, html_dir=None, output_name=output_name,
+                          raise_on_error=False)
+    site_page(result, html_dir, api)
+    return result
+
+
 def reproduce(notebooks: list[Path] | None = None, build_dir: str | os.PathLike = "build",
-              progress: bool = True, defaults_only: bool = False,
-              api: bool = True) -> tuple[list[RunResult], pd.DataFrame]:
-    """Execute all workbooks in order, then write ``build/scorecard.csv`` and the report site ``build/html/``
+              progress: bool = True, defaults_only: bool = False, api: bool = True,
+              workers: int | None = None) -> tuple[list[RunResult], pd.DataFrame]:
+    """Execute all workbooks, then write ``build/scorecard.csv`` and the report site ``build/html/``
     (:func:`vrs_helpers.app.report.build_site`: ``index.html``, the notebook pages with MathJax served locally and,
     with ``api``, the API reference in ``api/``).
 
     A workbook that covers several of the book's analyses lists them in its metadata (:func:`reproduce_runs`) and
-    is run once per analysis, unless ``defaults_only``.
+    is run once per analysis, unless ``defaults_only``. The runs are independent: ``workers`` of them (default: one
+    per core) execute at a time, each in its own kernel with its share of the cores' BLAS threads, longest first by
+    the previous run's times (``build/run_seconds.csv``). The results, the scorecard and the report keep the
+    notebooks' order, whatever order the runs finish in. ``progress``: one bar over the runs on stderr when it is a
+    terminal.
 
     Every notebook is run even when an earlier one fails; failures are reported in the index and in the
-    returned results (``RunResult.error``).
+    returned results (``RunResult.error``). Each run's page is exported by its worker, and the API reference is
+    written meanwhile (a thread of this process, which otherwise only waits).
     """
-    from tqdm.auto import tqdm
+    import threading
+
+    from tqdm import tqdm  # a text bar: no TqdmWarning in a kernel without ipywidgets
+
+    from .report import API_DIR, build_api_docs, build_site, copy_mathjax
 
     build = Path(build_dir)
     notebooks = notebooks if notebooks is not None else notebooks_in()
-    results = []
-    bar = tqdm(notebooks, desc="notebooks", unit="nb", disable=not progress)
-    for nb in bar:
-        bar.set_postfix_str(Path(nb).name)
-        for params in ([{}] if defaults_only else reproduce_runs(nb)):
-            name = f"{Path(nb).stem}__{slug(params)}.ipynb" if params else None
-            results.append(run_notebook(nb, params, out_dir=build / "notebooks", html_dir=None,  # pages: below
-                                        output_name=name, raise_on_error=False,
-                                        progress={"position": 1} if progress else False))  # cells, below the notebooks
+    jobs = reproduce_jobs(notebooks, defaults_only)
+    cores = os.cpu_count() or 1
+    workers = max(1, min(int(workers or cores), len(jobs) or 1))
+    threads = max(1, cores // workers) if workers > 1 else None
+    out_dir, html_dir = build / "notebooks", build / "html"
+    html_dir.mkdir(parents=True, exist_ok=True)
+    copy_mathjax(html_dir)  # once, before the workers export pages beside it (two copies at once would collide)
+    api_error: list[BaseException] = []
+
+    def api_docs():
+        try:
+            build_api_docs(html_dir / API_DIR)
+        except BaseException as exc:  # noqa: BLE001 - raised below, in this thread
+            api_error.append(exc)
+
+    docs = threading.Thread(target=api_docs, daemon=True) if api else None
+    results: list[RunResult | None] = [None] * len(jobs)
+    with tqdm(total=len(jobs), desc="vrs reproduce", unit="run", disable=None if progress else True,
+              dynamic_ncols=True) as bar:
+        if workers == 1:
+            if docs is not None:
+                docs.start()
+            for i in _queue_order(jobs, build):
+                nb, params, name = jobs[i]
+                bar.set_postfix_str(name or nb.name)
+                results[i] = _reproduce_one(str(nb), params, str(out_dir), name, None, str(html_dir), api)
+                bar.update()
+        else:
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                futures = {pool.submit(_reproduce_one, str(jobs[i][0]), jobs[i][1], str(out_dir), jobs[i][2],
+                                       threads, str(html_dir), api): i for i in _queue_order(jobs, build)}
+                if docs is not None:  # after the workers are forked: no thread is copied into them
+                    docs.start()
+                for fut in as_completed(futures):
+                    i = futures[fut]
+                    results[i] = fut.result()
+                    bar.set_postfix_str(results[i].output.name)
+                    bar.update()
+    if docs is not None:
+        docs.join()
+        if api_error:
+            raise api_error[0]
     card = pd.DataFrame([{c: row.get(c) for c in COLUMNS} for r in results for row in r.scorecard], columns=COLUMNS)
     build.mkdir(parents=True, exist_ok=True)
     card.to_csv(build / "scorecard.csv", index=False)
-    from .report import build_site
-
-    build_site(results, card, build / "html", api=api)
+    pd.DataFrame([{"output": r.output.name, "notebook": r.notebook, "parameters": slug(r.parameters),
+                   "seconds": round(r.seconds, 2), "error": r.error} for r in results]).to_csv(build / RUN_SECONDS,
+                                                                                            index=False)
+    build_site(results, card, html_dir, api=api, pages=False, api_built=True)
     return results, card
 
 
@@ -332,7 +421,7 @@ def batch(grid_file: str | os.PathLike, out_dir: str | os.PathLike | None = None
     ``"local"`` or a ``distributed.Client``) runs the executions as tasks on a Dask cluster instead
     (:func:`run_grid_dask`: failed tasks retried, finished runs kept and skipped on a re-run).
     """
-    from tqdm.auto import tqdm
+    from tqdm import tqdm  # a text bar: no TqdmWarning in a kernel without ipywidgets
 
     spec = load_grid(grid_file)
     combos = expand_grid(spec["parameters"])
@@ -399,9 +488,21 @@ def analyze_report(spec, *, out_dir: str | os.PathLike = "vrs-report", show_code
     from ..evaluate.spec import connected
 
     label = spec.data_label or str(spec.data)
+    kernel = None
     with connected(spec.backend) as client:
-        spec = spec.validated(client=client)
         work = Path(tempfile.mkdtemp(prefix="vrs-analyze-"))
+        if spec.backend is None:
+            from .kernel import notebook_imports
+
+            # the report's kernel starts, and imports the workbook's modules, while the data are read and checked
+            kernel = PrestartedKernel(work, preload=notebook_imports(analyze_notebook()))
+        try:
+            spec = spec.validated(client=client)
+        except BaseException:   # bad input: nothing was produced
+            if kernel is not None:
+                kernel.shutdown()
+            shutil.rmtree(work, ignore_errors=True)
+            raise
         if spec.backend is not None:
             from ..evaluate.analysis import analyze, write_summary
 
@@ -417,7 +518,7 @@ def analyze_report(spec, *, out_dir: str | os.PathLike = "vrs-report", show_code
             try:
                 source = report_notebook(analyze_notebook(), work / "workbook.ipynb")
                 res = run_notebook(source, params, out_dir=work, html_dir=work, output_name="report.ipynb",
-                                   exclude_input=not show_code)
+                                   exclude_input=not show_code, kernel=kernel)
             except NotebookError as exc:
                 raise NotebookError(f"{exc}. The previous report in {out_dir} (if any) is untouched.") from exc
             produced = [(res.output, "report.ipynb"), (res.html, "report.html"), (work / "summary.json",
@@ -483,7 +584,7 @@ def run_grid_dask(notebook: str | os.PathLike, combos: list[dict], out_dir: str 
     executed copy written, as ``vrs batch`` does) and executed again on the next run. Returns the
     :class:`~vrs_helpers.app.runner.RunResult` s in the order of ``combos``.
     """
-    from tqdm.auto import tqdm
+    from tqdm import tqdm  # a text bar: no TqdmWarning in a kernel without ipywidgets
 
     from ..dask_support import connect, identity
 

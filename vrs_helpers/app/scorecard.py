@@ -56,7 +56,24 @@ KINDS = ("book", "reference")
 #: names of other implementations: a row whose ``ref`` names one is a reference row, not a book row
 IMPLEMENTATIONS = ("lme4", "mgcv", "emmeans", "lmertest", "pbkrtest", "afex", "statsmodels", "pygam", "deepsig")
 BASELINE = "scorecard_baseline.csv"  # beside the notebooks
+#: the columns of a check table (:meth:`Scorecard.check_table`)
+_TABLE_COLUMNS = ("ref", "quantity", "book", "ours", "printed", "tolerance", "alternative", "alternative_value",
+                  "explanation", "kind")
+FINDINGS_LEGEND = ("**Not plain matches.** *explained*: a second reference on the same data matches ours, misses "
+                   "the book as well, and the book differs for the reason given; *false*: not reproduced from the "
+                   "public data.")
+FINDINGS_LEGEND_REFERENCE = (" A reference row (kind `reference`) is *false* when ours differs from the other "
+                             "implementation.")
 _RANK = {"false": 0, "explained": 1, "true": 2}
+
+
+def _empty(value) -> bool:
+    """An empty cell of a check table: None, NaN or blank text."""
+    if value is None:
+        return True
+    if isinstance(value, float):
+        return math.isnan(value)
+    return isinstance(value, str) and not value.strip()
 
 
 def _fmt(x) -> str:
@@ -258,6 +275,66 @@ class Scorecard:
             bound = float(text[1:])
             return self.check(ref, f"{quantity} (printed '{text}')", bound / 2, ours, tolerance=bound / 2, **kwargs)
         return self.check(ref, quantity, float(text), ours, printed=text, **kwargs)
+
+    def check_table(self, rows, *, show: bool = True) -> pd.DataFrame:
+        """Check a table of published numbers (or reference values) against ours: one :meth:`check` per row, the
+        rows shown together as one table. Returns the checks made (the columns of :meth:`to_frame`, ``match`` among
+        them), indexed like ``rows``.
+
+        ``rows``: a DataFrame (or a list of dicts) with the columns ``ref``, ``quantity``, ``book`` and ``ours`` and
+        optionally those of :meth:`check`: ``printed`` (the number as printed: its tolerance is half a unit of the
+        last digit; a p-value printed as a bound, "< 0.0001", is checked as 0 <= p <= 0.0001, :meth:`check_p`, and
+        ``book`` may then be left empty), ``tolerance``, ``alternative``, ``alternative_value``, ``explanation``
+        and ``kind``. An empty cell (NaN, None, "") is the default of :meth:`check`. Other columns are refused, so
+        a misspelt one cannot be ignored silently; the index is free (e.g. the example each row belongs to).
+
+        ``show=False``: the checks wait for the next :meth:`flush`.
+        """
+        frame = pd.DataFrame(rows) if not isinstance(rows, pd.DataFrame) else rows
+        unknown = [c for c in frame.columns if c not in _TABLE_COLUMNS]
+        missing = [c for c in ("ref", "quantity", "ours") if c not in frame.columns]
+        if "book" not in frame.columns and "printed" not in frame.columns:
+            missing.append("book")
+        if unknown or missing:
+            raise ScorecardError(f"a check table has the columns {', '.join(_TABLE_COLUMNS)} (ref, quantity, book "
+                                 f"or printed, and ours required); unknown: {unknown or 'none'}, missing: "
+                                 f"{missing or 'none'}.")
+        made = []
+        for row in frame.to_dict("records"):
+            cell = {k: v for k, v in row.items() if not _empty(v)}
+            ref, quantity, ours = cell.pop("ref"), cell.pop("quantity"), cell.pop("ours", float("nan"))
+            printed = cell.get("printed")
+            if printed is not None and str(printed).strip().startswith("<"):
+                extra = {k: v for k, v in cell.items() if k not in ("printed", "book")}
+                made.append(self.check_p(ref, quantity, str(printed), ours, show=False, **extra))
+                continue
+            book = cell.pop("book", None)
+            if book is None:
+                book = float(printed) if printed is not None else float("nan")
+            if printed is not None:
+                cell["printed"] = str(printed)
+            made.append(self.check(ref, quantity, book, ours, show=False, **cell))
+        if show:
+            self.flush()
+        return pd.DataFrame([asdict(c) for c in made], columns=COLUMNS, index=frame.index)
+
+    def finish(self, baseline: str | Path | pd.DataFrame = BASELINE) -> None:
+        """A workbook's last cell: every row of the card, then the rows that are not plain matches with their
+        reasons, and the counts; raises :class:`ScorecardError` when a row is worse than in the committed
+        baseline (:meth:`regressions`), which fails the run (and CI). The display is the same on every machine."""
+        _display({"text/plain": repr(self.table()), "text/html": self.table().to_html(index=False)})
+        findings = self.table(findings=True)
+        if len(findings):
+            legend = FINDINGS_LEGEND + (FINDINGS_LEGEND_REFERENCE if any(c.kind == "reference" for c in self.checks)
+                                        else "")
+            _display({"text/markdown": legend, "text/plain": legend})
+            _display({"text/plain": repr(findings), "text/html": findings.to_html(index=False)})
+        worse = self.regressions(baseline)
+        if len(worse):
+            raise ScorecardError("scorecard rows worse than the committed baseline: "
+                                 f"{worse[['ref', 'quantity', 'match', 'baseline']].to_dict('records')}")
+        counts = "; ".join(f"{kind} rows {c}" for kind, c in self.counts().items())
+        _display({"text/plain": f"{len(self.checks)} checks: {counts or 'none'}"})
 
     def flush(self, visible: bool = True) -> None:
         """Emit the checks made with ``show=False`` since the last flush (so ``vrs reproduce`` collects them),

@@ -275,3 +275,41 @@ def paradox_grid(n_units: int, prevalences, max_disagreements: int, split: float
                              "alpha": krippendorff_alpha(t, "nominal", _warn=False).alpha,
                              "pi": scotts_pi(t[0], t[1]), "kappa": cohens_kappa(t[0], t[1])})
     return pd.DataFrame(rows)
+
+
+def coincidence_summary(ratings, level: str = "nominal") -> dict:
+    """Every number of the book's two-rater tables (3.3.1) for one rating table: the observed and expected
+    coincidences ``o{c}{k}``, ``e{c}{k}`` for each pair of categories c <= k (``o00``, ``o01``, ``o11``, ... for
+    0/1 ratings), ``alpha``, ``percent_agreement`` (two raters: the share of units rated alike) and
+    ``chance_agreement``, the urn model's expected agreement (e_00 + e_11 + ...) / n.
+
+    ``alpha`` is NaN (without a warning) when the ratings show no variation: the summary states it, it does not
+    conclude from it (:func:`krippendorff_alpha` warns)."""
+    res = krippendorff_alpha(ratings, level=level, _warn=False)
+    cats = list(res.observed.index)
+    out = {}
+    for name, table in (("o", res.observed), ("e", res.expected)):
+        for i, c in enumerate(cats):
+            for k in cats[i:]:
+                out[f"{name}{c}{k}"] = float(table.loc[c, k])
+    matrix = np.asarray(ratings, dtype=object)
+    out["alpha"] = res.alpha
+    out["percent_agreement"] = percent_agreement(matrix[0], matrix[1]) if len(matrix) == 2 else float("nan")
+    out["chance_agreement"] = float(np.trace(res.expected.to_numpy()) / res.n_pairable)
+    return out
+
+
+def random_ratings(rng: np.random.Generator | int, raters: int, units: int, scale: int,
+                   missing_share: float = 0.0) -> np.ndarray:
+    """Ratings drawn uniformly from 1..``scale`` by ``raters`` raters for ``units`` units (raters x units, the
+    layout of :func:`krippendorff_alpha`), each rating missing (NaN) with probability ``missing_share``: data
+    without any agreement beyond chance, to see how far alpha scatters around 0 for a design."""
+    if raters < 2 or units < 2 or scale < 2:
+        raise AgreementError(f"random ratings need at least 2 raters, 2 units and a scale of 2; got {raters}, "
+                             f"{units}, {scale}.")
+    if not 0.0 <= missing_share < 1.0:
+        raise AgreementError(f"missing_share must lie in [0, 1); got {missing_share!r}.")
+    rng = np.random.default_rng(rng)
+    r = rng.integers(1, scale + 1, size=(raters, units)).astype(float)
+    r[rng.random(r.shape) < missing_share] = np.nan
+    return r

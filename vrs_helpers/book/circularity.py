@@ -275,3 +275,142 @@ def plot_shapes(result: CircularityResult, df: pd.DataFrame, features=None, rug_
                     a.set_ylim(lo, hi)
     fig.tight_layout()
     return fig
+
+
+#: the second reference of the book rows of section 2.4.3: mgcv's fits of the same specifications on the same
+#: (test) data, the "mgcv" entries of data/book/circularity_2_4_3.json
+MGCV = "mgcv 1.8-41, same test data"
+MGCV_REF = "Section 2.4.3 (mgcv, test set)"
+#: reference rows, ours against mgcv's D2 of the same model on the same data, within 0.01 percentage points (1e-4
+#: of D2): the basis construction and the criterion (GCV) are mgcv's, and where the two optimizers stop on the flat
+#: GCV surface moves D2 by less than that (tests/book/test_gam.py) - unless a feature has more distinct values than a
+#: basis takes as knots (gam.MAX_KNOTS, mgcv's max.knots): then each builds the basis on its own random subset
+D2_REFERENCE_TOLERANCE = 0.01
+_TRAIN_TEST = "the book fitted on the training set (not published); mgcv on the same test data gives {mg}"
+
+
+@dataclass
+class BookComparison:
+    """The book's numbers of one analysis of section 2.4.3 beside ours (:func:`book_comparison`)."""
+
+    rows: pd.DataFrame  # a check table: ref, quantity, book or printed, ours, tolerance, ... (Scorecard.check_table)
+    fits: dict = field(repr=False)  # the GAMs fitted for the comparison beyond the search's, by name
+
+
+def _knots_note(df: pd.DataFrame, features) -> str:
+    many = {f: int(df[f].nunique()) for f in features if df[f].nunique() > _gam.MAX_KNOTS}
+    if not many:
+        return ""
+    return ("not the same model: " + ", ".join(f"{f} has {n:,} distinct values" for f, n in many.items())
+            + f"; mgcv and we build {'its basis' if len(many) == 1 else 'their bases'} on different random subsets of "
+            f"{_gam.MAX_KNOTS:,} of the values (mgcv's max.knots)")
+
+
+def _d2_rows(df, quantity: str, book_value, ours: float, mgcv_value: float, features) -> list[dict]:
+    """A printed D2 (whole percent, mgcv's value on the same data the second reference) and, apart, the reference
+    row: ours against mgcv's D2."""
+    off = abs(ours - mgcv_value) > D2_REFERENCE_TOLERANCE
+    return [{"ref": "Section 2.4.3", "quantity": quantity, "book": float(book_value), "printed": str(book_value),
+             "ours": ours, "alternative": MGCV, "alternative_value": mgcv_value,
+             "explanation": _TRAIN_TEST.format(mg=f"{mgcv_value:.2f} %")},
+            {"ref": MGCV_REF, "quantity": quantity, "book": mgcv_value, "ours": ours, "kind": "reference",
+             "tolerance": D2_REFERENCE_TOLERANCE, "explanation": _knots_note(df, features) if off else ""}]
+
+
+def book_comparison(df: pd.DataFrame, response: str, result: CircularityResult, spec: dict, k=None,
+                    basis_size: int = 10, students: dict | None = None,
+                    null_threshold: float = 0.1) -> BookComparison:
+    """The numbers the book prints for one analysis of section 2.4.3, beside ours, as a check table.
+
+    ``spec`` is the analysis' entry of ``data/book/circularity_2_4_3.json``: the rule's features (``circular``),
+    the book's values (``book``: D2 of the model with the rule's features only, without them and with all features,
+    and whether the other features are nullified), mgcv's fits of the same specifications on the same test data
+    (``mgcv``), and where the book prints more: the list of features its text names (``text_features``), the search
+    table (``table_2_5``), shapes it draws as constant zero (``zero_shapes``), the basis sizes of the authors'
+    all-features model (``k_all_mgcv``). An analysis the book prints no numbers for (``{}``) has no rows.
+
+    The models without and with the rule's features are the search's (``result.fits``) or, for a teacher's
+    predictions, the ``students`` fitted on all clinical features (``{"without circular": ..., "all": ...}``), as
+    in the book. ``k``: basis sizes by feature (others ``basis_size``). Every D2 row has a reference row beside it:
+    ours against mgcv's D2 of the same model (:data:`D2_REFERENCE_TOLERANCE`).
+    """
+    k = dict(k or {})
+    size = {f: k.get(f, basis_size) for f in set(result.features) | set(spec.get("circular", ()))}
+    if "book" not in spec:
+        return BookComparison(pd.DataFrame(columns=["ref", "quantity", "book", "ours"]), {})
+    book, mg, rule = spec["book"], spec["mgcv"], list(spec["circular"])
+    rows, fits = [], {}
+    is_rule = set(result.circular_features) == set(rule)
+    rows.append({"ref": "Section 2.4.3", "quantity": "c* = the label-defining features (1 = yes)", "book": 1.0,
+                 "ours": float(is_rule), "tolerance": 0.0,
+                 "explanation": "" if is_rule else f"on the test data the least complex best model is c* = "
+                 f"{{{', '.join(result.circular_features)}}} (the book: {{{', '.join(rule)}}}); the search table "
+                 "above ranks them"})
+    fits["circular"] = _gam.fit_gam(df, response, rule, k={f: size[f] for f in rule})
+    if students:
+        without, everything = students.get("without circular"), students.get("all")
+        others = list(students["without circular"].features) if "without circular" in students else []
+    else:
+        without, everything = result.fits.get("without"), result.fits["all"]
+        others = [f for f in result.features if f not in rule]
+        if "k_all_mgcv" in spec:   # the authors' all-features model swaps the basis sizes of the rule's features
+            everything = fits["all, the authors' basis sizes"] = _gam.fit_gam(
+                df, response, result.features, k={f: spec["k_all_mgcv"].get(f, size[f]) for f in result.features})
+    for quantity, printed, fit, reference, used in [
+            ("D2 (%) of the model with the rule's features only", book["d2_circular"], fits["circular"],
+             mg["d2_circular"], rule),
+            ("D2 (%) without the rule's features", book["d2_without"], without, mg["d2_without"], others),
+            ("D2 (%) with all features", book["d2_all"], everything, mg["d2_all"], rule + others)]:
+        if fit is not None:
+            rows += _d2_rows(df, quantity, printed, 100 * fit.deviance_explained, reference, used)
+    nullified = bool(result.nullification["nullified"].all())
+    rows.append({"ref": "Section 2.4.3", "quantity": "every other feature nullified with c* (1 = yes)",
+                 "book": float(book["nullified"]), "ours": float(nullified), "tolerance": 0.0,
+                 "explanation": "" if nullified else "on the test set the other shapes shrink but not below the "
+                 f"threshold ({null_threshold} x SD of the response; the nullification table above)" + (
+                     f"; mgcv's largest max |f| with c* is {max(mg['max_abs_f_with'].values()):.2f} "
+                     f"(SD {df[response].std():.2f})" if "max_abs_f_with" in mg else "")})
+    if "text_features" in spec:   # the list the book's text names, where it differs from the authors' code
+        text = list(spec["text_features"])
+        swap = (f"{', '.join(f for f in text if f not in result.features)} for "
+                f"{', '.join(f for f in result.features if f not in text)}")
+        sizes = {f: k.get(f, basis_size) for f in text}
+        without_text = [f for f in text if f not in rule]
+        fits["without, the text's list"] = _gam.fit_gam(df, response, without_text, k=sizes)
+        fits["all, the text's list"] = _gam.fit_gam(df, response, text, k=sizes)
+        rows += _d2_rows(df, f"D2 (%) without the rule's features, the text's list ({swap})", book["d2_without"],
+                         100 * fits["without, the text's list"].deviance_explained, mg["d2_without_text_features"],
+                         without_text)
+        rows += _d2_rows(df, f"D2 (%) with all features, the text's list ({swap})", book["d2_all"],
+                         100 * fits["all, the text's list"].deviance_explained, mg["d2_all_text_features"], text)
+    for printed in spec.get("table_2_5", []):
+        rows += _table_2_5_rows(result, printed, mg)
+    if "zero_shapes" in spec:   # the book draws the other features' shapes as constant zero
+        shown = result.nullification.set_index("feature")
+        for f, v in mg["max_abs_f_with"].items():
+            rows.append({"ref": spec["zero_shapes"]["ref"], "ours": float(shown.loc[f, "max_abs_f_with"]),
+                         "quantity": f"max |f({f})| with {spec['zero_shapes']['with']} (constant zero)", "book": 0.0,
+                         "tolerance": 1e-6, "alternative": MGCV, "alternative_value": v})
+    return BookComparison(pd.DataFrame(rows), fits)
+
+
+def _table_2_5_rows(result: CircularityResult, printed: dict, mg: dict) -> list[dict]:
+    """One row of the book's Table 2.5 (rank, features, D2 in whole percent, complexity as printed) against the
+    same feature set in our search."""
+    names = ", ".join(printed["features"])
+    hit = result.models[result.models["features"].map(frozenset) == frozenset(printed["features"])].iloc[0]
+    ref = f"Table 2.5, rank {printed['rank']}"
+    rows = [{"ref": ref, "quantity": f"D2 (%) of {{{names}}}", "book": float(printed["d2"]),
+             "printed": str(printed["d2"]), "ours": 100 * hit["deviance_explained"],
+             "explanation": _TRAIN_TEST.format(mg="the same ranking")}]
+    if printed["rank"] == 1:
+        rows.append({"ref": ref, "quantity": "rank of this model in our search", "book": 1.0,
+                     "ours": float(hit["rank"]), "tolerance": 0.0})
+    exact = ("with D2 = 100 % the GCV score is 0 for every smoothing parameter that keeps the fit exact, so it cannot "
+             f"choose: mgcv stops anywhere ({mg['complexity_all']:.2f} for rank 4 on the test set), we take the least "
+             "complex exact model (Definition 2.5's tie-break)")
+    rows.append({"ref": ref, "quantity": f"complexity of {{{names}}}", "book": float(printed["complexity"]),
+                 "printed": printed["complexity"], "ours": hit["complexity"],
+                 "explanation": exact if printed["d2"] == 100 else "training vs test data: on the test set this model "
+                 f"has D2 = {100 * hit['deviance_explained']:.1f} %"})
+    return rows

@@ -21,7 +21,6 @@ Quantities (as mgcv reports them):
 
 from __future__ import annotations
 
-import math
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -29,16 +28,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 from scipy import linalg, optimize
-from scipy.linalg import lapack
 from scipy.sparse import linalg as sparse_linalg
 
 from ..errors import VRSError
 from ..threads import blas_limit
+from .smoothing import PLSFit, _pls, _scale_penalties, fit_from_crossproducts
 
 FAMILIES = ("gaussian", "binomial")
 MAX_KNOTS = 2000  # mgcv's default max.knots: a thin-plate basis of a feature with more unique values uses a random
 #                   subset of them as knots (mgcv and we draw it with different generators)
-EXACT_FIT = 1e-10   # RSS / TSS below which a Gaussian fit counts as an exact reconstruction of the target
 
 
 class GAMError(VRSError, ValueError):
@@ -52,6 +50,17 @@ class GAMWarning(UserWarning):
 # ----------------------------------------------------------------------------------------------------------------
 # Terms
 # ----------------------------------------------------------------------------------------------------------------
+
+def _distinct_rows(u: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """(values, inverse, counts): the distinct values of ``u`` with u = values[inverse] and how often each occurs
+    when fewer than half the rows are distinct (and there are more than 1,000), else (u, None, ones): a basis that
+    is a function of u alone is then evaluated once per distinct value and its rows gathered."""
+    if len(u) > 1000:
+        uu, inverse, counts = np.unique(u, return_inverse=True, return_counts=True)
+        if 2 * len(uu) < len(u):
+            return uu, inverse.ravel(), counts.astype(float)
+    return u, None, np.ones(len(u))
+
 
 def _eta_tp(r: np.ndarray) -> np.ndarray:
     """Thin-plate radial basis for d = 1, m = 2: eta(r) = Gamma(-3/2) / (2^4 sqrt(pi)) r^3 = r^3 / 12."""
@@ -81,6 +90,7 @@ class SmoothTerm:
     UZ: np.ndarray | None = field(default=None, repr=False)
     Z: np.ndarray | None = field(default=None, repr=False)
     S: np.ndarray | None = field(default=None, repr=False)
+    null_space: np.ndarray | None = field(default=None, repr=False)   # of S: the directions no penalty shrinks
     x_range: tuple = field(default=(np.nan, np.nan), repr=False)
 
     @property
@@ -118,30 +128,34 @@ class SmoothTerm:
         S_raw = np.zeros((self.k, self.k))
         S_raw[: self.k - 2, : self.k - 2] = Zt.T @ (Dk[:, None] * Zt)
         S_raw = (S_raw + S_raw.T) / 2
-        Xraw = self._raw(x)
-        colsum = Xraw.sum(axis=0)
+        # measurements repeat (a clinical feature of 80,671 rows has a few hundred distinct values): the basis is a
+        # function of x alone, so it is built on the distinct values, each weighted by how often it occurs
+        rows, inverse, counts = _distinct_rows((x - self.lo) / self.scale)
+        Xraw = self._raw_rows(rows)
+        colsum = Xraw.sum(axis=0) if inverse is None else counts @ Xraw
         q, _ = np.linalg.qr(colsum[:, None], mode="complete")
         Zc = q[:, 1:]
         # orthonormalize over the data (B = QR): the raw basis has condition numbers ~1e8 at k = 100, which
-        # X'X would square; with B R^-1 the cross-products stay well conditioned and the fit is unchanged
-        Q, R = np.linalg.qr(Xraw @ Zc)
+        # X'X would square; with B R^-1 the cross-products stay well conditioned and the fit is unchanged. With
+        # repeated rows, B = P B_u (P gathers the distinct rows, P'P = W their counts): the Householder QR of
+        # W^1/2 B_u = Q_w R gives the same R and Q = P W^-1/2 Q_w (Q'Q = Q_w'Q_w = I), at the cost of the
+        # distinct rows
+        w = np.sqrt(counts)
+        Q, R = np.linalg.qr((Xraw @ Zc) * w[:, None])
         sign = np.where(np.diag(R) < 0, -1.0, 1.0)
-        Q, R = Q * sign, R * sign[:, None]
+        Q, R = Q * (sign / w[:, None]), R * sign[:, None]
         Rinv = linalg.solve_triangular(R, np.eye(len(R)))
         self.Z = Zc @ Rinv
         S = self.Z.T @ S_raw @ self.Z
         self.S = (S + S.T) / 2
-        return Q
+        ev, V = np.linalg.eigh(self.S)
+        self.null_space = V[:, ev <= 1e-9 * max(ev.max(), 1e-300)]   # the unpenalized (linear) directions
+        return Q if inverse is None else Q[inverse]
 
     def _raw(self, x: np.ndarray) -> np.ndarray:
-        u = (np.asarray(x, dtype=float) - self.lo) / self.scale
-        if len(u) > 1000:
-            # measurements repeat (a clinical feature of 80,671 rows has a few hundred distinct values): the basis is
-            # a function of x alone, so evaluate it once per distinct value and gather the rows (same arithmetic)
-            uu, inverse = np.unique(u, return_inverse=True)
-            if 2 * len(uu) < len(u):
-                return self._raw_rows(uu)[inverse.ravel()]
-        return self._raw_rows(u)
+        rows, inverse, _ = _distinct_rows((np.asarray(x, dtype=float) - self.lo) / self.scale)
+        raw = self._raw_rows(rows)
+        return raw if inverse is None else raw[inverse]
 
     def _raw_rows(self, u: np.ndarray) -> np.ndarray:
         out = np.empty((len(u), self.k))
@@ -338,8 +352,7 @@ def _unpenalized_directions(design: Design, idx) -> list:
         P = np.zeros((p, len(design.blocks[i])))
         P[[pos[c] for c in design.blocks[i]], np.arange(len(design.blocks[i]))] = 1.0
         if t.S is not None:
-            w, V = np.linalg.eigh(t.S)
-            P = P @ V[:, w <= 1e-9 * max(w.max(), 1e-300)]
+            P = P @ t.null_space
         out.append(P)
     return out
 
@@ -366,155 +379,6 @@ def _check_aliasing(G: np.ndarray, design: Design, idx) -> None:
     raise GAMError(f"The model matrix is rank deficient: feature(s) {', '.join(names) or '(unidentified)'} are "
                    "confounded with the intercept or with features listed before them (e.g. a duplicated or perfectly "
                    "collinear feature). Drop one of each confounded pair.")
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Penalized least squares from cross-products, smoothing parameters by GCV / UBRE
-# ----------------------------------------------------------------------------------------------------------------
-
-@dataclass
-class PLSFit:
-    beta: np.ndarray
-    rss: float
-    edf: float
-    edf_terms: np.ndarray
-    Ainv: np.ndarray
-    log_lambda: np.ndarray
-    criterion: float
-
-
-def _spd_inverse(A: np.ndarray) -> np.ndarray:
-    """Inverse of a symmetric positive definite matrix from its Cholesky factor (LAPACK potrf + potri: 2/3 of the
-    flops of solving against the identity). Raises LinAlgError when A is not positive definite."""
-    c, info = lapack.dpotrf(A, lower=0, clean=1)
-    if info != 0:
-        raise linalg.LinAlgError(f"matrix not positive definite (potrf info {info})")
-    inv, info = lapack.dpotri(c, lower=0)
-    if info != 0:
-        raise linalg.LinAlgError(f"matrix singular (potri info {info})")
-    upper = np.triu(inv)
-    return upper + np.triu(upper, 1).T
-
-
-def _pls(G, b, yy, Slist, rho):
-    """Penalized LS at log smoothing parameters rho; Slist holds (columns, S_j) blocks."""
-    lam = np.exp(rho)
-    S = np.zeros_like(G)
-    for lam_j, (cols, Sj) in zip(lam, Slist, strict=True):
-        S[np.ix_(cols, cols)] += lam_j * Sj
-    A = G + S
-    try:
-        Ainv = _spd_inverse(A)
-    except linalg.LinAlgError:
-        Ainv = _spd_inverse(A + np.eye(len(A)) * 1e-10 * np.trace(A) / len(A))
-    beta = Ainv @ b
-    Sb = S @ beta
-    rss = max(float(yy - beta @ b - beta @ Sb), 0.0)
-    AinvS = np.zeros_like(G)
-    for lam_j, (cols, Sj) in zip(lam, Slist, strict=True):
-        AinvS[:, cols] += lam_j * (Ainv[:, cols] @ Sj)
-    edf = len(b) - float(np.trace(AinvS))
-    return lam, S, Ainv, beta, Sb, rss, edf, AinvS
-
-
-def _criterion(G, b, yy, n, Slist, rho, kind, scale=1.0):
-    lam, S, Ainv, beta, Sb, rss, edf, AinvS = _pls(G, b, yy, Slist, rho)
-    grad_rss = np.empty(len(rho))
-    grad_edf = np.empty(len(rho))
-    AinvSb = Ainv @ Sb
-    for j, (lam_j, (cols, Sj)) in enumerate(zip(lam, Slist, strict=True)):
-        grad_rss[j] = 2 * lam_j * float(AinvSb[cols] @ (Sj @ beta[cols]))
-        Mj = Ainv[:, cols] @ Sj                     # the non-zero columns of A^-1 S_j
-        tr1 = float(np.trace(Mj[cols, :]))
-        tr2 = float(np.sum(Mj.T * AinvS[cols, :]))
-        grad_edf[j] = -lam_j * (tr1 - tr2)
-    if kind == "gcv":
-        denom = n - edf
-        V = n * rss / denom ** 2
-        gV = n * grad_rss / denom ** 2 + 2 * n * rss * grad_edf / denom ** 3
-    else:  # UBRE with known scale
-        V = rss / n - scale + 2 * scale * edf / n
-        gV = grad_rss / n + 2 * scale * grad_edf / n
-    return V, gV
-
-
-def _scale_penalties(G, penalties):
-    out = []
-    for cols, Sj in penalties:
-        normX = np.linalg.norm(G[np.ix_(cols, cols)])
-        normS = np.linalg.norm(Sj)
-        out.append((np.asarray(cols), Sj * (normX / normS if normS > 0 else 1.0)))
-    return out
-
-
-def fit_from_crossproducts(G, b, yy, n, penalties, kind: str = "gcv", rho0=None, bounds=(-20.0, 22.0),
-                           rescale: bool = True) -> PLSFit:
-    """Penalized least squares for cross-products G = X'WX, b = X'Wz, yy = z'Wz of n rows.
-
-    ``penalties`` is a list of (columns, S_j) pairs; smoothing parameters lambda_j = exp(rho_j) minimize the GCV
-    score n RSS / (n - edf)^2 (``kind="gcv"``) or UBRE RSS/n - 1 + 2 edf/n (``kind="ubre"``, known scale 1), with
-    analytic gradients (L-BFGS-B). Penalties are rescaled internally like mgcv's so rho = 0 is a sensible start."""
-    p = len(b)
-    Slist = _scale_penalties(G, penalties) if rescale else [(np.asarray(c), Sj) for c, Sj in penalties]
-    if not Slist:
-        c = linalg.cho_factor(G)
-        Ainv = linalg.cho_solve(c, np.eye(p))
-        beta = Ainv @ b
-        rss = max(float(yy - beta @ b), 0.0)
-        crit = n * rss / (n - p) ** 2 if kind == "gcv" else rss / n - 1 + 2 * p / n
-        return PLSFit(beta, rss, float(p), np.array([]), Ainv, np.array([]), crit)
-    m = len(Slist)
-
-    def f(rho):
-        V, g = _criterion(G, b, yy, n, Slist, rho, kind)
-        if kind == "gcv":
-            V = max(V, 1e-300)
-            return math.log(V), g / V
-        return V, g
-
-    if rho0 is None:
-        # GCV/UBRE surfaces have flat regions (a smooth that is linear at lambda -> infinity): start from the best
-        # common rho on a grid, then one coordinate-wise grid sweep, before the gradient search
-        grid = np.arange(-12.0, 21.0, 4.0)
-        vals = [f(np.full(m, r))[0] for r in grid]
-        rho0 = np.full(m, grid[int(np.argmin(vals))])
-        if m > 1:
-            best = min(vals)
-            for j in range(m):
-                for r in grid:
-                    trial = rho0.copy()
-                    trial[j] = r
-                    v = f(trial)[0]
-                    if v < best:
-                        best, rho0 = v, trial
-    opts = {"maxiter": 200, "ftol": 1e-12, "gtol": 1e-8}
-    res = optimize.minimize(f, rho0, jac=True, method="L-BFGS-B", bounds=[bounds] * m, options=opts)
-    # polish: would maximal smoothing of some terms do better (flat directions the gradient cannot see)?
-    trial = res.x.copy()
-    for j in range(m):
-        cand = trial.copy()
-        cand[j] = bounds[1]
-        if f(cand)[0] < f(trial)[0] - 1e-12 * abs(res.fun):
-            trial = cand
-    if not np.array_equal(trial, res.x):
-        res2 = optimize.minimize(f, trial, jac=True, method="L-BFGS-B", bounds=[bounds] * m, options=opts)
-        if res2.fun < res.fun:
-            res = res2
-    rho = res.x
-    lam, S, Ainv, beta, Sb, rss, edf, AinvS = _pls(G, b, yy, Slist, rho)
-    if kind == "gcv" and rss <= EXACT_FIT * yy:
-        # Exact reconstruction (D^2 = 100 %): the GCV score is 0 for every lambda that keeps the fit exact, so it
-        # cannot choose. Take the least complex model of equal fit: maximal smoothing of every term that the exact
-        # fit does not need (their shapes are 0 anyway). This is the tie-break of Definition 2.5, step 1.
-        for j in range(m):
-            trial = rho.copy()
-            trial[j] = bounds[1]
-            if _pls(G, b, yy, Slist, trial)[5] <= EXACT_FIT * yy:
-                rho = trial
-        lam, S, Ainv, beta, Sb, rss, edf, AinvS = _pls(G, b, yy, Slist, rho)
-    edf_diag = 1.0 - np.diag(AinvS)
-    crit = f(rho)[0]
-    return PLSFit(beta, rss, edf, edf_diag, Ainv, rho, float(math.exp(crit) if kind == "gcv" else crit))
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -602,6 +466,12 @@ def _binomial_deviance(y, mu):
     return float(-2 * np.sum(y * np.log(mu) + (1 - y) * np.log(1 - mu)))
 
 
+def _columns(X: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """X[:, cols] - X itself when cols are all its columns in order (a model with every term: no copy of the
+    n x p matrix)."""
+    return X if len(cols) == X.shape[1] and np.array_equal(cols, np.arange(X.shape[1])) else X[:, cols]
+
+
 def fit_design(design: Design, y: np.ndarray, term_idx, family: str = "gaussian", G=None, b=None, yy=None,
                target: str = "y", max_iter: int = 50, tol: float = 1e-8, blas_threads="auto") -> GAMResult:
     """Fit the GAM with the intercept and the terms ``term_idx`` of a design. For the Gaussian family pass the
@@ -620,7 +490,7 @@ def fit_design(design: Design, y: np.ndarray, term_idx, family: str = "gaussian"
     ybar = float(np.mean(y))
     if family == "gaussian":
         if G is None:
-            X = design.X[:, cols]
+            X = _columns(design.X, cols)
             yc = y - ybar
             Gs, bs, yys = X.T @ X, X.T @ yc, float(yc @ yc)
         else:
@@ -635,7 +505,7 @@ def fit_design(design: Design, y: np.ndarray, term_idx, family: str = "gaussian"
         cov = fit.Ainv * scale
         crit = fit.criterion
     else:
-        X = design.X[:, cols]
+        X = _columns(design.X, cols)
         null = _binomial_deviance(y, np.full(n, ybar))
         penalties = _scale_penalties(0.25 * (X.T @ X), penalties)
         _check_aliasing(0.25 * (X.T @ X), design, term_idx)

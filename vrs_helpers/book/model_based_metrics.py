@@ -141,3 +141,54 @@ def simulate_true_labels(observed, precision: float, false_omission_rate: float,
     rng = np.random.default_rng(seed)
     p = np.where(o == 1, _rate(precision, "precision"), _rate(false_omission_rate, "false_omission_rate"))
     return (rng.random((n_draws, len(o))) < p).astype(np.int8)
+
+
+def resampled_true_rates(observed, precision: float, false_omission_rate: float, n_draws: int,
+                         rng: np.random.Generator | int = 0) -> np.ndarray:
+    """The variance of eq. (13) by resampling (MBM section 3): bootstrap the N outputs, then draw each resampled
+    output's true label given its observed one (R ~ Bernoulli(precision) where O = 1, Bernoulli(FOR) where O = 0).
+    Returns ``n_draws`` true positive rates. Their mean is p_R (eq. 10) and their variance p_R (1 - p_R) / N, eq.
+    (13) without Bessel's correction; resampling the observed labels alone gives the deterministic p_O (1 - p_O) / N.
+
+    Only the number of observed positives of a resample matters, so it is drawn as Binomial(N, p_O) and the true
+    positives as Binomial(k, precision) + Binomial(N - k, FOR)."""
+    o = np.asarray(observed)
+    if o.ndim != 1 or len(o) < 2 or not np.isin(o, (0, 1)).all():
+        raise MetricModelError("observed must be a sequence of at least two 0/1 labels.")
+    if int(n_draws) < 1:
+        raise MetricModelError(f"n_draws must be a positive integer; got {n_draws!r}.")
+    rng = np.random.default_rng(rng)
+    n = len(o)
+    k = rng.binomial(n, float(o.mean()), size=int(n_draws))
+    true = (rng.binomial(k, _rate(precision, "precision"))
+            + rng.binomial(n - k, _rate(false_omission_rate, "false_omission_rate")))
+    return true / n
+
+
+def max_false_omission_rate(mean_control: float, mean_treatment: float, n: int, precision: float = 1.0,
+                            level: float = 0.95) -> float:
+    """How good must the metric model be? The false omission rate at which the model-based interval of the
+    difference (eq. 13/14, N outputs per system, independent systems) first reaches 0: below it the difference is
+    significant at ``level``. ``math.inf`` when no FOR in [0, 1] makes it insignificant.
+
+    Raises :class:`MetricModelError` when the difference is not significant even for a perfect model (FOR 0)."""
+    from scipy.optimize import brentq
+
+    n = _n(n)
+    z = stats.norm.ppf(0.5 + level / 2)
+    d = abs(float(mean_treatment) - float(mean_control))
+
+    def margin(fo: float) -> float:   # |d| minus the half-width of the interval: > 0 while significant
+        var = sum(variance_model_based(p, n, precision, fo) for p in (mean_control, mean_treatment))
+        return d - z * np.sqrt(var)
+
+    if margin(0.0) <= 0:
+        raise MetricModelError(f"the difference {d:g} is not significant at level {level:g} even for a metric model "
+                               f"without false omissions (precision {precision:g}).")
+    grid = np.linspace(0.0, 1.0, 1001)
+    values = np.array([margin(f) for f in grid])
+    crossed = np.flatnonzero(values <= 0)
+    if not len(crossed):
+        return float("inf")
+    i = int(crossed[0])
+    return float(brentq(margin, grid[i - 1], grid[i], xtol=1e-14))

@@ -201,6 +201,38 @@ def smallest_design(study: pd.DataFrame, target: float = 0.8) -> pd.Series | Non
     return ok.sort_values(["measurements", "phi"], ascending=[True, False]).iloc[0]
 
 
+def _design_rows(study: pd.DataFrame, sizes: Mapping[str, float]) -> pd.DataFrame:
+    unknown = [f for f in sizes if f"n_{f}" not in study.columns]
+    if unknown:
+        facets = [c.removeprefix("n_") for c in study.columns if c.startswith("n_")]
+        raise ReliabilityError(f"Unknown facet(s) {unknown}; the decision study varies {facets or 'none'}.")
+    keep = np.ones(len(study), dtype=bool)
+    for f, v in sizes.items():
+        keep &= (study[f"n_{f}"] == v).to_numpy()
+    return study[keep]
+
+
+def design_phi(study: pd.DataFrame, **sizes: float) -> float:
+    """phi of one design of a decision study (:func:`decision_study`), named by its facet sizes:
+    ``design_phi(study, rater=2, instantiation=2)``. Every facet the study varies must be given."""
+    rows = _design_rows(study, sizes)
+    if len(rows) != 1:
+        raise ReliabilityError(f"{len(rows)} designs of the study have {sizes}; name one size for every facet it "
+                               f"varies ({', '.join(c for c in study.columns if c.startswith('n_'))}) from its grid.")
+    return float(rows["phi"].iloc[0])
+
+
+def smallest_n(study: pd.DataFrame, facet: str, target: float = 0.8, **fixed: float) -> float:
+    """The smallest sample size of ``facet`` at which phi reaches ``target`` (phi >= target) in a decision study,
+    with the other facets at ``fixed`` sizes: ``smallest_n(study, "rater", 0.8, instantiation=1)``. NaN when no
+    design of the study's grid reaches it (a larger grid, or the closed form, may)."""
+    if f"n_{facet}" not in study.columns:
+        raise ReliabilityError(f"The decision study does not vary {facet!r}.")
+    rows = _design_rows(study, fixed)
+    ok = rows[rows["phi"] >= target]
+    return float(ok[f"n_{facet}"].min()) if len(ok) else float("nan")
+
+
 def plot_decision_study(study: pd.DataFrame, x: str, line: str, ax=None, target: float | None = 0.8, title=None):
     """phi against one facet's sample size, one line per sample size of another (book Figure 3.3)."""
     import matplotlib.pyplot as plt

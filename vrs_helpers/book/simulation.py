@@ -3,6 +3,9 @@ true null hypothesis; power the probability of rejecting a false one).
 
 - :func:`evaluation_log` - a simulated per-item score table of systems over training runs with the variance
   structure of the book's models: ``score = mu_s + run_{s,r} + item_i + e``, all normal.
+- :func:`baseline_and_replications` - a simulated test set of two systems: one baseline score and several
+  replications (training runs) of the other system per item, ``score = item_i + e`` (+ ``delta`` for the other
+  system); :func:`glrt_p_value` and :func:`permutation_p_value` test it as book chapter 4 does.
 - :func:`rejection_rates` - how often each of several tests rejects at ``alpha`` over ``n_sim`` simulated data sets,
   with the Monte-Carlo standard error sqrt(r (1 - r) / n_sim) of each rate. Every simulation draws from its own
   generator spawned from ``seed`` (numpy SeedSequence), so the result does not depend on the order of evaluation
@@ -11,6 +14,7 @@ true null hypothesis; power the probability of rejecting a false one).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -18,6 +22,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import VRSError
+from ..mixed import SingularFitWarning, fit, lrt
+from .significance import permutation_test
 
 
 class SimulationError(VRSError, ValueError):
@@ -100,12 +106,67 @@ def rejection_rates(simulate: Callable[[np.random.Generator], object],
         raise SimulationError(f"n_sim must be a positive integer, got {n_sim!r}.")
     if not tests:
         raise SimulationError("give at least one test (name -> function of the data returning a p-value).")
-    from tqdm.auto import tqdm
+    from tqdm import tqdm  # a text bar: tqdm.auto warns in a kernel without ipywidgets
 
     children = np.random.SeedSequence(seed).spawn(int(n_sim))
     rows = []
     desc = progress if isinstance(progress, str) else "simulations"
-    for child in tqdm(children, desc=desc, disable=not progress, leave=False):
+    # a bar on stderr when asked for and stderr is a terminal (tqdm's disable=None): never in logs or tests
+    for child in tqdm(children, desc=desc, unit="sim", disable=None if progress else True, leave=False):
         data = simulate(np.random.default_rng(child))
         rows.append({name: float(fn(data)) for name, fn in tests.items()})
     return RejectionRates(float(alpha), int(n_sim), pd.DataFrame(rows, columns=list(tests)))
+
+
+@dataclass
+class ReplicatedComparison:
+    """One simulated test set of :func:`baseline_and_replications`."""
+
+    baseline: np.ndarray      # one score per item
+    replications: np.ndarray  # items x replications: the other system's scores
+    seed: int                 # for a resampling test of this data set, drawn with it
+
+    @property
+    def data(self) -> pd.DataFrame:
+        """The long table a mixed model reads: ``system`` ("B" the baseline, "T" the other), ``item``, ``score``."""
+        items, reps = self.replications.shape
+        return pd.DataFrame({"system": np.repeat(["B", "T"], [items, reps * items]),
+                             "item": np.concatenate([np.arange(items), np.repeat(np.arange(items), reps)]),
+                             "score": np.concatenate([self.baseline, self.replications.ravel()])})
+
+
+def baseline_and_replications(rng: np.random.Generator | int, items: int = 150, item_sd: float = 0.1,
+                              residual_sd: float = 0.05, delta: float = 0.0, replications: int = 3,
+                              mean: float = 0.6) -> ReplicatedComparison:
+    """A simulated test set like those of book chapter 4: every item has a score of a baseline system and
+    ``replications`` scores of another system (e.g. three training runs), all with the item's effect:
+    ``item_i ~ N(mean, item_sd^2)``, baseline ``item_i + e``, other ``item_i + delta + e``, ``e ~ N(0, residual_sd^2)``
+    independent. ``delta = 0`` simulates a true null hypothesis (type-I error), ``delta != 0`` an effect (power)."""
+    if items < 2 or replications < 1:
+        raise SimulationError(f"items must be >= 2 and replications >= 1, got {items}, {replications}.")
+    if min(item_sd, residual_sd) < 0:
+        raise SimulationError("standard deviations must be >= 0.")
+    rng = np.random.default_rng(rng)
+    item = rng.normal(mean, item_sd, items)
+    base = item + rng.normal(0, residual_sd, items)
+    other = item[:, None] + delta + rng.normal(0, residual_sd, (items, replications))
+    return ReplicatedComparison(base, other, int(rng.integers(2**31)))
+
+
+def glrt_p_value(sample: ReplicatedComparison) -> float:
+    """The GLRT of a system difference on one simulated test set (book 4.3): ML fits of ``score ~ system +
+    (1|item)`` against ``score ~ 1 + (1|item)``. A singular fit (the item variance estimated as 0, which happens in
+    simulations with few items) is an estimate like any other here and is not reported."""
+    data = sample.data
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SingularFitWarning)
+        null = fit("score ~ 1 + (1|item)", data, method="ML")
+        full = fit("score ~ system + (1|item)", data, method="ML")
+    return lrt(null, full).p_value
+
+
+def permutation_p_value(sample: ReplicatedComparison, n_resamples: int = 500) -> float:
+    """The paired permutation test (book Algorithm 4.2) of the baseline against the mean of the other system's
+    replications per item, with the resampling seed drawn with the data set."""
+    return permutation_test(sample.baseline, sample.replications.mean(axis=1), n_resamples=n_resamples,
+                            seed=sample.seed).p_value

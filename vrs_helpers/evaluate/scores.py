@@ -412,10 +412,15 @@ def validate(df, *, response, system: str | None = None, item: str, replications
         if problem:
             raise InputError(problem)
     if len(systems) > 1:
-        item_sets = {s: set(frame.loc[frame[sys_col] == s, item]) for s in systems}
-        union = set().union(*item_sets.values())
-        lacking = {s: union - v for s, v in item_sets.items() if union - v}
-        if lacking:
+        # distinct (system, item) pairs counted per system: a system with fewer than all items lacks some (the
+        # item sets themselves, a Python set per system, are built only then - for the message)
+        pairs = frame[[sys_col, item]].drop_duplicates()
+        n_items = pairs[item].nunique()
+        per_system = pairs.groupby(sys_col).size()
+        short = [s for s in systems if per_system.get(s, 0) < n_items]
+        if short:
+            union = set(pairs[item])
+            lacking = {s: union - set(pairs.loc[pairs[sys_col] == s, item]) for s in short}
             desc = "; ".join(f"{s} lacks {len(v)} (e.g. {', '.join(sorted(v)[:5])})" for s, v in lacking.items())
             raise InputError(f"The systems were not scored on the same items ({len(union)} items in all): {desc}. "
                              "Paired comparisons need every item for every system: restrict the data to the shared "

@@ -17,8 +17,12 @@ lower-triangular theta, ``(0 + x|g)``, ``(1 + x||g)``; factors as lme4 codes the
 - :mod:`.glmm` - generalized linear mixed models, :class:`GeneralizedLinearMixedModel` (lme4's glmer; families
   and links in :mod:`.families`, the Laplace / quadrature deviance in :mod:`.laplace`); :func:`glmer`;
 - :mod:`.likelihood_ratio` - one likelihood ratio test for both: :func:`lrt`, :class:`LRTResult`;
-- :mod:`.ddf` - small-sample F tests of fixed effects with Satterthwaite's or Kenward-Roger's (:mod:`.kenward_roger`)
-  denominator df (``result.anova(ddf=...)``, ``result.test(L, ddf=...)``);
+- :mod:`.ddf` - small-sample F tests of fixed effects with Satterthwaite's (:mod:`.satterthwaite`) or
+  Kenward-Roger's (:mod:`.kenward_roger`) denominator df (``result.anova(type=..., ddf=...)``: lmerTest's type I, II
+  and III hypotheses, :mod:`.hypotheses`; ``result.test(L, ddf=...)``); :mod:`.nested` merges nested random
+  intercepts ((1|item) + (1|system:item)) into one term for the fit and both tests;
+- :mod:`.glmm_bootstrap` - the GLMMs' parametric-bootstrap LRT (PBmodcomp): :func:`glmm_bootstrap_lrt`;
+  :mod:`.separation` - all-correct / all-wrong groups: :func:`check_separation`;
 - :mod:`.simulate`, :mod:`.batch`, :mod:`.bootstrap` - responses simulated as sufficient statistics, batched refits
   and the parametric-bootstrap LRT (pbkrtest's PBmodcomp): :func:`parametric_bootstrap_lrt`;
 - :mod:`.numdiff` - the finite differences every numerical derivative of the engine uses.
@@ -31,12 +35,15 @@ from .design import SufficientStats, design_rows
 from .deviance import BlockDeviance, Deviance
 from .errors import SINGULAR_TOL, AliasedFactorsWarning, ConvergenceWarning, MixedModelError, SingularFitWarning
 from .glmm import GeneralizedLinearMixedModel, GLMMResult, glmer
+from .glmm_bootstrap import glmm_bootstrap_lrt
 from .likelihood_ratio import LRTResult, lrt
 from .model import MixedModel, OptSummary
 from .results import LinearMixedModel, MixedModelResult, fit, fit_stats
+from .separation import check_separation
 
 __all__ = ["fit", "fit_stats", "accumulate", "accumulate_dask", "lrt", "MixedModel", "LinearMixedModel",
            "GeneralizedLinearMixedModel", "OptSummary", "MixedModelResult", "LRTResult", "families",
            "SufficientStats", "MixedModelError", "SingularFitWarning", "ConvergenceWarning", "AliasedFactorsWarning",
            "SINGULAR_TOL", "Deviance", "BlockDeviance", "design_rows", "PartialStats", "merge_all",
-           "glmer", "GLMMResult", "parametric_bootstrap_lrt", "BootstrapLRTResult"]
+           "glmer", "GLMMResult", "parametric_bootstrap_lrt", "BootstrapLRTResult", "glmm_bootstrap_lrt",
+           "check_separation"]

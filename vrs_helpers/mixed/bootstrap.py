@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -100,8 +101,50 @@ def internal_theta(m: MixedModelResult) -> np.ndarray:
     return m.stats.theta_from_lme4(m.theta)
 
 
+@dataclass(kw_only=True)
+class SeededBatches:
+    """What a seeded plan of parametric-bootstrap batches shares (this module's and :mod:`.glmm_bootstrap`'s): the
+    observed statistic and its df, ``n_sim`` draws in ``batches`` of (start, size), the ``seed``, the two formulas;
+    batch i's generator, running every batch here and the test from all draws. A subclass adds ``draw(i)`` (the
+    simulated statistics of batch i, NaN where a refit failed) and names its ``method``."""
+
+    observed: float
+    df: int
+    n_sim: int
+    seed: int
+    batches: list = field(repr=False)
+    formula0: str = ""
+    formula1: str = ""
+    method: ClassVar[str] = "parametric bootstrap LRT"
+
+    def rng(self, i: int) -> np.random.Generator:
+        """The generator of batch i: child i of SeedSequence(seed), independent of where the batch runs."""
+        return np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(i,)))
+
+    def run(self) -> BootstrapLRTResult:
+        """All batches here, one after the other."""
+        return self.finish(np.concatenate([self.draw(i) for i in range(len(self.batches))]))
+
+    def finish(self, reference) -> BootstrapLRTResult:
+        """The test from the simulated statistics in batch order (NaN: a draw that could not be refitted, counted
+        in ``n_failed`` and left out of p): p = (1 + n_extreme) / (1 + valid draws)."""
+        reference = np.asarray(reference, dtype=float)
+        if len(reference) != self.n_sim:
+            raise MixedModelError(f"{len(reference)} simulated statistics for a plan of {self.n_sim}.")
+        valid = reference[np.isfinite(reference)]
+        if not len(valid):
+            raise MixedModelError("No simulated response could be fitted; the bootstrap has no reference "
+                                  "distribution (for a GLMM, check for separation: mixed.check_separation).")
+        # a draw equal to the observed statistic within the optimizer's tolerance counts as at least as extreme
+        n_extreme = int((valid >= self.observed - 1e-7 * (1.0 + abs(self.observed))).sum())
+        p = (1 + n_extreme) / (1 + len(valid))
+        return BootstrapLRTResult(self.observed, self.df, p, float(stats.chi2.sf(self.observed, self.df)),
+                                  len(valid), n_extreme, int(self.n_sim - len(valid)), self.seed, self.formula0,
+                                  self.formula1, reference, method=self.method)
+
+
 @dataclass
-class BootstrapPlan:
+class BootstrapPlan(SeededBatches):
     """The seeded batches of a parametric bootstrap (see the module docstring). ``draw(i)`` returns the simulated
     statistics of batch i (NaN where a fit failed); ``finish`` the test from all of them in batch order. Picklable:
     it carries the two models' sufficient statistics and the null parameters, and builds its simulator where it
@@ -111,13 +154,6 @@ class BootstrapPlan:
     s1: SufficientStats = field(repr=False)
     theta0: list = field(repr=False)  # starting theta (internal order) of m0 and m1
     null: tuple = field(repr=False)  # (fixed, random, sigma) of m0's ML fit in m1's columns
-    observed: float
-    df: int
-    n_sim: int
-    seed: int
-    batches: list = field(repr=False)
-    formula0: str = ""
-    formula1: str = ""
     batched: bool = True  # False: every refit by the engine's optimizer (slower; the reference in the tests)
 
     def __getstate__(self):
@@ -133,10 +169,6 @@ class BootstrapPlan:
             batch = [BatchDeviance(v) if v.s.intercepts_only and self.batched else None for v in views]
             cache = self.__dict__["_cache"] = (sim, views, batch)
         return cache
-
-    def rng(self, i: int) -> np.random.Generator:
-        """The generator of batch i: child i of SeedSequence(seed), independent of where the batch runs."""
-        return np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(i,)))
 
     def draw(self, i: int) -> np.ndarray:
         _, size = self.batches[i]
@@ -166,25 +198,6 @@ class BootstrapPlan:
                 out[k] = np.nan
         return out
 
-    def run(self) -> BootstrapLRTResult:
-        """All batches here, one after the other."""
-        return self.finish(np.concatenate([self.draw(i) for i in range(len(self.batches))]))
-
-    def finish(self, reference) -> BootstrapLRTResult:
-        reference = np.asarray(reference, dtype=float)
-        if len(reference) != self.n_sim:
-            raise MixedModelError(f"{len(reference)} simulated statistics for a plan of {self.n_sim}.")
-        valid = reference[np.isfinite(reference)]
-        if not len(valid):
-            raise MixedModelError("No simulated response could be fitted; the bootstrap has no reference "
-                                  "distribution.")
-        # a draw equal to the observed statistic within the optimizer's tolerance counts as at least as extreme
-        n_extreme = int((valid >= self.observed - 1e-7 * (1.0 + abs(self.observed))).sum())
-        p = (1 + n_extreme) / (1 + len(valid))
-        return BootstrapLRTResult(self.observed, self.df, p, float(stats.chi2.sf(self.observed, self.df)),
-                                  len(valid), n_extreme, int(self.n_sim - len(valid)), self.seed, self.formula0,
-                                  self.formula1, reference)
-
 
 def bootstrap_plan(m0: MixedModelResult, m1: MixedModelResult, n_sim: int = 1000, seed: int = 0,
                    batch_size: int | None = None) -> BootstrapPlan:
@@ -199,8 +212,9 @@ def bootstrap_plan(m0: MixedModelResult, m1: MixedModelResult, n_sim: int = 1000
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
         raise MixedModelError(f"batch_size must be a positive integer, got {batch_size!r}.")
     batches = [(a, min(batch_size, n_sim - a)) for a in range(0, int(n_sim), int(batch_size))]
-    return BootstrapPlan(m0.stats, m1.stats, [internal_theta(m0), internal_theta(m1)], null, test.chi2, test.df,
-                         int(n_sim), int(seed), batches, m0.formula, m1.formula)
+    return BootstrapPlan(m0.stats, m1.stats, [internal_theta(m0), internal_theta(m1)], null, observed=test.chi2,
+                         df=test.df, n_sim=int(n_sim), seed=int(seed), batches=batches, formula0=m0.formula,
+                         formula1=m1.formula)
 
 
 def parametric_bootstrap_lrt(m0: MixedModelResult, m1: MixedModelResult, n_sim: int = 1000, seed: int = 0,

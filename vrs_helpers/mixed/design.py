@@ -87,6 +87,7 @@ class SparseSum:
     """
 
     DENSE_LIMIT = 20_000_000  # cells of the dense array (x number of weight columns)
+    SPARSE_RATIO = 16  # a first chunk with more cells than this many times its rows starts with sorted keys
 
     def __init__(self):
         self.dense_arr: np.ndarray | None = None  # shape (ncols_w, nrow, ncol)
@@ -99,6 +100,10 @@ class SparseSum:
         k = 1 if weights is None or weights.ndim == 1 else weights.shape[1]
         nr = int(rows.max()) + 1 if len(rows) else 0
         nc = int(cols.max()) + 1 if cols is not None and len(cols) else 1
+        if not self.sparse and self.dense_arr is None and cols is not None and nr * nc > self.SPARSE_RATIO * len(rows):
+            # a table of two large factors that few rows fill (each row links one pair): sorted keys from the start,
+            # not a dense array of mostly zeros to fill, add and scan for nonzeros (the same sums, in the same order)
+            self.sparse = True
         if not self.sparse:
             cur = self.dense_arr
             nr = max(nr, cur.shape[1] if cur is not None else 0)

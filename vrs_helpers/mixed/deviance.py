@@ -50,6 +50,21 @@ def tri_solve(t: np.ndarray, b: np.ndarray, lower: bool, trans: bool = False) ->
     return x
 
 
+def _chol_inverse_lower(L: np.ndarray) -> np.ndarray:
+    """The lower triangle of S^-1 (zeros above the diagonal) from the lower Cholesky factor L of S (LAPACK potri,
+    without the copy into the upper triangle that :func:`_chol_inverse` makes)."""
+    inv, info = _potri(L, lower=1)
+    if info != 0:
+        raise linalg.LinAlgError(f"singular Cholesky factor (potri info {info})")
+    return inv
+
+
+def _symmetric_inner(lower: np.ndarray, H: np.ndarray) -> float:
+    """sum(S * H) for symmetric S given by its lower triangle ``lower`` (zeros above) and symmetric H: the strictly
+    lower part counts twice."""
+    return 2.0 * float(np.vdot(lower, H)) - float(np.diag(lower) @ np.diag(H))
+
+
 def _chol_inverse(L: np.ndarray) -> np.ndarray:
     """S^-1 from the lower Cholesky factor L of S (LAPACK potri: a third of the cost of two triangular solves)."""
     inv, info = _potri(L, lower=1)
@@ -121,6 +136,7 @@ class _PairSums:
         self.upper = uniq  # flat index i q + j (i <= j)
         self.lower = (uniq % q) * q + uniq // q
         self.q = q
+        self._weights = None  # per listed pair: its row, its column, 2 off the diagonal (made when first needed)
 
     def __call__(self, D: np.ndarray) -> np.ndarray:
         vals = self.K @ np.ascontiguousarray(D).reshape(-1)
@@ -128,6 +144,16 @@ class _PairSums:
         out[self.lower] = vals
         out[self.upper] = vals
         return out.reshape(self.q, self.q)
+
+    def inner_lower(self, lower: np.ndarray, D: np.ndarray, lam: np.ndarray) -> float:
+        """sum(S * (lam G D G' lam)) for a symmetric S given by its lower triangle ``lower`` (r = 1): the sandwich
+        is zero outside the listed pairs, so the sum runs over them alone, without forming the q x q matrix."""
+        if self._weights is None:
+            rows, cols = self.upper // self.q, self.upper % self.q
+            self._weights = (rows, cols, np.where(rows == cols, 1.0, 2.0))
+        rows, cols, twice = self._weights
+        vals = self.K @ np.ascontiguousarray(D).reshape(-1)
+        return float((lower.reshape(-1)[self.lower] * lam[rows] * lam[cols] * twice) @ vals)
 
     def adjoint(self, Kmat: np.ndarray, r: int) -> np.ndarray:
         """Per level l the r x r block G_:l' Kmat G_:l for a symmetric q x q Kmat (the transpose of the listed
@@ -264,7 +290,12 @@ class Deviance:
         cbT = (tb * self.RbT) / sqA  # (p+1) x m_b
         if self.q_o:
             H0 = self.bdb(1.0 / A)  # Z_o'Z_b A^-1 Z_b'Z_o
-            S = lam[:, None] * (self.C - (tb * tb) * H0) * lam[None, :] + self.eye_o
+            # S = lam (C - tb^2 H0) lam + I, built in place (the same arithmetic as the expression)
+            S = H0 * -(tb * tb)
+            S += self.C
+            S *= lam[:, None]
+            S *= lam[None, :]
+            S[np.diag_indices_from(S)] += 1.0
             LS = _chol(S, lower=True)
             BRA = self.BT @ (self.RbT / A).T  # q_o x (p+1)
             co = tri_solve(LS, lam[:, None] * (self.Ro - (tb * tb) * BRA), lower=True)
@@ -345,15 +376,21 @@ class Deviance:
         # Z'V*^-1 [X y] = a - G Lambda M^-1 Lambda a, with M^-1 Lambda a = L^-T [cb; co]
         if self.q_o:
             # big block: |L_S^-1 (lam B'/A)|_F^2 = tr(S^-1 H), H = lam (B' A^-2 B) lam
-            Sinv = _chol_inverse(LS)
-            diag_Sinv = np.diag(Sinv)
-            H = lam[:, None] * self.bdb(invA * invA) * lam[None, :]
-            tr[self.big] = self.n_big.sum() - float(xb @ xb) - float((Sinv * H).sum())
+            Sinv = _chol_inverse_lower(LS)  # its lower triangle: tr(S^-1 H) needs no more
+            diag_Sinv = np.diag(Sinv).copy()
+            if isinstance(self.bdb, _PairSums):
+                tr_SH = self.bdb.inner_lower(Sinv, invA * invA, lam)
+            else:
+                H = self.bdb(invA * invA)
+                H *= lam[:, None]
+                H *= lam[None, :]
+                tr_SH = _symmetric_inner(Sinv, H)
+            tr[self.big] = self.n_big.sum() - float(xb @ xb) - tr_SH
             colsq_b = (tb * tb) * (self.BT2 @ invA)
             if lam.min() > 1e-3:
                 # |L_S^-1 lam W|^2 column sums with S = lam W lam + I: diag(S - 2I + S^-1) / lam^2 (no solve)
                 S = LS @ LS.T if self.q_o < 64 else None
-                dS = (LS * LS).sum(axis=1) if S is None else np.diag(S)
+                dS = np.einsum("ij,ij->i", LS, LS) if S is None else np.diag(S)
                 colsq = colsq_b + (dS - 2.0 + diag_Sinv) / (lam * lam)
             else:  # near the boundary the division loses precision: solve
                 xo_o = tri_solve(LS, lam[:, None] * (self.C - (tb * tb) * H0), lower=True)

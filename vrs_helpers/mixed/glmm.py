@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -40,7 +41,7 @@ from ..threads import blas_limit
 from . import families, numdiff
 from .accumulate import accumulate
 from .design import design_rows
-from .errors import MixedModelError
+from .errors import ConvergenceWarning, MixedModelError
 from .formula import parse
 from .laplace import GLMMDeviance
 from .model import MixedModel, OptSummary
@@ -135,10 +136,11 @@ class GeneralizedLinearMixedModel(MixedModel):
     ``vcov``, ``varcorr`` (lme4's ``as.data.frame(VarCorr(m))`` on the latent scale), ``ranef`` (the conditional
     modes ``b = Lambda u`` per grouping), ``loglik``, ``deviance`` (``-2 logLik``; lme4's ``deviance()`` of a
     glmer fit is instead its deviance-residual form, without the constants of ``logLik``), ``nagq``, ``warnings``
-    and ``optsum``. ``objective`` is the model's deviance function (:class:`.laplace.GLMMDeviance`: response,
-    weights, X, levels; PIRLS, Laplace, quadrature). ``stats`` is the fixed-effects design (factor levels,
-    treatment contrasts, covariate means) that :func:`vrs_helpers.mixed.marginal.emmeans` needs for marginal means
-    on the link scale.
+    (a fit that did not converge says so there, with ``converged`` False: lme4's checkConv) and ``optsum``.
+    ``objective`` is the model's deviance function (:class:`.laplace.GLMMDeviance`: response, weights, X, levels;
+    PIRLS, Laplace, quadrature; the GLMM bootstrap refits from it). ``stats`` is the fixed-effects design (factor
+    levels, treatment contrasts, covariate means) that :func:`vrs_helpers.mixed.marginal.emmeans` needs for marginal
+    means on the link scale.
     """
 
     _FITTED = MixedModel._FITTED + ("nagq", "warnings")
@@ -193,6 +195,20 @@ class GeneralizedLinearMixedModel(MixedModel):
             ranef[g] = pd.Series(th * u[off:off + len(levels)], index=levels, name="(Intercept)")
             off += len(levels)
         theta = np.abs(theta)
+        fit_warnings = []
+        # lme4's checkConv: a gradient away from 0, or a Hessian that is degenerate in the fixed effects (a standard
+        # error that is not a positive number: an estimate running off along a ridge, as under separation)
+        degenerate = not np.all(np.isfinite(se) & (se > 0))
+        if not optsum.converged or degenerate:
+            why = ("the optimizer stopped with a gradient away from 0" if not optsum.converged else
+                   "the Hessian is degenerate in the fixed effects: a standard error is not finite")
+            if optsum.converged:
+                optsum.converged, optsum.message = False, f"{optsum.message}; {why}"
+            msg = (f"the GLMM {self.formula!r} did not converge ({why}): its estimates, standard errors and every "
+                   f"test built on them are unreliable. Check for separation (a system or cell with all-correct or "
+                   f"all-wrong scores: mixed.check_separation) or simplify the random effects.")
+            fit_warnings.append(msg)
+            warnings.warn(msg, ConvergenceWarning, stacklevel=3)
         self.nagq = nagq
         self.theta = pd.Series(theta, index=[f"{g}.(Intercept)" for g in groups])
         self.fixed_effects = fe
@@ -203,7 +219,7 @@ class GeneralizedLinearMixedModel(MixedModel):
         self.vcov = pd.DataFrame(cov, index=names, columns=names)
         self.ranef = ranef
         self.optsum = optsum
-        self.warnings = []
+        self.warnings = fit_warnings
         return self
 
     def to_frame(self) -> pd.DataFrame:

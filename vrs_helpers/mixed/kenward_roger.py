@@ -39,6 +39,7 @@ import pandas as pd
 from scipy import linalg, stats
 
 from .. import outcomes
+from . import nested
 from .deviance import BlockDeviance
 from .errors import MixedModelError
 
@@ -103,8 +104,8 @@ class _Structure:
     """Z'V*^-1 Z, Z'V*^-1 X, X'V*^-1 X at the estimate, kept as per-level blocks of the big term, dense blocks of
     the other terms and the sparse J' (module docstring)."""
 
-    def __init__(self, result):
-        s = result.stats
+    def __init__(self, result, view=None):
+        s = result.stats if view is None else view.s
         dev = BlockDeviance(s, True)
         if dev.q_o > DENSE_OTHERS_LIMIT:
             names = ", ".join(s.groups[k] for k in dev.others)
@@ -114,7 +115,7 @@ class _Structure:
                 f"{8 * dev.q_o ** 2 * 8 / 1e9:.0f} GB here). Use ddf='satterthwaite', which needs only the fit's "
                 f"deviance.")
         self.s, self.dev = s, dev
-        theta = s.theta_from_lme4(result.theta)
+        theta = s.theta_from_lme4(result.theta) if view is None else view.theta
         self.lams = dev.lambdas(theta)
         b = dev.big
         self.b, self.rb = b, dev.r[b]
@@ -215,9 +216,17 @@ def adjustment(result) -> KRAdjustment:
                               "refit with method='REML'.")
     if s.p == 0:
         raise MixedModelError("the model has no fixed effects to test.")
-    st = _Structure(result)
+    # (1|item) + (1|system:item) merged into one term over the items where that pays (nested.find)
+    view = nested.block_view(s, s.theta_from_lme4(result.theta))
+    st = _Structure(result, view)
     sigma2 = float(result.sigma) ** 2
-    params = _parameters(s, st.lams, sigma2)
+    if view is None:
+        params = _parameters(s, st.lams, sigma2)
+    else:
+        params = []
+        for j, e, name in view.patterns:
+            cov = sigma2 * (st.lams[j] @ st.lams[j].T)
+            params.append((j, e, float(cov[np.unravel_index(np.argmax(e), e.shape)]), name))
     nr = len(params)  # random parameters; the residual variance is number nr
     b = st.b
     # per random parameter: P~_i = X'S^-1 G_i S^-1 X, t_i = tr(S^-1 G_i), and E_i Y_k

@@ -9,9 +9,10 @@ and one step of Richardson extrapolation (Richardson 1911; numDeriv's ``method =
     Richardson: (4 D(h/2) - D(h)) / 3 cancels the h^2 term of a central difference D(h).
 
 The variables are the last axis of ``x``; leading axes are a batch (one problem per row, as the parametric
-bootstrap's batched optimizer uses them), so one code serves one point and many. Users: the denominator df of
-:mod:`.ddf` (Satterthwaite), the GLMM Hessians of :mod:`.glmm` (lme4's ``deriv12``), the Newton polish of
-:mod:`.optimize` and the batched optimizer of :mod:`.batch`.
+bootstrap's batched optimizer uses them), so one code serves one point and many. Users: Satterthwaite's
+denominator df (:mod:`.satterthwaite`: the variance-parameter Hessian from differences of the deviance's gradient),
+the GLMM Hessians of :mod:`.glmm` (lme4's ``deriv12``) and the start of the GLMM bootstrap's refits
+(:mod:`.glmm_bootstrap`), the Newton polish of :mod:`.optimizer` and the batched optimizer of :mod:`.batch`.
 """
 
 from __future__ import annotations

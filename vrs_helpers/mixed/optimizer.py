@@ -19,7 +19,7 @@ from .design import SufficientStats
 from .deviance import BlockDeviance, Deviance
 from .model import OptSummary
 
-INTERCEPT_OPTIONS = {"ftol": 1e-13, "gtol": 1e-7, "maxiter": 5000, "maxcor": 20}
+INTERCEPT_OPTIONS = {"ftol": 1e-12, "gtol": 1e-7, "maxiter": 5000, "maxcor": 20}
 # L-BFGS-B's last iterations on a relative reduction below ~1e-11 grind on rounding noise (up to 15 of 40
 # evaluations on Chem97); the Newton polish that follows converges from there in one or two steps
 SLOPE_OPTIONS = {"ftol": 1e-11, "gtol": 1e-7, "maxiter": 5000, "maxcor": 20}

@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..threads import blas_limit
 from . import ddf as ddf_tests
-from . import families
+from . import families, nested
 from .accumulate import accumulate
 from .design import SufficientStats, design_rows
 from .deviance import BlockDeviance, Deviance, tri_solve
@@ -80,11 +80,12 @@ class LinearMixedModel(MixedModel):
         """The model of given sufficient statistics (:func:`.accumulate.accumulate`), not fitted yet."""
         return cls(s.formula.text, method=method, stats=s)
 
-    def deviance_function(self) -> Deviance | BlockDeviance:
+    def deviance_function(self) -> Deviance | BlockDeviance | nested.NestedDeviance:
         """The profiled deviance of theta (REML criterion or -2 log-likelihood): :class:`.deviance.Deviance` for
-        random intercepts, :class:`.deviance.BlockDeviance` otherwise."""
-        reml = self.method == "REML"
-        return Deviance(self.stats, reml) if self.stats.intercepts_only else BlockDeviance(self.stats, reml)
+        random intercepts, :class:`.deviance.BlockDeviance` otherwise, or with a random intercept nested in another
+        merged into one term over the outer levels (:class:`.nested.NestedDeviance`, ``(1|item) +
+        (1|system:item)``): :func:`.nested.deviance`."""
+        return nested.deviance(self.stats, self.method == "REML")
 
     def fit(self, theta0=None, blas_threads="auto") -> LinearMixedModel:
         """Minimize the profiled deviance over theta and set the fitted quantities (MixedModels.jl's ``fit!``).
@@ -237,11 +238,11 @@ class LinearMixedModel(MixedModel):
         return self._data[self.stats.formula.response].to_numpy(dtype=float) - self.fitted
 
     # --- small-sample F tests of the fixed effects (REML fits; from the sufficient statistics)
-    def anova(self, ddf: str | None = None) -> pd.DataFrame:
-        """F test of every fixed-effect term with ``ddf="satterthwaite"`` (lmerTest's default) or
-        ``"kenward-roger"`` (pbkrtest) denominator df; None: the registry's default (Kenward-Roger, as ``vrs
-        analyze``): :func:`vrs_helpers.mixed.ddf.anova`."""
-        return ddf_tests.anova(self, ddf=ddf)
+    def anova(self, ddf: str | None = None, type=3) -> pd.DataFrame:  # noqa: A002 - lmerTest's name
+        """lmerTest's anova table: an F test of every fixed-effect term's type III (default), II or I hypothesis
+        with ``ddf="satterthwaite"`` (lmerTest's default) or ``"kenward-roger"`` (pbkrtest) denominator df; None:
+        the registry's default (Kenward-Roger, as ``vrs analyze``): :func:`vrs_helpers.mixed.ddf.anova`."""
+        return ddf_tests.anova(self, ddf=ddf, type=type)
 
     def test(self, L, ddf: str | None = None, term: str = "contrast") -> ddf_tests.FTest:
         """F test of H0: L beta = 0 (L: q x p, or one contrast over ``fixed_effects.index``) with Satterthwaite's or

@@ -1,0 +1,213 @@
+"""The parametric-bootstrap LRT of GLMMs (vrs_helpers.mixed.glmm_bootstrap) against pbkrtest 0.5.2's PBmodcomp on
+glmer fits (tests/reference/glmm_pbmodcomp.R: a binary and a successes-of-trials log, 2,000 simulations each), the
+batched Laplace deviance and gradient against the engine's (:mod:`vrs_helpers.mixed.glmm`, itself checked against
+lme4), failed refits counted, seeded batches, separation, and the non-convergence warning of glmer.
+
+Tolerances: p within three combined Monte-Carlo SEs of PBmodcomp's (sqrt(p (1 - p) / K) each, at the pooled p);
+the mean of the simulated statistics within three SEs (sqrt(var / K) each); the batched deviance and gradient equal
+the engine's to 1e-8 (the PIRLS stopping rule); refits reach glmer's optimum to 1e-6 in the deviance.
+"""
+
+import json
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vrs_helpers import mixed
+from vrs_helpers.mixed import glmm_bootstrap as gb
+from vrs_helpers.mixed.errors import ConvergenceWarning
+
+REF_DIR = Path(__file__).parent.parent / "reference"
+REF = json.loads((REF_DIR / "glmm_pbmodcomp.json").read_text())
+_FITS: dict = {}
+
+
+def _fits(name):
+    if name not in _FITS:
+        r = REF[name]
+        d = pd.read_csv(REF_DIR / r["data"], dtype={"seed": str, "item": str})
+        _FITS[name] = (mixed.glmer(r["formula_null"], d), mixed.glmer(r["formula_full"], d))
+    return _FITS[name]
+
+
+def _mc_bound(p_ours, k_ours, p_ref, k_ref):
+    p = (p_ours * k_ours + p_ref * k_ref) / (k_ours + k_ref)
+    return 3 * math.sqrt(p * (1 - p) / k_ours + p * (1 - p) / k_ref)
+
+
+@pytest.mark.parametrize("name", ["binary", "trials"])
+def test_bootstrap_p_matches_pbmodcomp(name):
+    ref = REF[name]
+    m0, m1 = _fits(name)
+    assert m1.loglik == pytest.approx(ref["logLik_full"], abs=1e-4)  # the same Laplace optima as glmer's
+    assert m0.loglik == pytest.approx(ref["logLik_null"], abs=1e-4)
+    res = mixed.glmm_bootstrap_lrt(m0, m1, n_sim=1000, seed=1)
+    assert res.chi2 == pytest.approx(ref["LRT"], abs=2e-4) and res.df == ref["df"]
+    assert res.p_chisq == pytest.approx(ref["p_LRT"], rel=1e-3)
+    assert res.n_failed == 0 and res.n_sim == 1000
+    assert res.p_value == (1 + res.n_extreme) / 1001
+    assert abs(res.p_value - ref["p_PBtest"]) <= _mc_bound(res.p_value, 1000, ref["p_PBtest"], ref["npos"])
+    assert abs(res.reference.mean() - ref["ref_mean"]) <= 3 * math.sqrt(ref["ref_var"] / 1000 + ref["ref_var"]
+                                                                      / ref["npos"])
+    # the bootstrap is more conservative than the chi-square here: the reason it is the default
+    assert ref["p_PBtest"] > ref["p_LRT"]
+
+
+def _point(m, scale):
+    return np.concatenate([m.theta.to_numpy(), m.fixed_effects["estimate"].to_numpy()]) * scale
+
+
+@settings(max_examples=10, deadline=None)
+@given(scale=st.floats(0.5, 1.5), which=st.sampled_from([0, 1]), name=st.sampled_from(["binary", "trials"]))
+def test_batched_deviance_and_gradient_equal_the_engine(scale, which, name):
+    m = _fits(name)[which]
+    lap = gb.BatchLaplace(gb.GLMMDesign.of(m))
+    x = _point(m, scale)
+    K = lap.K
+    dev, state = lap.value(x[None, :K], x[None, K:], m.objective.y[None, :], np.zeros((1, lap.d.q)))
+    g, _ = lap.gradient(state)
+    m.objective.u, m.objective.pred = np.zeros(lap.d.q), None
+    d_ref, g_ref = m.objective.laplace(x[:K], x[K:], grad=True)
+    const = -2.0 * m.objective.const.sum()  # lme4's deviance has the binomial coefficients; the batched one not
+    assert dev[0] + const == pytest.approx(d_ref, abs=1e-8 * abs(d_ref))
+    np.testing.assert_allclose(g[0], g_ref, atol=1e-6 * max(1.0, np.abs(g_ref).max()))
+
+
+def test_poisson_counts_deviance_gradient_and_bootstrap():
+    """Poisson (log link): the batched deviance and gradient equal the engine's; the bootstrap runs and is seeded."""
+    rng = np.random.default_rng(5)
+    s, r, i = np.meshgrid(np.arange(2), np.arange(3), np.arange(100), indexing="ij")
+    y = rng.poisson(np.exp(0.5 + rng.normal(0, 0.5, 100)[i] + rng.normal(0, 0.3, (2, 3))[s, r]))
+    d = pd.DataFrame({"system": [f"S{k}" for k in s.ravel()], "seed": r.ravel().astype(str),
+                      "item": i.ravel().astype(str), "n": y.ravel()})
+    m1 = mixed.glmer("n ~ system + (1|item) + (1|system:seed)", d, family="poisson")
+    m0 = mixed.glmer("n ~ 1 + (1|item) + (1|system:seed)", d, family="poisson")
+    for m in (m0, m1):
+        lap = gb.BatchLaplace(gb.GLMMDesign.of(m))
+        x = _point(m, 1.1)
+        dev, state = lap.value(x[None, :lap.K], x[None, lap.K:], m.objective.y[None, :], np.zeros((1, lap.d.q)))
+        g, _ = lap.gradient(state)
+        m.objective.u, m.objective.pred = np.zeros(lap.d.q), None
+        d_ref, g_ref = m.objective.laplace(x[:lap.K], x[lap.K:], grad=True)
+        assert dev[0] - 2.0 * m.objective.const.sum() == pytest.approx(d_ref, abs=1e-8 * abs(d_ref))
+        np.testing.assert_allclose(g[0], g_ref, atol=1e-6 * max(1.0, np.abs(g_ref).max()))
+    a = mixed.glmm_bootstrap_lrt(m0, m1, n_sim=50, seed=2)
+    b = mixed.glmm_bootstrap_lrt(m0, m1, n_sim=50, seed=2)
+    assert a.n_failed == 0 and a.p_value == b.p_value
+    w = mixed.glmer("n ~ system + (1|item) + (1|system:seed)", d.assign(w=2.0), family="poisson", weights="w")
+    with pytest.raises(mixed.MixedModelError, match="prior weights"):
+        gb.GLMMDesign.of(w)
+
+
+@pytest.mark.parametrize("name", ["binary", "trials"])
+def test_batched_refits_reach_glmers_optimum(name):
+    for m in _fits(name):
+        lap = gb.BatchLaplace(gb.GLMMDesign.of(m))
+        x_hat = _point(m, 1.0)
+        start = _point(m, 1.2)  # away from the optimum
+        y = np.repeat(m.objective.y[None, :], 3, axis=0)
+        f, x, ok, _ = gb.minimize(lap, y, start, gb._hessian(lap, m.objective.y, x_hat))
+        assert ok.all()
+        np.testing.assert_allclose(f - 2.0 * m.objective.const.sum(), m.deviance, atol=1e-6)
+        np.testing.assert_allclose(np.abs(x[:, :lap.K]), np.broadcast_to(x_hat[:lap.K], (3, lap.K)), atol=2e-3)
+
+
+def test_same_seed_same_statistics_and_batches_are_independent():
+    m0, m1 = _fits("trials")
+    a = mixed.glmm_bootstrap_lrt(m0, m1, n_sim=60, seed=3, batch_size=25)
+    b = mixed.glmm_bootstrap_lrt(m1, m0, n_sim=60, seed=3, batch_size=25)  # the order does not matter
+    np.testing.assert_allclose(a.reference, b.reference, rtol=1e-9, atol=1e-9)
+    plan = gb.glmm_bootstrap_plan(m0, m1, n_sim=60, seed=3, batch_size=25)
+    np.testing.assert_allclose(plan.draw(2), a.reference[50:], rtol=1e-9, atol=1e-9)
+    c = mixed.glmm_bootstrap_lrt(m0, m1, n_sim=60, seed=4, batch_size=25)
+    assert not np.allclose(c.reference, a.reference)
+    assert a.method == "parametric bootstrap LRT (GLMM, Laplace)" and a.mc_se > 0
+
+
+def test_failed_refits_are_counted_not_dropped(monkeypatch):
+    """A draw whose refit did not converge is left out of p, and counted in n_failed."""
+    m0, m1 = _fits("trials")
+    real = gb.minimize
+
+    def flaky(lap, y, x0, Hinv0, u0=None, max_iter=gb.MAX_ITER):
+        f, x, ok, u = real(lap, y, x0, Hinv0, u0, max_iter)
+        ok = ok.copy()
+        ok[::4] = False  # every fourth draw "did not converge"
+        return f, x, ok, u
+
+    monkeypatch.setattr(gb, "minimize", flaky)
+    res = mixed.glmm_bootstrap_lrt(m0, m1, n_sim=40, seed=1, batch_size=40)
+    assert res.n_failed == 10 and res.n_sim == 30
+    assert np.isnan(res.reference).sum() == 10
+    assert res.p_value == (1 + res.n_extreme) / 31
+    assert "10 failed" in repr(res)
+
+
+def test_bad_requests_are_refused():
+    m0, m1 = _fits("binary")
+    with pytest.raises(mixed.MixedModelError, match="n_sim"):
+        mixed.glmm_bootstrap_lrt(m0, m1, n_sim=0)
+    other = _fits("trials")[1]
+    with pytest.raises(mixed.MixedModelError, match="same rows"):
+        mixed.glmm_bootstrap_lrt(m0, other, n_sim=10)
+    d = pd.read_csv(REF_DIR / REF["binary"]["data"], dtype={"seed": str, "item": str})
+    probit = mixed.glmer(REF["binary"]["formula_full"], d, link="probit")
+    with pytest.raises(mixed.MixedModelError, match="canonical"):
+        gb.GLMMDesign.of(probit)
+
+
+def test_check_separation_finds_all_correct_and_all_wrong_groups():
+    d = pd.read_csv(REF_DIR / REF["binary"]["data"], dtype={"seed": str, "item": str})
+    assert mixed.check_separation(d, "correct", "system").empty
+    e = d.copy()
+    e.loc[e["system"] == "new", "correct"] = 1
+    e.loc[(e["system"] == "base") & (e["seed"] == "s0"), "correct"] = 0
+    by_system = mixed.check_separation(e, "correct", "system")
+    assert by_system.to_dict("records") == [{"system": "new", "n": 1000, "trials": 1000.0, "successes": 1000.0,
+                                             "share": 1.0, "kind": "all correct"}]
+    cells = mixed.check_separation(e, "correct", ["system", "seed"])
+    assert len(cells) == 5 and set(cells["kind"]) == {"all correct", "all wrong"}
+    t = pd.read_csv(REF_DIR / REF["trials"]["data"], dtype={"seed": str, "item": str})
+    assert mixed.check_separation(t, ("successes", "failures"), "system").empty
+    t.loc[t["system"] == "base", "successes"] = 0
+    out = mixed.check_separation(t, ("successes", "failures"), "system")
+    assert list(out["system"]) == ["base"] and out["kind"].iloc[0] == "all wrong"
+    with pytest.raises(mixed.MixedModelError, match="not in the data"):
+        mixed.check_separation(d, "score", "system")
+    with pytest.raises(mixed.MixedModelError, match="between 0"):
+        mixed.check_separation(d.assign(correct=2), "correct", "system")
+
+
+def test_a_glmm_that_did_not_converge_says_so(monkeypatch):
+    from scipy import optimize
+
+    from vrs_helpers.mixed import glmm
+
+    real = optimize.minimize
+
+    def stopped(*args, **kwargs):
+        kwargs["options"] = dict(kwargs.get("options", {}), maxiter=1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(glmm.optimize, "minimize", stopped)
+    d = pd.read_csv(REF_DIR / REF["binary"]["data"], dtype={"seed": str, "item": str})
+    with pytest.warns(ConvergenceWarning, match="did not converge"):
+        m = mixed.glmer(REF["binary"]["formula_full"], d)
+    assert not m.converged and m.warnings and "did not converge" in m.warnings[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        monkeypatch.setattr(glmm.optimize, "minimize", real)
+        assert mixed.glmer(REF["binary"]["formula_full"], d).warnings == []
+    # separation: every score of one system is 1; the optimizer stops on a ridge (log-odds ~ 100) with a
+    # degenerate Hessian (no finite standard error): not converged, said, and found by check_separation
+    d.loc[d["system"] == "new", "correct"] = 1
+    with pytest.warns(ConvergenceWarning, match="degenerate"):
+        m = mixed.glmer(REF["binary"]["formula_full"], d)
+    assert not m.converged and not np.isfinite(m.fixed_effects.loc["systemnew", "se"])
+    assert list(mixed.check_separation(d, "correct", "system")["system"]) == ["new"]

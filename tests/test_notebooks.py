@@ -1,0 +1,128 @@
+"""The workbooks read like the book (issue 27): no function or class defined in a notebook cell (helpers live in the
+package, with tests), no code cell over 40 lines, each section's prose before its code, and the committed outputs
+hold no warning a reader cannot act on (no stderr, no error, no Python warning, nothing from tqdm).
+
+Every notebook in notebooks/ is checked, the committed file as it is (its outputs are those of the published
+pages: ``vrs run --inplace`` writes them)."""
+
+import ast
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+MAX_LINES = 40
+#: the text Python's warnings module writes ("UserWarning: ...", "TqdmWarning: IProgress not found ...")
+WARNING_TEXT = re.compile(r"\b[A-Z]\w*Warning\b:")
+
+
+def _code_cells(path):
+    nb = nbformat.read(str(path), as_version=4)
+    return [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+
+
+def _definitions(source: str) -> list[str]:
+    """def, class, and a lambda bound to a name (``f = lambda ...``, ``f: T = lambda ...``, ``(f := lambda ...)``)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.append(f"def {node.name}")
+        elif isinstance(node, ast.ClassDef):
+            found.append(f"class {node.name}")
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and isinstance(node.value, ast.Lambda):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found += [f"{ast.unparse(t)} = lambda" for t in targets]
+    return found
+
+
+def test_there_are_notebooks():
+    assert len(NOTEBOOKS) >= 7, NOTEBOOKS
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("def f(x):\n    return x", ["def f"]),
+    ("class A:\n    pass", ["class A"]),
+    ("f = lambda x: x  # noqa: E731", ["f = lambda"]),
+    ("g: object = lambda: 0", ["g = lambda"]),
+    ("print((h := lambda: 1)())", ["h = lambda"]),
+    ("d = {}\nd['k'] = lambda: 0", ["d['k'] = lambda"]),
+    ("sorted(xs, key=lambda x: -x)\ntree = partial(max, 0)", []),
+    ("with notes():\n    fit = model.fit()\nfor k in range(3):\n    print(k)", []),
+])
+def test_the_definition_check_sees_definitions(source, expected):
+    """Control: the check finds what it looks for and nothing else (a lambda passed as an argument is an
+    expression, not a helper defined in the notebook)."""
+    assert _definitions(source) == expected
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_function_or_class_in_a_code_cell(path):
+    found = [f"cell {i}: {d}" for i, c in _code_cells(path) for d in _definitions(c.source)]
+    assert not found, f"{path.name} defines helpers in its cells (move them to the package, with a test): {found}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_code_cell_over_40_lines(path):
+    long = {i: n for i, c in _code_cells(path) if (n := len(c.source.splitlines())) > MAX_LINES}
+    assert not long, f"{path.name}: code cells over {MAX_LINES} lines (cell: lines): {long}"
+
+
+def _stderr_like(output) -> str:
+    """What of an output a reader would see as a warning or an error ("" for a clean output)."""
+    kind = output.get("output_type")
+    if kind == "error":
+        return f"error {output.get('ename')}: {output.get('evalue')}"
+    if kind == "stream" and output.get("name") == "stderr":
+        return f"stderr: {output.get('text', '')[:200]!r}"
+    texts = [output.get("text", "")] + [v for k, v in output.get("data", {}).items()
+                                        if k.startswith("text/") and isinstance(v, str)]
+    for text in texts:
+        if WARNING_TEXT.search(text) or "tqdm" in text.lower():
+            return f"{kind}: {text[:200]!r}"
+    return ""
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_committed_outputs_hold_no_warning(path):
+    """The committed outputs are executed (every code cell that is not a solution has run) and show no stderr box,
+    no error, no Python warning and no progress bar: what the published page shows a reader."""
+    cells = _code_cells(path)
+    bad = [f"cell {i}: {why}" for i, c in cells for o in c.get("outputs", []) if (why := _stderr_like(o))]
+    assert not bad, f"{path.name}: {bad}"
+    assert any(c.get("outputs") for _, c in cells), f"{path.name} has no outputs: run `vrs run {path.stem} --inplace`"
+
+
+def test_the_output_check_sees_warnings():
+    """Control: the warning the workbooks showed before issue 27 (tqdm.auto in a kernel without ipywidgets) and
+    other stderr output are found; a plain note is not a warning."""
+    tqdm_box = nbformat.v4.new_output("stream", name="stderr", text="auto.py:21: TqdmWarning: IProgress not found.")
+    assert _stderr_like(tqdm_box)
+    assert _stderr_like(nbformat.v4.new_output("stream", name="stdout", text="x.py:3: UserWarning: careful"))
+    assert _stderr_like(nbformat.v4.new_output("error", ename="ValueError", evalue="bad", traceback=[]))
+    note = nbformat.v4.new_output("display_data", data={"text/plain": "note: boundary (singular) fit: ..."})
+    assert not _stderr_like(note)
+
+
+def test_nothing_imports_the_notebook_progress_bar():
+    """tqdm.auto (and tqdm.notebook) warn in a kernel without ipywidgets; the package and the workbooks use tqdm's
+    text bar, which the runner strips from executed notebooks."""
+    pattern = re.compile(r"(from|import)\s+tqdm\.(auto|notebook|autonotebook)\b")
+    sources = {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8") for p in (ROOT / "vrs_helpers").rglob("*.py")}
+    sources.update({f"{p.name} cell {i}": c.source for p in NOTEBOOKS for i, c in _code_cells(p)})
+    assert not [name for name, text in sources.items() if pattern.search(text)]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_each_section_opens_with_prose(path):
+    """A section (a ``##`` heading) that goes on with code says in words, before the code, what it computes."""
+    nb = nbformat.read(str(path), as_version=4)
+    bare = []
+    for i, cell in enumerate(nb.cells[:-1]):
+        lines = [line for line in cell.source.splitlines() if line.strip()]
+        if cell.cell_type == "markdown" and lines and lines[0].startswith("## ") and len(lines) == 1 \
+                and nb.cells[i + 1].cell_type == "code":
+            bare.append(lines[0])
+    assert not bare, f"{path.name}: sections whose code comes before any prose: {bare}"

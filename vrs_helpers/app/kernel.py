@@ -1,0 +1,138 @@
+"""The Jupyter kernels the notebook runner executes workbooks in.
+
+- :func:`kernel_manager_class` - the kernel manager :func:`vrs_helpers.app.runner.run_notebook` hands to papermill:
+  local IPC sockets instead of TCP on POSIX;
+- :class:`PrestartedKernel` - a kernel started ahead of a run in a background thread, with the notebook's modules
+  imported, so that the kernel's start (about 2 s) and those imports (about 3 s: pandas, matplotlib, scipy) overlap
+  with what the caller does meanwhile: ``vrs analyze`` reads and checks the score table before the report notebook
+  can start;
+- :func:`notebook_imports` - the modules a notebook's code cells import at their top level (what to preload).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import threading
+from pathlib import Path
+
+KERNEL_NAME = "python3"  # resolved by jupyter_client to the interpreter that runs `vrs`, so any venv works
+# what nbclient passes to a kernel it starts itself: the IPython history in memory, no sqlite file per run
+KERNEL_ARGUMENTS = ["--HistoryManager.hist_file=:memory:"]
+
+
+def kernel_manager_class():
+    """A kernel manager that talks to the kernel over local IPC sockets instead of TCP: no network ports, and no
+    "Kernel is running over TCP without encryption" warning on every run (POSIX only; elsewhere jupyter_client's
+    AsyncKernelManager)."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    if os.name != "posix":
+        return AsyncKernelManager
+
+    class IPCKernelManager(AsyncKernelManager):
+        def __init__(self, **kwargs):
+            import tempfile
+            import uuid
+
+            kwargs.setdefault("transport", "ipc")
+            # a unique socket path per kernel: parallel runs (vrs batch) in one folder must not share sockets
+            kwargs.setdefault("ip", os.path.join(tempfile.gettempdir(), f"vrs-kernel-{uuid.uuid4().hex}"))
+            super().__init__(**kwargs)
+
+    return IPCKernelManager
+
+
+def notebook_imports(notebook: str | os.PathLike) -> list[str]:
+    """The modules the code cells of ``notebook`` import at their top level (``import a.b``, ``from a.b import c``;
+    relative imports and cells that do not parse - IPython magics - are skipped), in order, each once."""
+    import nbformat
+
+    nb = nbformat.read(str(notebook), as_version=4)
+    found: dict[str, None] = {}
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        try:
+            body = ast.parse(cell.source).body
+        except SyntaxError:
+            continue
+        for node in body:
+            if isinstance(node, ast.Import):
+                found.update({a.name: None for a in node.names})
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found[node.module] = None
+    return list(found)
+
+
+_PRELOAD = """import importlib as _vrs_importlib
+for _vrs_module in {modules!r}:
+    try:
+        _vrs_importlib.import_module(_vrs_module)
+    except Exception:
+        pass
+del _vrs_importlib, _vrs_module
+"""
+
+
+class PrestartedKernel:
+    """A kernel for :func:`vrs_helpers.app.runner.run_notebook` (its ``kernel`` argument), started now in a
+    background thread in the folder ``cwd`` (the notebook's folder: run_notebook checks it), with the modules
+    ``preload`` imported into it (silently, without an execution count: the notebook's cells are numbered from 1 as
+    in a fresh kernel; a module that fails to import is left to the notebook, which reports it). The notebook's
+    namespace is untouched: importing a module binds no name there.
+
+    ``manager()`` waits for the start and returns the kernel manager; ``shutdown()`` stops the kernel (run_notebook
+    does it after the run; call it yourself when the run does not happen). A failed start is raised by
+    ``manager()``."""
+
+    def __init__(self, cwd: str | os.PathLike, preload=(), kernel_name: str = KERNEL_NAME):
+        self.cwd = Path(cwd).resolve()
+        self.preload = list(preload)
+        self._manager = kernel_manager_class()(kernel_name=kernel_name)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._start, name="vrs-prestarted-kernel", daemon=True)
+        self._thread.start()
+
+    def _start(self) -> None:
+        import asyncio
+
+        try:
+            asyncio.run(self._async_start())
+        except BaseException as exc:  # noqa: BLE001 - raised by manager(), in the caller's thread
+            self._error = exc
+
+    async def _async_start(self) -> None:
+        await self._manager.start_kernel(cwd=str(self.cwd), extra_arguments=list(KERNEL_ARGUMENTS))
+        if not self.preload:
+            return
+        client = self._manager.client()
+        client.start_channels()
+        try:
+            await client.wait_for_ready(timeout=60)
+            await client.execute_interactive(_PRELOAD.format(modules=tuple(self.preload)), silent=True,
+                                             store_history=False, timeout=300)
+        finally:
+            client.stop_channels()
+
+    def manager(self):
+        """The started kernel's manager (waits for the start and the imports)."""
+        self._thread.join()
+        if self._error is not None:
+            self.shutdown()
+            raise RuntimeError(f"the kernel did not start: {self._error}") from self._error
+        return self._manager
+
+    def shutdown(self) -> None:
+        """Stop the kernel (waits for a start in progress first); a kernel already stopped is left alone."""
+        from jupyter_core.utils import run_sync
+
+        self._thread.join()
+        if self._manager.has_kernel:
+            run_sync(self._manager.shutdown_kernel)()
+
+    def __enter__(self) -> PrestartedKernel:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.shutdown()
