@@ -246,9 +246,19 @@ def _cmd_student(args) -> int:
 
 
 def _cmd_analyze(args) -> int:
+    from ..evaluate.readers import sniff_format
+    from ..evaluate.scores import InputError
     from ..evaluate.spec import AnalysisSpec
+    from .logs_report import check_out_dir
     from .runner import analyze_report
 
+    check_out_dir(args.out)   # before anything is read: a bad --out never costs an analysis
+    if args.format != "auto" or sniff_format(args.data) is not None:
+        return _analyze_logs(args)
+    if not args.response or not args.item:
+        raise InputError(f"{args.data} is a score table (no evaluation logs of a known format were found in it): "
+                         "name its columns with --response COL and --item COL (and --system, --replication), or "
+                         "give a folder of lm-eval, Inspect, HELM or Every Eval Ever logs (--format to name it).")
     # the spec checks the options as it is built, and is validated against the data once (analyze_report)
     spec = AnalysisSpec(args.data, response=args.response, system=args.system, item=args.item,
                         replications=args.replication or [], properties=args.property or [], baseline=args.baseline,
@@ -263,6 +273,22 @@ def _cmd_analyze(args) -> int:
               "report: its figures need the rows in memory)")
         return 0
     print(f"report: {out / 'report.html'}; notebook: {out / 'report.ipynb'}; summary: {out / 'summary.json'}")
+    return 0
+
+
+def _analyze_logs(args) -> int:
+    """``vrs analyze LOGDIR``: read and describe the logs, validate every task, then analyse (app/logs_report)."""
+    from .logs_report import logs_report, read_logs
+
+    metric = args.response[0] if args.response else None
+    logs, specs, notes = read_logs(args.data, fmt=args.format, system=args.system, cluster=args.cluster,
+                                   metric=metric, dropna=args.dropna)
+    print(f"Read {args.data}:\n{logs.describe()}", flush=True)
+    summary = logs_report(logs, specs, notes, args.out, metric=metric, adjust=args.adjust, alpha=args.alpha,
+                          cluster=args.cluster, baseline=args.baseline, data_label=str(args.data))
+    out = Path(args.out)
+    print("\n".join(summary.get("verdict", [])))
+    print(f"report: {out / 'report.html'}; summary: {out / 'summary.json'}, {out / 'summary.txt'}")
     return 0
 
 
@@ -347,16 +373,28 @@ def main(argv: list[str] | None = None) -> int:
                        "runs, conditional on data properties, reliability; writes report.html and summary.json",
                        description="Per-item scores of systems over training runs: one row per system, run and "
                        "item. DATA is a CSV, TSV, Parquet or JSON-lines file, or a run-folder pattern with named "
-                       "fields such as 'runs/{system}/seed={seed}/scores.tsv' (quote it).")
+                       "fields such as 'runs/{system}/seed={seed}/scores.tsv' (quote it); or a folder of "
+                       "evaluation logs (lm-evaluation-harness, Inspect, HELM, Every Eval Ever), read without "
+                       "further options.")
     p.add_argument("data")
-    p.add_argument("--response", required=True, nargs="+", metavar="COL",
+    p.add_argument("--response", nargs="+", metavar="COL",
                    help="the score column; several (--response bleu chrf comet): each metric analysed, the system "
-                        "verdicts Holm-corrected across them, summary.json keyed by metric")
+                        "verdicts Holm-corrected across them, summary.json keyed by metric. With evaluation logs: "
+                        "the metric to analyse (default: the harness's primary metric)")
+    p.add_argument("--format", default="auto",
+                   help="DATA is a folder of evaluation logs of this format: lm-eval, inspect, helm or "
+                        "every-eval-ever (default auto: detected; a score table otherwise)")
+    p.add_argument("--adjust", default="holm", choices=["holm", "bh"],
+                   help="evaluation logs with several tasks: adjust the per-task p-values by Holm (default) or "
+                        "Benjamini-Hochberg")
+    p.add_argument("--cluster", default=None, metavar="FIELD",
+                   help="evaluation logs: an item field (Inspect sample metadata, lm-eval doc field) to cluster the "
+                        "standard errors on (Inspect's stderr(cluster=...), Miller's clustered SE)")
     p.add_argument("--lower-is-better", nargs="+", metavar="COL", default=None,
                    help="response(s) for which lower scores are better (TER, error rates): the direction of ASO and "
                         "of the expected best of n runs")
     p.add_argument("--system", default=None, help="the system column (omit for one system: reliability only)")
-    p.add_argument("--item", required=True, help="the test-item column")
+    p.add_argument("--item", default=None, help="the test-item column (not needed for evaluation logs)")
     p.add_argument("--replication", action="append", metavar="COL",
                    help="a column identifying a run within a system (seed, meta-parameter); repeatable")
     p.add_argument("--property", action="append", metavar="COL",
