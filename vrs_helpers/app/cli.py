@@ -253,7 +253,7 @@ def _cmd_analyze(args) -> int:
     from .runner import analyze_report
 
     check_out_dir(args.out)   # before anything is read: a bad --out never costs an analysis
-    if args.format != "auto" or sniff_format(args.data) is not None:
+    if args.format != "auto" or Path(args.data).is_dir() or sniff_format(args.data) is not None:
         return _analyze_logs(args)
     if not args.response or not args.item:
         raise InputError(f"{args.data} is a score table (no evaluation logs of a known format were found in it): "

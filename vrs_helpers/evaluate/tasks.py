@@ -30,8 +30,7 @@ import numpy as np
 import pandas as pd
 
 from .. import mixed
-from .harness_stats import (IGNORES, harness_numbers, mcnemar_test, miller_errors, miller_inputs,
-                            paired_difference)
+from .harness_stats import IGNORES, harness_numbers, mcnemar_test, miller_errors, miller_inputs, paired_difference
 from .scores import InputError
 from .spec import AnalysisSpec
 
