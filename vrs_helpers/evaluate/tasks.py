@@ -30,24 +30,16 @@ import numpy as np
 import pandas as pd
 
 from .. import mixed
+from ..outcomes import p_text
 from .harness_stats import IGNORES, harness_numbers, mcnemar_test, miller_errors, miller_inputs, paired_difference
 from .scores import InputError
 from .spec import AnalysisSpec
 
 ADJUSTMENTS = {"holm": "Holm (1979) step-down, family-wise error rate",
                "bh": "Benjamini-Hochberg (1995) step-up, false discovery rate"}
-P_FLOOR = 1e-300   # a p-value below it (or one that underflowed to 0) is written "< 1e-300"
 
 MIXED_IGNORES = ("nothing of the design it was given: items, system-by-item variation (with repeats or runs) and "
                  "run-to-run variation (with runs) are random effects; it generalizes over items and runs")
-
-
-def p_text(p) -> str:
-    """A p-value as text: 3 significant digits, ``< 1e-300`` when it underflowed (exactly 0 in double precision or
-    below 1e-300), empty for a missing one."""
-    if p is None or not np.isfinite(p):
-        return ""
-    return f"< {P_FLOOR:g}" if p < P_FLOOR else f"{p:.3g}"
 
 
 def adjust_pvalues(p, method: str = "holm") -> np.ndarray:
