@@ -292,8 +292,33 @@ def _analyze_logs(args) -> int:
     return 0
 
 
+def _plan_repeats(args) -> None:
+    """``vrs plan --repeats``: Miller's items x repeats closed form (evaluate/harness_stats.miller_plan)."""
+    from ..evaluate.harness_stats import miller_plan
+    from ..evaluate.power import PlanningError
+
+    if args.item_diff_sd is None or args.within_sd is None:
+        raise PlanningError("--repeats plans items x repeats (Miller 2024): give --item-diff-sd (SD over items of "
+                            "the difference of the systems' expected item scores) and --within-sd (SD of one draw "
+                            "within an item; sqrt(p (1 - p)) for 0/1 scores of accuracy p).")
+    sd = {k: _parse_value(getattr(args, k)) for k in ("item_diff_sd", "within_sd", "delta", "alpha", "target")}
+    print(miller_plan(float(sd["delta"]), float(sd["item_diff_sd"]) ** 2, float(sd["within_sd"]) ** 2,
+                      repeats=[_parse_value(k) for k in args.repeats],
+                      items=[_parse_value(m) for m in args.items or []], alpha=float(sd["alpha"]),
+                      power=float(sd["target"])).text())
+
+
 def _cmd_plan(args) -> int:
-    from ..evaluate.power import VarianceComponents, power_table
+    from ..evaluate.power import PlanningError, VarianceComponents, power_table
+
+    if args.repeats:
+        _plan_repeats(args)
+        if args.run_sd is None:
+            return 0
+        print()
+    if args.run_sd is None or args.residual_sd is None:
+        raise PlanningError("give --run-sd and --residual-sd (runs x items), or --repeats with --item-diff-sd and "
+                            "--within-sd (items x repeats).")
 
     # the values reach the planner as typed: it checks them and says what is allowed (PlanningError, exit 2)
     table = power_table(args.runs, args.items, args.delta,
@@ -429,9 +454,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", nargs="+", default=["3", "5", "10"], metavar="N", help="runs per system (default 3 5 10)")
     p.add_argument("--items", nargs="+", required=True, metavar="M", help="test items (one or several)")
     p.add_argument("--delta", required=True, help="the difference between systems to detect (score units)")
-    p.add_argument("--run-sd", required=True, help="SD of a system's score between training runs")
+    p.add_argument("--run-sd", default=None, help="SD of a system's score between training runs")
     p.add_argument("--item-sd", default="0", help="SD between items (does not enter the balanced closed form)")
-    p.add_argument("--residual-sd", required=True, help="residual SD of a score")
+    p.add_argument("--residual-sd", default=None, help="residual SD of a score")
+    p.add_argument("--repeats", nargs="+", metavar="K", default=None,
+                   help="also plan items x repeats (draws per item, Inspect epochs) by Miller's (2024) closed form "
+                        "for these numbers of repeats; needs --item-diff-sd and --within-sd")
+    p.add_argument("--item-diff-sd", default=None, help="--repeats: SD over items of the difference of the two "
+                   "systems' expected item scores (sqrt of Miller's omega2)")
+    p.add_argument("--within-sd", default=None, help="--repeats: SD of one draw within an item (sqrt(p (1 - p)) for "
+                   "0/1 scores)")
     p.add_argument("--systems", default="2", help="number of systems (default 2)")
     p.add_argument("--target", default="0.8", help="target power (default 0.8)")
     p.add_argument("--alpha", default="0.05", help="significance level (default 0.05)")
