@@ -261,7 +261,8 @@ def _cmd_analyze(args) -> int:
                          "give a folder of lm-eval, Inspect, HELM or Every Eval Ever logs (--format to name it).")
     # the spec checks the options as it is built, and is validated against the data once (analyze_report)
     spec = AnalysisSpec(args.data, response=args.response, system=args.system, item=args.item,
-                        replications=args.replication or [], properties=args.property or [], baseline=args.baseline,
+                        replications=args.replication or [], repeats=args.repeat or [],
+                        properties=args.property or [], baseline=args.baseline,
                         family=args.family, test=args.test, alpha=args.alpha, n_resamples=args.n_resamples,
                         n_sim=args.n_sim, seed=args.seed, delta=args.delta, lower_is_better=args.lower_is_better or [],
                         dropna=args.dropna, backend=args.dask, data_label=str(args.data))
@@ -422,6 +423,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--item", default=None, help="the test-item column (not needed for evaluation logs)")
     p.add_argument("--replication", action="append", metavar="COL",
                    help="a column identifying a run within a system (seed, meta-parameter); repeatable")
+    p.add_argument("--repeat", action="append", metavar="COL",
+                   help="a column telling independent draws for the same item within a run apart (Inspect epochs, "
+                        "several sampled answers per question): a (system, run, item) then has one row per repeat; "
+                        "repeatable")
     p.add_argument("--property", action="append", metavar="COL",
                    help="a data property of the items (numeric: slope; otherwise per level); repeatable")
     p.add_argument("--baseline", default=None, help="the reference system of the paired tests")
