@@ -179,8 +179,10 @@ def run_case(maker, folder: Path) -> tuple[int, str, str]:
 def markdown(root: Path) -> str:
     rows = ["| bad input | exit | message |", "|---|---|---|"]
     for i, (name, maker, _, _) in enumerate(CASES):
-        code, _, last = run_case(maker, root / f"case{i}")
-        rows.append(f"| {name} | {code} | {last.replace('|', '/')} |")
+        folder = root / f"case{i}"
+        code, _, last = run_case(maker, folder)
+        last = last.replace(f"{folder}/", "").replace("|", "/")   # paths relative to the case's folder
+        rows.append(f"| {name} | {code} | `{last}` |")
     return "\n".join(rows)
 
 

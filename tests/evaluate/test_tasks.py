@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from statsmodels.stats.multitest import multipletests
 
 from vrs_helpers import mixed
-from vrs_helpers.evaluate.analysis import _rounded
+from vrs_helpers.evaluate.analysis import rounded
 from vrs_helpers.evaluate.readers import load_eval_logs
 from vrs_helpers.evaluate.readers.writers import simulate_binary, write_every_eval_ever
 from vrs_helpers.evaluate.scores import InputError
@@ -37,8 +37,8 @@ def test_adjustment_keeps_missing_p_values_out_of_the_family():
 def test_underflowed_p_values_are_written_below_1e_300():
     assert p_text(0.0) == "< 1e-300" and p_text(1e-320) == "< 1e-300" and p_text(0.01234) == "0.0123"
     assert p_text(float("nan")) == "" and p_text(None) == ""
-    assert _rounded({"p_value": 0.0, "chi2": 5000.0}) == {"p_value": 0.0, "chi2": 5000.0, "p_value_text": "< 1e-300"}
-    assert "p_value_text" not in _rounded({"p_value": 0.5})
+    assert rounded({"p_value": 0.0, "chi2": 5000.0}) == {"p_value": 0.0, "chi2": 5000.0, "p_value_text": "< 1e-300"}
+    assert "p_value_text" not in rounded({"p_value": 0.5})
     assert verdict_text(0.0, 0.05) == "differ (p < 1e-300)"
     assert verdict_text(0.01, 0.05) == "differ (p = 0.01 < 0.05)"
 

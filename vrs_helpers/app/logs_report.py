@@ -85,7 +85,7 @@ def logs_report(logs, specs, notes, out_dir, *, metric=None, adjust: str = "holm
     """Analyse validated logs (:func:`read_logs`) with :func:`~vrs_helpers.evaluate.tasks.analyze_logs` and write
     ``summary.json``, ``summary.txt`` and ``report.html`` into ``out_dir`` (:func:`write_outputs`). Returns the
     summary."""
-    from ..evaluate.analysis import _rounded
+    from ..evaluate.analysis import rounded
     from ..evaluate.tasks import analyze_logs
 
     result = analyze_logs(logs, metric=metric, adjust=adjust, alpha=alpha, cluster=cluster, baseline=baseline,
@@ -95,7 +95,7 @@ def logs_report(logs, specs, notes, out_dir, *, metric=None, adjust: str = "holm
         dropped = spec.design.n_dropped_nan
         if dropped:
             result.notes.append(f"task {task}: {dropped} rows with a missing score dropped (--dropna).")
-    summary = _rounded({"data": data_label or str(getattr(logs.description, "files", [""])[0]),
+    summary = rounded({"data": data_label or str(getattr(logs.description, "files", [""])[0]),
                         **result.to_summary()})
     write_outputs({"summary.json": json.dumps(summary, indent=2), "summary.txt": result.text(),
                    "report.html": result.html()}, out_dir)

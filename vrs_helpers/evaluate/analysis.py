@@ -199,6 +199,9 @@ def _rounded(obj):
     return str(obj)
 
 
+rounded = _rounded   # the public name (vrs analyze LOGDIR's summary.json, app/logs_report)
+
+
 def summary_json(result: OwnAnalysis) -> str:
     """``summary.json`` of an analysis: :meth:`OwnAnalysis.to_summary` with floats at 10 significant digits."""
     return json.dumps(_rounded(result.to_summary()), indent=2)
