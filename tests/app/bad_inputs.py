@@ -164,16 +164,57 @@ CASES = [
 ]
 
 
+def _semicolon(folder):
+    return [_csv(folder, _scores(), sep=";"), *TABLE, "--n-resamples", "99"]
+
+
+def _tab(folder):
+    return [_csv(folder, _scores(), sep="\t"), *TABLE, "--n-resamples", "99"]
+
+
+def _dropna(folder):
+    d = _scores(n_items=50)
+    d.loc[[5, 77, 200], "score"] = np.nan
+    return [_csv(folder, d), *TABLE, "--dropna", "--n-resamples", "99"]
+
+
+def _underflow(folder):
+    d = _scores(n_items=300)
+    return [_csv(folder, d.assign(score=d["score"] + 5 * (d["system"] == "B"))), *TABLE, "--n-resamples", "99"]
+
+
+def _caption(folder, stdout):
+    import re
+
+    page = (folder / "report" / "report.html").read_text(encoding="utf-8")
+    return re.search(r"Data: [^<]*", page).group(0).replace(f"{folder}/", "")
+
+
+def _underflow_line(folder, stdout):
+    return next(line for line in stdout.splitlines() if "1e-300" in line)
+
+
+# inputs that are read (exit 0), and what the run says about them: (name, input maker, what to show)
+READ = [
+    ("a ;-separated file named .csv", _semicolon, _caption),
+    ("a tab-separated file named .csv", _tab, _caption),
+    ("--dropna with 3 of 300 scores missing", _dropna, _caption),
+    ("p-values that underflow (a difference of 5 SD over 300 items x 3 runs)", _underflow, _underflow_line),
+]
+
+
 def run_case(maker, folder: Path) -> tuple[int, str, str]:
-    """Run one case as a user would (a new process): (exit code, stderr, its last line)."""
+    """Run one case as a user would (a new process): (exit code, stdout when it succeeded else stderr, the error
+    message on one line)."""
     folder.mkdir(parents=True, exist_ok=True)
     args = maker(folder)
     if "--out" not in args:
         args += ["--out", str(folder / "report")]
     proc = subprocess.run([sys.executable, "-m", "vrs_helpers.app.cli", "analyze", *args], capture_output=True,
                           text=True, cwd=folder)
-    lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
-    return proc.returncode, proc.stderr, (lines[-1] if lines else "")
+    err = proc.stderr
+    message = " ".join(ln.strip() for ln in err[err.find("error: "):].splitlines()) if "error: " in err else ""
+    return proc.returncode, proc.stdout if proc.returncode == 0 else err, message
 
 
 def markdown(root: Path) -> str:
@@ -183,6 +224,11 @@ def markdown(root: Path) -> str:
         code, _, last = run_case(maker, folder)
         last = last.replace(f"{folder}/", "").replace("|", "/")   # paths relative to the case's folder
         rows.append(f"| {name} | {code} | `{last}` |")
+    for i, (name, maker, show) in enumerate(READ):
+        folder = root / f"read{i}"
+        code, out, last = run_case(maker, folder)
+        said = show(folder, out) if code == 0 else last
+        rows.append(f"| {name} | {code} | {said.replace('|', '/')} |")
     return "\n".join(rows)
 
 

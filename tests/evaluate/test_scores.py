@@ -145,6 +145,8 @@ def test_semicolon_and_tab_separated_csv_are_read_with_their_delimiter(tmp_path)
     df.to_csv(tab, sep="\t", index=False)
     got = load_scores(tab)
     assert list(got.columns) == list(df.columns) and got.attrs["delimiter"] == "\t" and len(got) == len(df)
+    _, info = validate(got, response="score", system="system", item="item", replications=["seed"])
+    assert "read as tab-separated" in info.design   # the report's caption says how the file was read
     both = tmp_path / "both.csv"
     both.write_text("system;seed\titem\nA;1\t2\n")
     with pytest.raises(InputError, match="several possible delimiters.*semicolon.*tab"):

@@ -444,7 +444,9 @@ def validate(df, *, response, system: str | None = None, item: str, replications
                    + (f", runs per system {sorted(set(info.runs_per_system.values()))} over "
                       f"{', '.join(replications)}" if replications else ", one run per system")
                    + (f", repeats per item {_span(per_cell)} over {', '.join(repeats)}" if repeats else "")
-                   + (f"; {n_nan} rows with a missing score dropped" if n_nan else ""))
+                   + (f"; {n_nan} rows with a missing score dropped" if n_nan else "")
+                   + (f"; read as {DELIMITERS[sep]}-separated (the file's header uses {DELIMITERS[sep]}s)"
+                      if (sep := getattr(df, "attrs", {}).get("delimiter")) in DELIMITERS else ""))
     if system is None:
         out = out.drop(columns=[sys_col])
     return out, info
