@@ -295,6 +295,11 @@ def analyze_logs(logs, metric: str | None = None, adjust: str = "holm", alpha: f
             else:
                 mcn.append({"task": task, "a": present[1], "b": present[0], **m.to_frame().iloc[0].to_dict(),
                             "ignores": IGNORES["mcnemar"]})
+    few = sorted({int(n) for s in specs.values() if s.replications for n in s.design.runs_per_system.values()})
+    if few and few[0] < 10:
+        notes.append(f"with {few[0]} runs per system the chi-square reference of the LRT is liberal (it treats the "
+                     "run variance as known; README, 'What the runs-random verdict promises'): read a p-value near "
+                     "alpha with care, and plan more runs (vrs plan).")
     verdict = _verdict(tasks, pooled, adjust, alpha)
     desc = logs.description.to_dict()
     desc["text"] = logs.describe()
