@@ -89,3 +89,14 @@ def test_a_bad_task_is_named_before_any_fit(tmp_path):
     write_every_eval_ever(truth, tmp_path)
     with pytest.raises(InputError, match="task 'allright'.*constant"):
         validate_tasks(load_eval_logs(tmp_path))
+
+
+def test_missing_scores_within_a_task_need_dropna(tmp_path):
+    truth = simulate_binary(6, tasks=("t",), items=20)
+    write_every_eval_ever(truth, tmp_path)
+    logs = load_eval_logs(tmp_path)
+    logs.table.loc[logs.table["item"] == "3", logs.description.primary_metric] = np.nan   # item 3 failed
+    with pytest.raises(InputError, match="task 't'.*2 missing value.*--dropna"):
+        validate_tasks(logs)
+    specs, _ = validate_tasks(logs, dropna=True)
+    assert specs["t"].design.n_dropped_nan == 2 and specs["t"].design.n_items == 19

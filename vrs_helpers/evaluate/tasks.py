@@ -74,8 +74,6 @@ def task_spec(logs, task: str, metric: str, dropna: bool = False) -> AnalysisSpe
     d = logs.table[logs.table["task"] == task]
     if metric not in d.columns:
         raise InputError(f"task {task!r}: no metric {metric!r}.")
-    if not dropna and d[metric].isna().any():
-        d = d.dropna(subset=[metric])   # a metric a task does not have is not a missing score
     data = d[["system", "run", "repeat", "item", metric]].rename(columns={metric: "score"})
     runs = bool(len(data) and data.groupby("system")["run"].nunique().max() > 1)
     repeats = bool(len(data) and data.groupby(["system", "run", "item"]).size().max() > 1)
