@@ -140,6 +140,10 @@ def _nothing_known(folder):
     return [str(folder / "logs")]
 
 
+def _bad_baseline(folder):
+    return [str(_lm_eval(folder)), "--baseline", "model-c"]
+
+
 # (name, input maker, exit code, a phrase of the message)
 CASES = [
     ("--out /proc/nonexistent/x", _bad_out_proc, 2, "cannot be written there"),
@@ -161,6 +165,7 @@ CASES = [
     ("logs: a task whose scores are constant", _constant_task, 2, "task 'arith'"),
     ("logs: an unknown --format", _unknown_format, 2, "Unknown log format"),
     ("a folder without logs of a known format", _nothing_known, 2, "No evaluation logs"),
+    ("logs: a --baseline that is not a system", _bad_baseline, 2, "--baseline 'model-c' is not a system"),
 ]
 
 

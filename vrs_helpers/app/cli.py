@@ -279,11 +279,15 @@ def _cmd_analyze(args) -> int:
 
 def _analyze_logs(args) -> int:
     """``vrs analyze LOGDIR``: read and describe the logs, validate every task, then analyse (app/logs_report)."""
+    from ..evaluate.scores import InputError
     from .logs_report import logs_report, read_logs
 
     metric = args.response[0] if args.response else None
     logs, specs, notes = read_logs(args.data, fmt=args.format, system=args.system, cluster=args.cluster,
                                    metric=metric, dropna=args.dropna)
+    if args.baseline is not None and args.baseline not in logs.description.systems:
+        raise InputError(f"--baseline {args.baseline!r} is not a system of the logs; systems: "
+                         f"{', '.join(logs.description.systems)}.")
     print(f"Read {args.data}:\n{logs.describe()}", flush=True)
     summary = logs_report(logs, specs, notes, args.out, metric=metric, adjust=args.adjust, alpha=args.alpha,
                           cluster=args.cluster, baseline=args.baseline, data_label=str(args.data))

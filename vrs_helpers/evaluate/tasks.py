@@ -248,6 +248,10 @@ def analyze_logs(logs, metric: str | None = None, adjust: str = "holm", alpha: f
         raise InputError(f"adjust must be one of {', '.join(ADJUSTMENTS)}; got {adjust!r}.")
     metric = metric or logs.description.primary_metric
     notes = list(logs.description.notes)
+    systems = sorted(logs.table["system"].unique())
+    base = baseline or systems[0]
+    if baseline is not None and baseline not in systems:   # before any fit
+        raise InputError(f"baseline {baseline!r} is not a system of the logs; systems: {', '.join(systems)}.")
     specs = specs if specs is not None else validate_tasks(logs, metric, dropna=dropna)[0]
     rows, tables = [], {}
     for task, spec in specs.items():
@@ -267,10 +271,6 @@ def analyze_logs(logs, metric: str | None = None, adjust: str = "holm", alpha: f
     elif len(specs) > 1:
         notes.append("no pooled model: the tasks' scores are of different kinds (0/1 and continuous) or a task "
                      "has one system.")
-    systems = sorted(logs.table["system"].unique())
-    base = baseline or systems[0]
-    if baseline is not None and baseline not in systems:
-        raise InputError(f"baseline {baseline!r} is not a system of the logs; systems: {', '.join(systems)}.")
     paired, mcn = [], []
     for task in specs:
         table = logs.table[logs.table["task"] == task]
