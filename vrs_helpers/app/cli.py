@@ -282,6 +282,9 @@ def _analyze_logs(args) -> int:
     from ..evaluate.scores import InputError
     from .logs_report import logs_report, read_logs
 
+    if args.dask is not None:
+        raise InputError("--dask analyses a Parquet score table on a cluster; evaluation logs are read in memory: "
+                         "leave --dask out.")
     metric = args.response[0] if args.response else None
     logs, specs, notes = read_logs(args.data, fmt=args.format, system=args.system, cluster=args.cluster,
                                    metric=metric, dropna=args.dropna)
