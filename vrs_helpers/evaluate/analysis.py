@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from .. import registry
+from ..outcomes import P_FLOOR, p_text
 from .metrics import MetricsAnalysis
 from .readings import readings_frame
 from .scores import InputError
@@ -177,9 +178,13 @@ SUMMARY_DIGITS = 10  # significant digits of the floats in summary.json
 
 def _rounded(obj):
     """Floats at SUMMARY_DIGITS significant digits (NaN/inf as null), numpy scalars as Python numbers: the summary
-    of the same data is the same file whatever the order in which a backend added its sums."""
+    of the same data is the same file whatever the order in which a backend added its sums. A p-value (key
+    ``p_...``) below 1e-300 (one that underflowed to 0) gets a ``..._text`` sibling ``"< 1e-300"``."""
     if isinstance(obj, dict):
-        return {str(k): _rounded(v) for k, v in obj.items()}
+        out = {str(k): _rounded(v) for k, v in obj.items()}
+        for k in [k for k in out if k.startswith("p_") and isinstance(out[k], float) and out[k] < P_FLOOR]:
+            out.setdefault(f"{k}_text", p_text(out[k]))   # underflowed: "< 1e-300", not a p-value of 0
+        return out
     if isinstance(obj, (list, tuple)):
         return [_rounded(v) for v in obj]
     if isinstance(obj, (bool, np.bool_)):
@@ -192,6 +197,9 @@ def _rounded(obj):
     if obj is None or isinstance(obj, str):
         return obj
     return str(obj)
+
+
+rounded = _rounded   # the public name (vrs analyze LOGDIR's summary.json, app/logs_report)
 
 
 def summary_json(result: OwnAnalysis) -> str:

@@ -30,6 +30,7 @@ from ..book.glrt import compare_systems
 from ..book.reliability import decision_study, phi
 from ..book.significance import bootstrap_test, permutation_test, resampling_test_dask
 from ..errors import VRSError
+from ..outcomes import P_FLOOR, p_text
 from .readings import aso_readings, disagreements, expected_best_by_system, run_means
 from .scores import computed
 
@@ -66,7 +67,15 @@ def run_table(df, response: str, system: str, replications, level: float = 0.95)
 
 
 def verdict_text(p: float, alpha: float) -> str:
-    return f"differ (p = {p:.3g} < {alpha:g})" if p < alpha else f"show no significant difference (p = {p:.3g})"
+    if p < alpha:
+        return f"differ (p {_p(p)})" if p < P_FLOOR else f"differ (p {_p(p)} < {alpha:g})"
+    return f"show no significant difference (p {_p(p)})"
+
+
+def _p(p) -> str:
+    """'= 0.0123', or '< 1e-300' for a p-value that underflowed (:func:`vrs_helpers.outcomes.p_text`)."""
+    text = p_text(p)
+    return text if text.startswith("<") else f"= {text}"
 
 
 @dataclass
@@ -257,7 +266,7 @@ def verdict(result, w: Work) -> None:
                 result.verdict.append(
                     f"With a random effect per run, the systems {verdict_text(t.p_value, alpha)} ({t.method}: "
                     f"{t.evidence()}; the chi-square GLRT, valid only with many runs, gives {g2.evidence()}, "
-                    f"p = {g2.p_value:.3g}).")
+                    f"p {_p(g2.p_value)}).")
             if result.disagree:
                 result.verdict.append("WARNING: the two readings disagree. The conclusion hinges on whether the "
                                       "runs are treated as fixed replications or as a sample of possible runs; "
@@ -265,7 +274,7 @@ def verdict(result, w: Work) -> None:
         for p, c in result.conditional.items():
             result.verdict.append(f"Conditional on {p}: the system difference "
                                   f"{'depends' if c.glrt.p_value < alpha else 'shows no significant dependence'} "
-                                  f"on it (p = {c.glrt.p_value:.3g}, df = {c.glrt.df}).")
+                                  f"on it (p {_p(c.glrt.p_value)}, df = {c.glrt.df}).")
     for s, r in result.reliability.items():
         need = result.runs_needed.get(s) or {}
         more = "".join(f"; {k} level(s) of {f} would reach phi >= {spec.target_phi}" if k else
