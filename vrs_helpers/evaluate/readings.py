@@ -39,9 +39,11 @@ EXPECTED_MAX_BOOT = 2000
 
 # reading -> (how the sentences name it, which sources of variation it models and which it ignores)
 IGNORES = {
-    "replications": ("the GLRT with the runs as replications",
-                     "ignores the run-to-run variance (it treats the runs as fixed replications)"),
-    "random": ("the test with a random effect per run", "models both the item and the run-to-run variation"),
+    "replications": ("the GLRT with the runs as replications (the book's reading)",
+                     "ignores the run-to-run variance and the system-by-item variation (it treats the runs as fixed "
+                     "replications)"),
+    "random": ("the test with a random effect per run",
+               "models the item and the run-to-run variation (and, with items random, the system-by-item one)"),
     "paired": ("the paired bootstrap and permutation tests",
                "ignore the run-to-run variance (they average the runs of each item first)"),
     "aso": ("ASO on the run means",
