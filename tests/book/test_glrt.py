@@ -99,3 +99,25 @@ def test_binary_default_is_the_glmm_bootstrap():
     with pytest.raises(registry.TestChoiceError, match="bootstrap.*chisq|chisq.*bootstrap"):
         compare_systems(_log(binary=True), "y", "system", "item", replications=["seed"], family="binomial",
                         test="kenward-roger")
+
+
+PAIRWISE = json.loads((Path(__file__).parent.parent / "reference" / "pairwise_df_emmeans.json").read_text())
+
+
+@pytest.mark.parametrize("test", ["kenward-roger", "satterthwaite"])
+def test_runs_random_pairwise_contrasts_equal_emmeans(test):
+    """Three systems (tests/reference/pairwise_df.R: emmeans 1.8.4, lmer.df = "kenward-roger" / "satterthwaite"):
+    the runs-random reading's contrasts (with the system-by-item term, the default) have emmeans' estimate, SE,
+    df, t and Tukey-adjusted p to 1e-4 relative; the runs-as-replications reading keeps the z tests."""
+    d = pd.read_csv(Path(__file__).parent.parent / "reference" / "pairwise_three_systems.csv.gz")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        c = compare_systems(d, "score", "system", "item", replications=["run"], test=test)
+        book = compare_systems(d, "score", "system", "item")
+    ref = pd.DataFrame(PAIRWISE["models"]["system_item"][test]["tukey"])
+    assert c.formula.replace(" ", "") == PAIRWISE["models"]["system_item"]["formula"].replace(" ", "")
+    got = c.contrasts.set_index("contrast").loc[ref["contrast"]]
+    for ours, theirs in [("estimate", "estimate"), ("SE", "SE"), ("df", "df"), ("t", "t.ratio"),
+                         ("p_value", "p.value")]:
+        np.testing.assert_allclose(got[ours].to_numpy(), ref[theirs].to_numpy(), rtol=1e-4)
+    assert "z" in book.contrasts and "df" not in book.contrasts

@@ -106,6 +106,10 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
     comparison). A test that does not apply to the family raises :class:`vrs_helpers.registry.TestChoiceError`.
     The chi-square GLRT is always in ``glrt``.
 
+    The contrasts of the runs-random reading of continuous scores are t tests with the test's small-sample df
+    (Kenward-Roger's, or Satterthwaite's with that test), Tukey-adjusted on those df as ``emmeans(model, pairwise ~
+    system, lmer.df = "kenward-roger")``; the other readings' are z tests (the book's Tables 4.2/4.3).
+
     ``data`` may be a ``dask.dataframe.DataFrame``: the fits then run on its cluster (``vrs_helpers.distributed``).
 
     ``family="binomial"`` is for binary scores (correct/incorrect per item; or successes out of ``trials`` per row, a
@@ -194,7 +198,11 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
                                            sigma=math.sqrt(latent_residual_variance("logit"))), f_test)
         out.system_item = crossed
         return out
-    emm = emmeans(full, system, by=by, adjust=adjust)
+    # the runs-random reading's pairwise contrasts: t tests on small-sample df, Tukey on those df (emmeans with
+    # lmer.df = "kenward-roger"); the book's readings keep the z tests of Tables 4.2/4.3
+    lmer_df = "asymptotic" if not (replications and by is None and covariate is None) else (
+        chosen.name if chosen.name in ("kenward-roger", "satterthwaite") else registry.ddf_default())
+    emm = emmeans(full, system, by=by, adjust=adjust, lmer_df=lmer_df)
     slopes = None if covariate is None else _slopes(full, system, covariate)
     return SystemComparison(formula, null, glrt, emm.means, emm.contrasts, slopes, full, f_test, notes=notes,
                             system_item=crossed)

@@ -260,6 +260,9 @@ def verdict(result, w: Work) -> None:
                     f"{what}, the systems {verdict_text(t.p_value, alpha)} ({t.method}: "
                     f"{t.evidence()}; the chi-square GLRT, valid only with many runs, gives {g2.evidence()}, "
                     f"p = {g2.p_value:.3g}).")
+            pairwise = pairwise_sentence(result)
+            if pairwise:
+                result.verdict.append(pairwise)
             if result.disagree:
                 result.verdict.append("WARNING: the two readings disagree. The conclusion hinges on whether the "
                                       "runs are treated as fixed replications or as a sample of possible runs; "
@@ -276,6 +279,25 @@ def verdict(result, w: Work) -> None:
         result.verdict.append(f"Reliability of {s}: phi = {r.phi:.3f} ({r.interpretation}){more}.")
     if len(w.systems) < 2:
         result.notes.append("one system: reliability only")
+
+
+def pairwise_sentence(result) -> str | None:
+    """With three or more systems, the family-wise decision of the runs-random reading: every pairwise contrast
+    with its small-sample df, Tukey-adjusted on those df (emmeans, ``lmer.df = "kenward-roger"``), at ``alpha`` for
+    the whole family of k (k - 1) / 2 contrasts."""
+    comp = result.comparison_random
+    if comp is None or len(result.systems) < 3 or "contrast" not in comp.contrasts:
+        return None
+    c = comp.contrasts
+    small = "df" in c and "t" in c
+    parts = [f"{r['contrast']}: {'differ' if r['p_value'] < result.alpha else 'no difference'} "
+             + (f"(t = {r['t']:.3g} on {r['df']:.3g} df, adjusted p = {r['p_value']:.3g})" if small else
+                f"(z = {r['z']:.3g}, adjusted p = {r['p_value']:.3g})") for _, r in c.iterrows()]
+    how = ("t tests on small-sample df, Tukey-adjusted on those df" if small else
+           "Wald z tests on the logit scale, Tukey-adjusted (no small-sample df for a GLMM)")
+    found = int((c["p_value"] < result.alpha).sum())
+    return (f"Pairwise, runs random ({how}; family-wise alpha = {result.alpha:g} over {len(c)} contrasts): "
+            f"{found} of {len(c)} pairs differ - " + "; ".join(parts) + ".")
 
 
 def power(result, w: Work) -> None:
