@@ -160,12 +160,7 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
         problem = replication_problem(r, _computed(data.groupby(system, observed=True)[r].nunique()), system)
         if problem:
             raise SignificanceError(problem)
-    if items not in ITEMS:
-        raise SignificanceError(f"items must be one of {', '.join(ITEMS)} (items like these, or these items); "
-                                f"got {items!r}.")
-    crossed = bool(replications) and items == "random" and system_item_replicated(data, system, item)
-    rand = " + ".join([f"(1|{item})"] + ([f"(1|{system}:{item})"] if crossed else [])
-                      + [f"(1|{system}:{r})" for r in replications])
+    rand, crossed = random_part(data, system, item, replications, items)
     if by is not None:
         formula, null = f"{lhs} ~ {system} * {by} + {rand}", f"{lhs} ~ {by} + {rand}"
     elif covariate is not None:
@@ -209,6 +204,50 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
 
 
 ITEMS = ("random", "fixed")  # compare_systems(items=...): items like these (1|system:item), or these items
+
+
+def random_part(data, system: str, item: str, replications=(), items: str = "random") -> tuple[str, bool]:
+    """The random terms of the models: ``(1|item)``, with runs random ``(1|system:R)`` per replication column and,
+    with ``items="random"`` where identifiable, ``(1|system:item)`` (:func:`system_item_replicated`); and whether
+    the system-by-item term is in."""
+    if items not in ITEMS:
+        raise SignificanceError(f"items must be one of {', '.join(ITEMS)} (items like these, or these items); "
+                                f"got {items!r}.")
+    crossed = bool(replications) and items == "random" and system_item_replicated(data, system, item)
+    return " + ".join([f"(1|{item})"] + ([f"(1|{system}:{item})"] if crossed else [])
+                      + [f"(1|{system}:{r})" for r in replications]), crossed
+
+
+def interaction_test(data, response: str, system: str, item: str, prop: str, replications=(),
+                     family: str = "gaussian", items: str = "random", ddf: str | None = None):
+    """Does the system difference depend on the data property ``prop``? ``response ~ system + P`` against
+    ``response ~ system * P`` (the same random terms as :func:`compare_systems`: a numeric P as a slope, a
+    categorical one per level). This is not the ICLR paper's eq. 6/7 test (``system * P`` vs ``P``, which drops the
+    system main effect and the interaction together and asks whether the systems differ once P is accounted for):
+    it drops only the interaction.
+
+    With ``replications`` (runs random) and continuous scores: the F test of the interaction columns on the REML
+    fit with Kenward-Roger's (default; ``ddf="satterthwaite"``) small-sample df; otherwise the chi-square GLRT of
+    the two fits (ML; the GLMMs' Laplace fits for binary scores). Returns the test's outcome."""
+    from .. import mixed
+    from ..mixed.ddf import contrast_test
+    from .binary import binomial_response
+
+    data = _computed(data) if family == "binomial" else data
+    lhs = binomial_response(data, response, None) if family == "binomial" else response
+    rand, _ = random_part(data, system, item, list(replications), items)
+    formula, reduced = f"{lhs} ~ {system} * {prop} + {rand}", f"{lhs} ~ {system} + {prop} + {rand}"
+    if family == "binomial":
+        return mixed.lrt(mixed.glmer(reduced, data, family="binomial"), mixed.glmer(formula, data,
+                                                                                    family="binomial"))
+    full = mixed.fit(formula, data)
+    if replications:
+        names = list(full.fixed_effects.index)
+        cols = [i for i, n in enumerate(names) if ":" in n]
+        L = np.zeros((len(cols), len(names)))
+        L[np.arange(len(cols)), cols] = 1.0
+        return contrast_test(full, L, f"{system}:{prop}", ddf=ddf or registry.ddf_default())
+    return mixed.lrt(mixed.fit(reduced, data), full)
 
 
 def system_item_replicated(data, system: str, item: str) -> bool:

@@ -222,8 +222,13 @@ def readings_frame(result) -> pd.DataFrame:
         rows.append(_row(everyone, "random", "runs as a random effect", t.method, t.statistic, t.df_text(), p, crit,
                          p < alpha))
     for prop, c in result.conditional.items():
-        rows.append(_row("all systems", "conditional", f"conditional on {prop}", c.glrt.method, c.glrt.statistic,
-                         c.glrt.df_text(), c.glrt.p_value, crit, c.glrt.p_value < alpha))
+        rows.append(_row("all systems", "conditional", f"the systems differ once {prop} is accounted for",
+                         c.glrt.method, c.glrt.statistic, c.glrt.df_text(), c.glrt.p_value, crit,
+                         c.glrt.p_value < alpha))
+        t = getattr(result, "interactions", {}).get(prop)
+        if t is not None:
+            rows.append(_row("all systems", "interaction", f"the difference depends on {prop}", t.method,
+                             t.statistic, t.df_text(), t.p_value, crit, t.p_value < alpha))
     base = systems[0] if systems else ""
     for cand in systems[1:]:
         pair = f"{cand} vs {base}"
@@ -285,7 +290,8 @@ def disagreements(result, frame: pd.DataFrame | None = None) -> list[str]:
     as one reading while they agree."""
     frame = readings_frame(result) if frame is None else frame
     out = []
-    for comparison, part in frame[frame["kind"] != "conditional"].groupby("comparison", sort=False):
+    for comparison, part in frame[~frame["kind"].isin(["conditional", "interaction"])].groupby("comparison",
+                                                                                               sort=False):
         if comparison == "all systems":
             continue
         decisions = {}

@@ -26,7 +26,7 @@ import pandas as pd
 
 from .. import mixed
 from ..book.binary import latent_variance_components
-from ..book.glrt import compare_systems
+from ..book.glrt import compare_systems, interaction_test
 from ..book.reliability import decision_study, phi
 from ..book.significance import bootstrap_test, permutation_test, resampling_test_dask
 from ..errors import VRSError
@@ -148,16 +148,25 @@ def significance(result, w: Work) -> None:
 
 
 def conditional(result, w: Work) -> None:
-    """For each data property P: ``response ~ system * P + (1|item)`` against ``response ~ P + (1|item)`` (ICLR
-    eq. 6/7), a numeric property as a slope, a categorical one per level."""
+    """For each data property P two questions, each with its own test: "do the systems differ once P is accounted
+    for?" - ``response ~ system * P + (1|item)`` against ``response ~ P + (1|item)`` (ICLR eq. 6/7: the system main
+    effect and the interaction together) - and "does the system difference depend on P?" - ``system + P`` against
+    ``system * P`` (:func:`vrs_helpers.book.glrt.interaction_test`; with runs random the small-sample F test of the
+    interaction on the runs-random model). A numeric property as a slope, a categorical one per level."""
     if len(w.systems) < 2:
         return
     for p in w.spec.properties:
         pn = w.names[p]
+        d = w.d if pd.api.types.is_numeric_dtype(w.d[pn].dtype) else w.d.assign(**{pn: w.d[pn].astype(str)})
         if pd.api.types.is_numeric_dtype(w.d[pn].dtype):
             c = compare_systems(w.d, w.y, w.sy, w.it, covariate=pn, family=w.family)
         else:
-            c = compare_systems(w.d.assign(**{pn: w.d[pn].astype(str)}), w.y, w.sy, w.it, by=pn, family=w.family)
+            c = compare_systems(d, w.y, w.sy, w.it, by=pn, family=w.family)
+        ddf = w.test if w.test in ("kenward-roger", "satterthwaite") else None
+        try:
+            result.interactions[p] = interaction_test(d, w.y, w.sy, w.it, pn, w.reps, w.family, w.spec.items, ddf)
+        except VRSError as e:  # reported; the joint test still stands
+            result.notes.append(f"the interaction test of system x {p}: {e}")
         c.contrasts, c.means = w.rename_back(c.contrasts), w.rename_back(c.means)
         if c.slopes is not None:
             c.slopes = w.rename_back(c.slopes)
@@ -268,9 +277,19 @@ def verdict(result, w: Work) -> None:
                                       "runs are treated as fixed replications or as a sample of possible runs; "
                                       "with few runs and run-to-run variance, report both and add runs.")
         for p, c in result.conditional.items():
-            result.verdict.append(f"Conditional on {p}: the system difference "
-                                  f"{'depends' if c.glrt.p_value < alpha else 'shows no significant dependence'} "
-                                  f"on it (p = {c.glrt.p_value:.3g}, df = {c.glrt.df}).")
+            g = c.glrt
+            result.verdict.append(
+                f"Conditional on {p} (ICLR eq. 6/7: system and system x {p} against {p} alone, GLRT {g.evidence()}, "
+                f"p = {g.p_value:.3g}): "
+                + (f"the systems differ once {p} is accounted for." if g.p_value < alpha else
+                   f"no evidence that the systems differ once {p} is accounted for."))
+            t = result.interactions.get(p)
+            if t is not None:
+                result.verdict.append(
+                    f"Interaction with {p} (system + {p} against system x {p}, {t.method}: {t.evidence()}, "
+                    f"p = {t.p_value:.3g}): "
+                    + (f"the difference between the systems depends on {p}." if t.p_value < alpha else
+                       f"no evidence that the difference between the systems depends on {p}."))
     for s, r in result.reliability.items():
         need = result.runs_needed.get(s) or {}
         more = "".join(f"; {k} level(s) of {f} would reach phi >= {spec.target_phi}" if k else
