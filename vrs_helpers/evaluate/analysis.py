@@ -49,15 +49,18 @@ from .steps import STEPS, plan_power, prepare, run_table, safe_names, verdict_te
 AnalysisError = InputError
 
 
-def _random_dict(test, lrt) -> dict | None:
-    """The runs-random reading in summary.json: the test used (its outcome's ``as_dict()``: by default the F test
-    with Kenward-Roger's df, stated at 4 significant digits) under ``test``, the chi-square LRT beside it under
-    ``lrt``."""
-    if lrt is None:
+def _random_dict(comparison) -> dict | None:
+    """The runs-random reading in summary.json: the model (``formula``; ``items``: "random" when it has the
+    system-by-item term), the test used (its outcome's ``as_dict()``: by default the F test with Kenward-Roger's
+    df, stated at 4 significant digits; for binary scores the parametric-bootstrap LRT) under ``test``, the
+    chi-square LRT beside it under ``lrt``."""
+    if comparison is None:
         return None
+    test, lrt = comparison.test, comparison.glrt
+    model = {"formula": comparison.formula, "items": "random" if comparison.system_item else "fixed"}
     if test is None or test is lrt:
-        return {"test": registry.get("chisq").method, **lrt.as_dict(), "lrt": lrt.as_dict()}
-    return {"test": test.method, **test.as_dict(), "lrt": lrt.as_dict()}
+        return {"test": registry.get("chisq").method, **lrt.as_dict(), "lrt": lrt.as_dict(), **model}
+    return {"test": test.method, **test.as_dict(), "lrt": lrt.as_dict(), **model}
 
 
 @dataclass
@@ -74,7 +77,8 @@ class OwnAnalysis:
     runs: pd.DataFrame = field(repr=False)                    # per system and run: mean, SD, CI of the mean
     comparison: object = field(default=None, repr=False)      # SystemComparison, runs as replications
     comparison_random: object = field(default=None, repr=False)  # SystemComparison with (1|system:R)
-    conditional: dict = field(default_factory=dict, repr=False)  # property -> SystemComparison
+    conditional: dict = field(default_factory=dict, repr=False)  # property -> SystemComparison (ICLR eq. 6/7)
+    interactions: dict = field(default_factory=dict, repr=False)  # property -> test of system + P vs system * P
     paired: pd.DataFrame | None = field(default=None, repr=False)  # bootstrap / permutation vs the baseline
     variance_components: dict = field(default_factory=dict, repr=False)  # system -> variance table
     reliability: dict = field(default_factory=dict, repr=False)  # system -> PhiResult
@@ -123,9 +127,10 @@ class OwnAnalysis:
             "replications": list(self.replications), "properties": list(self.properties),
             "systems": list(map(str, self.systems)), "alpha": self.alpha,
             "glrt": None if self.glrt is None else self.glrt.as_dict(),
-            "glrt_replications_random": _random_dict(self.random_test, self.glrt_replications_random),
+            "glrt_replications_random": _random_dict(self.comparison_random),
             "readings_disagree": self.disagree,
             "conditional": {p: c.glrt.as_dict() for p, c in self.conditional.items()},
+            "interaction": {p: {"test": t.method, **t.as_dict()} for p, t in self.interactions.items()},
             "conditional_contrasts": {p: (c.slopes if c.slopes is not None else c.contrasts)
                                       .replace({np.nan: None}).to_dict("records")
                                       for p, c in self.conditional.items()},
@@ -162,7 +167,9 @@ class OwnAnalysis:
             rows.append(row("GLRT chi-square, runs as a random effect (large-sample)",
                             self.glrt_replications_random))
         for p, c in self.conditional.items():
-            rows.append(row(f"GLRT, system x {p}", c.glrt))
+            rows.append(row(f"GLRT, system and system x {p} vs {p} (eq. 6/7)", c.glrt))
+        for p, t in self.interactions.items():
+            rows.append(row(f"{t.method}, system + {p} vs system x {p}", t))
         return pd.DataFrame(rows, columns=["test", "statistic", "df", "p_value"])
 
     def __repr__(self) -> str:
@@ -232,7 +239,7 @@ def analyze(data, response=None, system: str | None = None, item: str | None = N
             properties=(), baseline: str | None = None, alpha: float = 0.05, n_resamples: int = 10_000,
             seed: int = 0, target_phi: float = 0.8, max_runs: int = 1000, backend=None, lower_is_better=False,
             test: str | None = None, n_sim: int = 1000, family: str = "auto", delta: float | None = None,
-            target_power: float = 0.8, dropna: bool = False):
+            target_power: float = 0.8, dropna: bool = False, items: str = "random"):
     """Run the analyses of workbook 07 on a score table (one row per system, run and item).
 
     ``analyze(spec)`` runs an :class:`~vrs_helpers.evaluate.spec.AnalysisSpec` (validated here unless it is
@@ -261,11 +268,15 @@ def analyze(data, response=None, system: str | None = None, item: str | None = N
     scores' family (None: the family's default; for continuous scores ``"kenward-roger"``, else
     ``"satterthwaite"``, ``"bootstrap"`` (the parametric-bootstrap LRT with ``n_sim`` simulations, seeded by
     ``seed``) or ``"chisq"`` (the large-sample GLRT, too liberal with 3-5 runs per system); for binary scores
-    ``"chisq"``).
+    ``"bootstrap"`` (default: the GLMMs' parametric-bootstrap LRT) or ``"chisq"``).
+
+    ``items``: ``"random"`` (default: when items have several runs per system, the runs-random model has the
+    system-by-item term ``(1|system:item)`` and the verdict is about items like these) or ``"fixed"`` (without it:
+    these items; :func:`vrs_helpers.book.glrt.compare_systems`).
 
     ``family``: ``"auto"`` (default: binomial for a 0/1 response, with a note), ``"gaussian"`` or ``"binomial"``
     (correct/incorrect per item: the GLRTs on logistic GLMMs, :func:`vrs_helpers.book.glrt.compare_systems`, the
-    runs-random reading by the chi-square GLRT, per-system variance components and phi on the latent scale,
+    runs-random reading by the parametric-bootstrap LRT, per-system variance components and phi on the latent scale,
     :func:`vrs_helpers.book.binary.latent_variance_components`).
 
     ``delta``, ``target_power``: the power planning of the runs-random reading
@@ -276,7 +287,8 @@ def analyze(data, response=None, system: str | None = None, item: str | None = N
         spec = data
     else:
         spec = AnalysisSpec(data, response, system, item, replications=replications, properties=properties,
-                            baseline=baseline, family=family, test=test, alpha=alpha, n_resamples=n_resamples,
+                            baseline=baseline, family=family, test=test, items=items, alpha=alpha,
+                            n_resamples=n_resamples,
                             n_sim=n_sim, seed=seed, delta=delta, lower_is_better=lower_is_better, dropna=dropna,
                             backend=backend, target_phi=target_phi, max_runs=max_runs, target_power=target_power)
     with connected(spec.backend) as client:
