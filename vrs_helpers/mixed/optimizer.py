@@ -34,13 +34,19 @@ def optimize(dev, theta0=None) -> tuple[np.ndarray, OptSummary]:
         x0 = moment_start(s) if theta0 is None else theta0
         x0 = np.ones(len(s.terms)) if x0 is None else np.asarray(x0, dtype=float)
         theta, best_f, converged, message, n_eval = _optimize_intercepts(dev, x0)
-        lower, name, opts = np.zeros(len(theta)), "L-BFGS-B (bounded, analytic gradient) + Newton", INTERCEPT_OPTIONS
+        lower, opts = np.zeros(len(theta)), INTERCEPT_OPTIONS
+        name = "L-BFGS-B (bounded, analytic gradient) + Newton"
+        if message.startswith("BFGS"):
+            name = "BFGS (analytic gradient, finite-difference Hessian at the start)"
+            opts = {"step": QUASI_NEWTON_STEP_TOL, "decrement": QUASI_NEWTON_DECREMENT}
     else:
         x0 = dev.start() if theta0 is None else np.asarray(theta0, dtype=float)
         theta, best_f, converged, message, n_eval = _optimize_general(dev, x0)
         lower, name, opts = dev.lower, "L-BFGS-B (analytic gradient) + Newton", SLOPE_OPTIONS
+    if name.startswith("L-BFGS-B"):
+        opts = {**opts, "newton_step": NEWTON_STEP_TOL}
     summary = OptSummary(name, s.theta_to_lme4(x0), s.theta_to_lme4(theta), float(best_f), int(n_eval),
-                         bool(converged), message, {**opts, "newton_step": NEWTON_STEP_TOL},
+                         bool(converged), message, opts,
                          s.theta_to_lme4(lower))
     return theta, summary
 
@@ -99,9 +105,68 @@ def moment_start(s: SufficientStats) -> np.ndarray | None:
     return np.clip(theta, 0.05, 10.0)
 
 
+QUASI_NEWTON_MIN_DENSE = 256  # levels of the dense block from which an evaluation is a dense factorization
+QUASI_NEWTON_MAX_TERMS = 3  # its Hessian at the start costs one gradient per term
+QUASI_NEWTON_STEP_TOL = 1e-8  # stop when the largest step in theta is below this
+QUASI_NEWTON_BOUNDARY = 1e-3  # a step below this leaves the search to L-BFGS-B and its boundary escapes
+QUASI_NEWTON_DECREMENT = 1e-7  # or when the predicted decrease g'H^-1 g of the deviance is below this (absolute)
+
+
+def _quasi_newton(dev: Deviance, x0: np.ndarray, max_iter: int = 30):
+    """BFGS from a Hessian by forward differences of the analytic gradient at ``x0``, with step halving; for a few
+    terms whose every evaluation factors a large dense block (InstEval: 1,128 lecturers), where L-BFGS-B, which
+    starts from a scaled identity, spends most of its ~10 evaluations learning the curvature (Nocedal & Wright
+    2006, ch. 6). Returns (theta, deviance, largest last step, evaluations), or None when it fails or reaches the
+    boundary theta_k = 0 (the caller then runs L-BFGS-B with its boundary escapes)."""
+    f, g = dev.value_and_grad(x0)
+    if not np.isfinite(f):
+        return None
+    theta, n_eval = x0.copy(), 1
+    h = numdiff.steps(theta, 1e-5, 1e-3)
+    hess = numdiff.jacobian(lambda t: dev.value_and_grad(t)[1], theta, h, f0=g).T
+    hess = 0.5 * (hess + hess.T)
+    n_eval += len(theta)
+    for _ in range(max_iter):
+        try:
+            if not np.all(np.linalg.eigvalsh(hess) > 0):
+                return None
+            step = np.linalg.solve(hess, g)
+        except np.linalg.LinAlgError:
+            return None
+        rel_step = float(np.max(np.abs(step)))
+        if rel_step < QUASI_NEWTON_STEP_TOL or float(g @ step) < QUASI_NEWTON_DECREMENT:
+            return theta, f, rel_step, n_eval
+        for _halving in range(8):
+            t = theta - step
+            if np.any(t < QUASI_NEWTON_BOUNDARY):  # heading for theta_k = 0, where the theta-gradient vanishes
+                return None
+            f_new, g_new = dev.value_and_grad(t)
+            n_eval += 1
+            if f_new <= f + 1e-12 * abs(f):
+                break
+            step = 0.5 * step
+        else:
+            return None
+        s_k, y_k = t - theta, g_new - g
+        theta, f, g = t, f_new, g_new
+        sy = float(s_k @ y_k)
+        if sy > 1e-12 * float(np.linalg.norm(s_k) * np.linalg.norm(y_k)):  # BFGS update (curvature condition)
+            hs = hess @ s_k
+            hess = hess + np.outer(y_k, y_k) / sy - np.outer(hs, hs) / float(s_k @ hs)
+        if float(np.max(np.abs(s_k))) < QUASI_NEWTON_STEP_TOL:
+            return theta, f, float(np.max(np.abs(s_k))), n_eval
+    return None
+
+
 def _optimize_intercepts(dev: Deviance, x0: np.ndarray):
-    """L-BFGS-B on the analytic gradient, with escapes from a boundary that traps the theta-gradient at zero."""
+    """L-BFGS-B on the analytic gradient, with escapes from a boundary that traps the theta-gradient at zero; for a
+    few terms with a large dense block, BFGS from a finite-difference Hessian first (:func:`_quasi_newton`)."""
     K = len(x0)
+    if K <= QUASI_NEWTON_MAX_TERMS and dev.q_o >= QUASI_NEWTON_MIN_DENSE and np.all(x0 > 0):
+        qn = _quasi_newton(dev, np.asarray(x0, dtype=float))
+        if qn is not None:
+            theta, best_f, rel_step, n_eval = qn
+            return theta, best_f, True, f"BFGS from a finite-difference Hessian (last step {rel_step:.2g})", n_eval
     bounds = [(0.0, None)] * K
     opts = INTERCEPT_OPTIONS
     res = scipy_optimize.minimize(dev.value_and_grad, x0, jac=True, method="L-BFGS-B", bounds=bounds, options=opts)
