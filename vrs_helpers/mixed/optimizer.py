@@ -24,6 +24,12 @@ INTERCEPT_OPTIONS = {"ftol": 1e-12, "gtol": 1e-7, "maxiter": 5000, "maxcor": 20}
 # evaluations on Chem97); the Newton polish that follows converges from there in one or two steps
 SLOPE_OPTIONS = {"ftol": 1e-11, "gtol": 1e-7, "maxiter": 5000, "maxcor": 20}
 NEWTON_STEP_TOL = 2e-3  # converged: the largest Newton step (lme4's relative gradient) is below this
+_QN_NAME = "BFGS (analytic gradient, finite-difference Hessian at the start)"
+QUASI_NEWTON_MIN_DENSE = 256  # levels of the dense block from which an evaluation is a dense factorization
+QUASI_NEWTON_MAX_TERMS = 3  # its Hessian at the start costs one gradient per term
+QUASI_NEWTON_STEP_TOL = 1e-8  # stop when the largest step in theta is below this
+QUASI_NEWTON_BOUNDARY = 1e-3  # a step below this leaves the search to L-BFGS-B and its boundary escapes
+QUASI_NEWTON_DECREMENT = 1e-7  # or when the predicted decrease g'H^-1 g of the deviance is below this (absolute)
 
 
 def optimize(dev, theta0=None) -> tuple[np.ndarray, OptSummary]:
@@ -37,12 +43,25 @@ def optimize(dev, theta0=None) -> tuple[np.ndarray, OptSummary]:
         lower, opts = np.zeros(len(theta)), INTERCEPT_OPTIONS
         name = "L-BFGS-B (bounded, analytic gradient) + Newton"
         if message.startswith("BFGS"):
-            name = "BFGS (analytic gradient, finite-difference Hessian at the start)"
+            name = _QN_NAME
             opts = {"step": QUASI_NEWTON_STEP_TOL, "decrement": QUASI_NEWTON_DECREMENT}
     else:
         x0 = dev.start() if theta0 is None else np.asarray(theta0, dtype=float)
-        theta, best_f, converged, message, n_eval = _optimize_general(dev, x0)
-        lower, name, opts = dev.lower, "L-BFGS-B (analytic gradient) + Newton", SLOPE_OPTIONS
+        qn = None
+        if theta0 is None and s.intercepts_only and dev.n_theta <= QUASI_NEWTON_MAX_TERMS:
+            # random intercepts whose nested pair is merged into blocks (:mod:`.nested`): every evaluation is a
+            # sandwich over all the blocks, and L-BFGS-B from lme4's start takes ~40 of them
+            start = moment_start(s)
+            qn = _quasi_newton(dev, start) if start is not None and np.all(start > 0) else None
+        if qn is not None:
+            x0 = start
+            theta, best_f, rel_step, n_eval = qn
+            converged, message = True, f"BFGS from a finite-difference Hessian (last step {rel_step:.2g})"
+            name, opts = _QN_NAME, {"step": QUASI_NEWTON_STEP_TOL, "decrement": QUASI_NEWTON_DECREMENT}
+        else:
+            theta, best_f, converged, message, n_eval = _optimize_general(dev, x0)
+            name, opts = "L-BFGS-B (analytic gradient) + Newton", SLOPE_OPTIONS
+        lower = dev.lower
     if name.startswith("L-BFGS-B"):
         opts = {**opts, "newton_step": NEWTON_STEP_TOL}
     summary = OptSummary(name, s.theta_to_lme4(x0), s.theta_to_lme4(theta), float(best_f), int(n_eval),
@@ -103,13 +122,6 @@ def moment_start(s: SufficientStats) -> np.ndarray | None:
     theta = np.sqrt(np.asarray(taus) / sigma2)
     # not exactly 0 (the theta-gradient vanishes there) and within lme4's usual range
     return np.clip(theta, 0.05, 10.0)
-
-
-QUASI_NEWTON_MIN_DENSE = 256  # levels of the dense block from which an evaluation is a dense factorization
-QUASI_NEWTON_MAX_TERMS = 3  # its Hessian at the start costs one gradient per term
-QUASI_NEWTON_STEP_TOL = 1e-8  # stop when the largest step in theta is below this
-QUASI_NEWTON_BOUNDARY = 1e-3  # a step below this leaves the search to L-BFGS-B and its boundary escapes
-QUASI_NEWTON_DECREMENT = 1e-7  # or when the predicted decrease g'H^-1 g of the deviance is below this (absolute)
 
 
 def _quasi_newton(dev: Deviance, x0: np.ndarray, max_iter: int = 30):
