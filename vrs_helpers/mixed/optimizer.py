@@ -48,18 +48,22 @@ def optimize(dev, theta0=None) -> tuple[np.ndarray, OptSummary]:
     else:
         x0 = dev.start() if theta0 is None else np.asarray(theta0, dtype=float)
         qn = None
-        if theta0 is None and s.intercepts_only and dev.n_theta <= QUASI_NEWTON_MAX_TERMS:
+        if s.intercepts_only and dev.n_theta <= QUASI_NEWTON_MAX_TERMS:
             # random intercepts whose nested pair is merged into blocks (:mod:`.nested`): every evaluation is a
             # sandwich over all the blocks, and L-BFGS-B from lme4's start takes ~40 of them
-            start = moment_start(s)
+            start = moment_start(s) if theta0 is None else x0
             qn = _quasi_newton(dev, start) if start is not None and np.all(start > 0) else None
-        if qn is not None:
+        if qn is not None and qn[4]:
             x0 = start
-            theta, best_f, rel_step, n_eval = qn
+            theta, best_f, rel_step, n_eval, _ = qn
             converged, message = True, f"BFGS from a finite-difference Hessian (last step {rel_step:.2g})"
             name, opts = _QN_NAME, {"step": QUASI_NEWTON_STEP_TOL, "decrement": QUASI_NEWTON_DECREMENT}
         else:
-            theta, best_f, converged, message, n_eval = _optimize_general(dev, x0)
+            go_on = x0
+            if qn is not None and np.isfinite(qn[1]):  # go on from where the quasi-Newton search stopped
+                x0, go_on = start, qn[0]
+            theta, best_f, converged, message, n_eval = _optimize_general(dev, go_on)
+            n_eval += qn[3] if qn is not None else 0
             name, opts = "L-BFGS-B (analytic gradient) + Newton", SLOPE_OPTIONS
         lower = dev.lower
     if name.startswith("L-BFGS-B"):
@@ -128,11 +132,12 @@ def _quasi_newton(dev: Deviance, x0: np.ndarray, max_iter: int = 30):
     """BFGS from a Hessian by forward differences of the analytic gradient at ``x0``, with step halving; for a few
     terms whose every evaluation factors a large dense block (InstEval: 1,128 lecturers), where L-BFGS-B, which
     starts from a scaled identity, spends most of its ~10 evaluations learning the curvature (Nocedal & Wright
-    2006, ch. 6). Returns (theta, deviance, largest last step, evaluations), or None when it fails or reaches the
-    boundary theta_k = 0 (the caller then runs L-BFGS-B with its boundary escapes)."""
+    2006, ch. 6). Returns (theta, deviance, largest last step, evaluations, done); done is False when it failed or
+    headed for the boundary theta_k = 0, and theta is then the best point reached (the caller goes on from there
+    with L-BFGS-B and its boundary escapes)."""
     f, g = dev.value_and_grad(x0)
     if not np.isfinite(f):
-        return None
+        return x0, f, np.inf, 1, False
     theta, n_eval = x0.copy(), 1
     h = numdiff.steps(theta, 1e-5, 1e-3)
     hess = numdiff.jacobian(lambda t: dev.value_and_grad(t)[1], theta, h, f0=g).T
@@ -141,24 +146,24 @@ def _quasi_newton(dev: Deviance, x0: np.ndarray, max_iter: int = 30):
     for _ in range(max_iter):
         try:
             if not np.all(np.linalg.eigvalsh(hess) > 0):
-                return None
+                return theta, f, np.inf, n_eval, False
             step = np.linalg.solve(hess, g)
         except np.linalg.LinAlgError:
-            return None
+            return theta, f, np.inf, n_eval, False
         rel_step = float(np.max(np.abs(step)))
         if rel_step < QUASI_NEWTON_STEP_TOL or float(g @ step) < QUASI_NEWTON_DECREMENT:
-            return theta, f, rel_step, n_eval
+            return theta, f, rel_step, n_eval, True
         for _halving in range(8):
             t = theta - step
             if np.any(t < QUASI_NEWTON_BOUNDARY):  # heading for theta_k = 0, where the theta-gradient vanishes
-                return None
+                return theta, f, np.inf, n_eval, False
             f_new, g_new = dev.value_and_grad(t)
             n_eval += 1
             if f_new <= f + 1e-12 * abs(f):
                 break
             step = 0.5 * step
         else:
-            return None
+            return theta, f, np.inf, n_eval, False
         s_k, y_k = t - theta, g_new - g
         theta, f, g = t, f_new, g_new
         sy = float(s_k @ y_k)
@@ -166,8 +171,8 @@ def _quasi_newton(dev: Deviance, x0: np.ndarray, max_iter: int = 30):
             hs = hess @ s_k
             hess = hess + np.outer(y_k, y_k) / sy - np.outer(hs, hs) / float(s_k @ hs)
         if float(np.max(np.abs(s_k))) < QUASI_NEWTON_STEP_TOL:
-            return theta, f, float(np.max(np.abs(s_k))), n_eval
-    return None
+            return theta, f, float(np.max(np.abs(s_k))), n_eval, True
+    return theta, f, np.inf, n_eval, False
 
 
 def _optimize_intercepts(dev: Deviance, x0: np.ndarray):
@@ -175,14 +180,17 @@ def _optimize_intercepts(dev: Deviance, x0: np.ndarray):
     few terms with a large dense block, BFGS from a finite-difference Hessian first (:func:`_quasi_newton`)."""
     K = len(x0)
     if K <= QUASI_NEWTON_MAX_TERMS and dev.q_o >= QUASI_NEWTON_MIN_DENSE and np.all(x0 > 0):
-        qn = _quasi_newton(dev, np.asarray(x0, dtype=float))
-        if qn is not None:
-            theta, best_f, rel_step, n_eval = qn
-            return theta, best_f, True, f"BFGS from a finite-difference Hessian (last step {rel_step:.2g})", n_eval
+        theta, best_f, rel_step, n_qn, done = _quasi_newton(dev, np.asarray(x0, dtype=float))
+        if done:
+            return theta, best_f, True, f"BFGS from a finite-difference Hessian (last step {rel_step:.2g})", n_qn
+        if np.isfinite(best_f):
+            x0 = theta
+    else:
+        n_qn = 0
     bounds = [(0.0, None)] * K
     opts = INTERCEPT_OPTIONS
     res = scipy_optimize.minimize(dev.value_and_grad, x0, jac=True, method="L-BFGS-B", bounds=bounds, options=opts)
-    n_eval = int(res.nfev)
+    n_eval = n_qn + int(res.nfev)
     theta, best_f = res.x.copy(), float(res.fun)
     # The theta-gradient is 0 at theta_k = 0 whatever the data say, so a component can be trapped on the boundary.
     # Check the psi = theta^2 gradient there (d deviance / d psi_k): where it is negative the deviance decreases
