@@ -2,7 +2,9 @@
 
 Random intercepts (:class:`.deviance.Deviance`): L-BFGS-B with bounds theta >= 0 on the analytic gradient, from
 one-way ANOVA moments of the OLS residuals (:func:`moment_start`; lme4 starts at theta = 1), with escapes from a
-boundary that traps the theta-gradient at zero. Random slopes (:class:`.deviance.BlockDeviance`): unbounded
+boundary that traps the theta-gradient at zero; with a few terms whose every evaluation factors a large dense block,
+or a nested pair merged into blocks (:mod:`.nested`), BFGS from a finite-difference Hessian at the moment start
+first (:func:`_quasi_newton`: InstEval 11 -> 6 evaluations). Random slopes (:class:`.deviance.BlockDeviance`): unbounded
 L-BFGS-B from lme4's start, brought to lme4's form (non-negative diagonal) afterwards. Both end with Newton steps on
 a Hessian from forward differences of the gradient, which is also the convergence check (lme4's relative
 gradient). :func:`optimize` returns theta (the engine's internal order: the formula's terms) and the
