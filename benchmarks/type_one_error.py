@@ -133,7 +133,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     rows = []
     warnings.simplefilter("ignore")
-    from tqdm.auto import tqdm
+    from tqdm import tqdm  # a text bar (tqdm.auto warns in a kernel without ipywidgets)
 
     scenarios = (("null", 0.0, args.sims), (f"delta = {args.delta:g}", args.delta, args.power_sims or args.sims))
     cells = [(items, runs, *sc) for items in args.items for runs in args.runs for sc in scenarios]

@@ -11,6 +11,7 @@ for large matrices, where threads pay.
 from __future__ import annotations
 
 from contextlib import nullcontext
+from functools import lru_cache
 
 #: dense dimension below which "auto" uses one BLAS thread (benchmarks/mixed_models.py, benchmarks/circularity.py)
 SMALL_DENSE = 1500
@@ -26,6 +27,13 @@ def blas_limit(dense_dim: int, threads="auto"):
         return nullcontext()
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"blas_threads must be 'auto', None or a positive int, got {threads!r}.")
-    from threadpoolctl import threadpool_limits
+    return _controller().limit(limits=threads, user_api="blas")
 
-    return threadpool_limits(limits=threads, user_api="blas")
+
+@lru_cache(maxsize=1)
+def _controller():
+    """threadpoolctl's view of the loaded BLAS libraries, made once: ``threadpool_limits`` scans every loaded shared
+    library on each call (0.03-0.15 s on this machine, paid by every fit; numpy's BLAS is loaded before any fit)."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()

@@ -308,3 +308,32 @@ def test_pair_sums_equal_the_sparse_product(r):
     D = D @ np.swapaxes(D, 1, 2)  # symmetric blocks, as in the deviance
     dense = G.toarray() @ linalg.block_diag(*D) @ G.toarray().T
     np.testing.assert_allclose(_PairSums(G, r)(D), dense, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("rater_sd", [0.4, 0.0])
+def test_two_large_crossed_factors_quasi_newton_path(rater_sd, monkeypatch):
+    """Two large crossed random intercepts (a dense block of 300 raters): BFGS from a finite-difference Hessian at
+    the moment start when the optimum is interior, L-BFGS-B with its boundary escapes when a variance is 0; either
+    way the optimum of mixedlm 1.3.0 (an lme4 port) and of our L-BFGS-B path (the quasi-Newton start disabled)."""
+    from vrs_helpers.mixed import optimizer
+
+    mixedlm = pytest.importorskip("mixedlm")
+    rng = np.random.default_rng(30)
+    n_s, n_r, n = 700, 300, 7000
+    s, r = rng.integers(0, n_s, n), rng.integers(0, n_r, n)
+    y = 1.0 + rng.normal(0, 0.5, n_s)[s] + rng.normal(0, rater_sd, n_r)[r] + rng.normal(0, 1.0, n)
+    df = pd.DataFrame({"y": y, "s": [f"s{i}" for i in s], "r": [f"r{i}" for i in r]})
+    f = "y ~ 1 + (1|s) + (1|r)"
+    ours = mixed.fit(f, df)
+    assert ours.optsum.converged
+    assert ours.optsum.optimizer.startswith("BFGS") == (rater_sd > 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = mixedlm.lmer(f, df, REML=True)
+    # mixedlm stops at lme4's default tolerances: ours is at least as high, and within its stopping error
+    assert float(ref.logLik().value) - 1e-6 <= ours.loglik <= float(ref.logLik().value) + 1e-3
+    monkeypatch.setattr(optimizer, "QUASI_NEWTON_MIN_DENSE", 10**9)
+    lbfgs = mixed.fit(f, df)
+    assert lbfgs.optsum.optimizer.startswith("L-BFGS-B")
+    assert ours.loglik == pytest.approx(lbfgs.loglik, abs=1e-7)
+    np.testing.assert_allclose(ours.theta, lbfgs.theta, atol=1e-5)

@@ -220,8 +220,7 @@ class PartialStats:
             if len(g) == 1:
                 gcodes_d.append(var_codes[g[0]])
             else:
-                joint = pd.Series(list(zip(*(var_codes[v] for v in g), strict=True)), dtype=object)
-                gcodes_d.append(self.grp_levels[i].encode(joint))
+                gcodes_d.append(self.grp_levels[i].encode_joint([var_codes[v] for v in g]))
         gcodes = [gcodes_d[self.gidx[k]] for k in range(K)]
         zvals = [None if t.intercept_only else monomial_values(chunk, t.covariates) for t in terms]
         for k in range(K):
