@@ -162,7 +162,8 @@ def test_three_seeds_random_reading_uses_the_small_sample_test():
     assert sb["test"] == "parametric bootstrap LRT" and sb["n_sim"] == 999
     ref_pb = json.loads((REF / "small_sample_lmertest.json").read_text())["pbmodcomp"]["p_PBtest"]
     assert sb["p_value"] == pytest.approx(ref_pb, abs=0.05)
-    assert ref_pb > 0.05 and "show no significant difference" in boot.verdict[1] and "simulations" in boot.verdict[1]
+    assert ref_pb > 0.05 and "show no significant difference" in boot.verdict[2] and "simulations" in boot.verdict[2]
+    assert boot.verdict[0] == boot.answer   # the answer first, then the book's reading, then this one
     chisq = analyze(d, "score", "system", "item", replications=["seed"], n_resamples=199, test="chisq",
                     items="fixed")
     assert chisq.to_summary()["glrt_replications_random"]["test"] == "GLRT (chi-square)"
@@ -193,3 +194,31 @@ def test_conditional_reading_asks_both_questions():
     said = [v for v in res.verdict if "domain" in v]
     assert "once domain is accounted for" in said[0] and "depends on domain" in said[1]
     assert res.to_summary()["interaction"]["domain"]["num_df"] == levels - 1
+
+
+def test_answer_opens_the_verdict_with_the_test_of_the_design():
+    """summary.json's ``answer``: one sentence with the runs-random test (pbkrtest's Kenward-Roger p = 0.121 on
+    the three-seeds log, tests/reference/small_sample_lmertest.json), first in the verdict."""
+    ref = json.loads((REF / "small_sample_lmertest.json").read_text())["models"]["three_seeds"]
+    d = pd.read_csv(REF / "small_sample_three_seeds.csv.gz", dtype={"seed": str})
+    r = analyze(d, "score", "system", "item", replications=["seed"], n_resamples=99, items="fixed")
+    s = r.to_summary()
+    assert s["answer"] == r.verdict[0]
+    assert s["answer"].startswith("Across runs, on these items: no evidence that base and new differ")
+    assert f"p = {ref['Kenward-Roger']['system']['p']:.3g}" in s["answer"] and "3 run(s) per system" in s["answer"]
+
+
+def test_a_system_that_is_always_correct_is_separated_and_not_reported_as_numbers():
+    """Issue 28: all-correct scores have infinite log-odds: a note, no variance components or phi for that system,
+    its log-odds contrasts null in summary.json (counts in the note: 3 seeds x 40 items = 120 of 120)."""
+    from vrs_helpers.evaluate.analysis import summary_json
+
+    rng = np.random.default_rng(1)
+    rows = [{"system": s, "seed": r, "item": f"i{i}", "correct": 1 if s == "perfect" else int(rng.random() < 0.6)}
+            for s in ("base", "perfect") for r in range(3) for i in range(40)]
+    r = analyze(pd.DataFrame(rows), "correct", "system", "item", replications=["seed"], n_resamples=99, n_sim=19)
+    s = json.loads(summary_json(r))
+    assert s["separation"] == {"perfect": "all correct"}
+    assert any("system perfect is correct (120 of 120)" in n for n in s["notes"])
+    assert set(s["variance_components"]) == {"base"} and "perfect" not in s["reliability"]
+    assert all(c["estimate"] is None and c["p_value"] is None for c in s["contrasts"])

@@ -92,6 +92,9 @@ class OwnAnalysis:
     disagreements: list = field(default_factory=list)        # one sentence per pair of readings that disagree
     family: str = "gaussian"                                 # "binomial": logistic GLMMs, latent-scale phi
     power: dict = field(default_factory=dict)                # power planning of the runs-random test (add_power)
+    answer: str | None = None                                # one sentence: the question answered (steps.answer)
+    separated: dict = field(default_factory=dict)            # system -> "all correct" / "all wrong" (binary)
+    fit_notes: list = field(default_factory=list)            # boundary estimates, failed simulations, non-convergence
 
     @property
     def glrt(self):
@@ -123,6 +126,7 @@ class OwnAnalysis:
     def to_summary(self) -> dict:
         vc = {s: {str(k): float(v) for k, v in t["variance"].items()} for s, t in self.variance_components.items()}
         return {
+            "answer": self.answer,
             "response": self.response, "system": self.system, "item": self.item,
             "replications": list(self.replications), "properties": list(self.properties),
             "systems": list(map(str, self.systems)), "alpha": self.alpha,
@@ -150,6 +154,7 @@ class OwnAnalysis:
             "readings": self.readings.drop(columns="kind").to_dict("records"),
             "disagreements": list(self.disagreements),
             "verdict": list(self.verdict), "notes": list(self.notes),
+            "separation": dict(self.separated), "fit_notes": list(self.fit_notes),
         }
 
     def to_frame(self) -> pd.DataFrame:

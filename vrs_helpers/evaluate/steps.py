@@ -134,6 +134,41 @@ def prepare(spec, response: str, client=None) -> Work:
 
 # ------------------------------------------------------------------------------------------------- the steps
 
+def separation(result, w: Work) -> None:
+    """Binary scores: the systems whose scores are all correct or all wrong (:func:`vrs_helpers.mixed.
+    check_separation`, before any fit). Their log-odds are infinite (Albert & Anderson 1984), so a note says so and
+    their variance components, phi and log-odds contrasts are not reported as numbers (:func:`significance`,
+    :func:`reliability`)."""
+    if w.family != "binomial":
+        return
+    sep = mixed.check_separation(computed(w.d), w.y, w.sy)
+    for _, r in sep.iterrows():
+        result.separated[str(r[w.sy])] = r["kind"]
+        result.notes.append(f"separation: every score of system {r[w.sy]} is {r['kind'].split()[-1]} "
+                            f"({int(r['successes'])} of {int(r['trials'])}); its log-odds are infinite, so its "
+                            "variance components, phi and log-odds contrasts are not reported as numbers")
+
+
+def _fit_notes(result, comp) -> None:
+    """Notes on what a result rests on: a bootstrap's failed simulations (counted), a zero (boundary) run
+    variance, a fit that did not converge."""
+    t = comp.test
+    if getattr(t, "n_failed", 0):
+        result.notes.append(f"{t.method}: {t.n_failed} simulation(s) whose refit did not converge were not used "
+                            f"(p from {t.n_sim})")
+    model = comp.model
+    if model is not None and hasattr(model, "variance_components"):
+        vc = model.variance_components["variance"]
+        zero = [str(k) for k, v in vc.items() if k != "Residual" and float(v) <= 1e-10 * max(float(vc.max()), 1e-300)]
+        if zero:
+            result.notes.append(f"boundary estimate: the variance of {', '.join(zero)} is estimated as zero in the "
+                                "runs-random model; the test treats that source of variation as absent")
+    if getattr(model, "converged", True) is False:
+        result.notes.append("the runs-random model's fit did not converge; its test is not reliable")
+    result.fit_notes = [n for n in result.notes if n.startswith(("boundary", "the runs-random model's fit"))
+                        or "simulation(s)" in n]
+
+
 def significance(result, w: Work) -> None:
     """Both readings of the runs (book 4.3; ICLR eq. 3/4): the GLRT with the runs as replications clustered by
     item, and with a random intercept per run of each system tested by the spec's registered test."""
@@ -143,17 +178,30 @@ def significance(result, w: Work) -> None:
     result.comparison = compare_systems(w.d, w.y, w.sy, w.it, **fam)
     result.comparison.contrasts = w.rename_back(result.comparison.contrasts)
     result.comparison.means = w.rename_back(result.comparison.means)
+    _blank_separated(result, result.comparison)
     if not w.reps:
         return
     result.comparison_random = compare_systems(w.d, w.y, w.sy, w.it, replications=w.reps, test=w.test,
                                                n_sim=w.spec.n_sim, seed=w.spec.seed, items=w.spec.items, **fam)
     result.notes.extend(result.comparison_random.notes)
+    _fit_notes(result, result.comparison_random)
+    _blank_separated(result, result.comparison_random)
     fewest = int(result.runs.groupby(w.system, observed=True).size().min())
     if fewest < 3:
         result.notes.append(
             f"only {fewest} run(s) for some system: with fewer than 3 runs per system the run-to-run variation "
             "cannot be separated from the system difference with any reliability; the random-effect reading has "
             "almost no denominator degrees of freedom. Add runs.")
+
+
+def _blank_separated(result, comp) -> None:
+    """The log-odds contrasts of a separated system as NaN (not numbers: the estimate sits on a ridge)."""
+    if not result.separated or comp is None or "contrast" not in comp.contrasts:
+        return
+    hit = comp.contrasts["contrast"].map(lambda c: any(p.strip() in result.separated for p in str(c).split(" - ")))
+    cols = [c for c in ("estimate", "SE", "z", "t", "df", "p_value", "effect_size", "odds_ratio")
+            if c in comp.contrasts]
+    comp.contrasts.loc[hit, cols] = np.nan
 
 
 def conditional(result, w: Work) -> None:
@@ -229,6 +277,8 @@ def reliability(result, w: Work) -> None:
     3.2) and, per replication column, the decision study and the levels that reach phi >= ``target_phi``."""
     spec = w.spec
     for s in w.systems:
+        if str(s) in result.separated:
+            continue  # all correct or all wrong: no variance components or phi (separation)
         part = w.d[w.d[w.sy] == s]
         if computed(part.groupby(w.it, observed=True)[w.y].count().max()) < 2:
             result.notes.append(f"system {s} has one score per item (a single run): item and residual variance are "
@@ -406,5 +456,41 @@ def stochastic_order(result, w: Work) -> None:
     result.disagreements = disagreements(result)
 
 
+def answer(result, w: Work) -> None:
+    """One bottom line (``summary.json`` ``answer``; the verdict's first sentence): the user's question answered by
+    the test that matches the design - the runs-random reading when there are runs (items like these with the
+    system-by-item term), else the runs-as-replications GLRT."""
+    result.answer = answer_sentence(result)
+    if result.answer:
+        result.verdict.insert(0, result.answer)
+
+
+def answer_sentence(result) -> str | None:
+    comp = result.comparison_random if result.comparison_random is not None else result.comparison
+    if comp is None:
+        return None
+    t = comp.test
+    if result.comparison_random is None:
+        scope = "On these runs and items (the runs as replications; no run-to-run variation in the test)"
+    elif comp.system_item:
+        scope = "Across runs and items like these"
+    else:
+        scope = "Across runs, on these items"
+    evidence = f"{t.method}: {t.evidence()}, p = {t.p_value:.3g}"
+    means = result.runs.groupby(result.system or "_system", observed=True)["mean"].mean()
+    runs = int(result.runs.groupby(result.system or "_system", observed=True).size().min())
+    systems = [str(s) for s in result.systems]
+    if t.p_value < result.alpha:
+        if len(systems) == 2:
+            a, b = systems[1], systems[0]
+            better = (means[a] > means[b]) == bool(result.higher_is_better)
+            x, y = (a, b) if better else (b, a)
+            return f"{scope}, {x} is better than {y}: {evidence}."
+        return f"{scope}, the {len(systems)} systems differ: {evidence}; the pairwise decisions follow."
+    what = " and ".join(systems) if len(systems) == 2 else f"the {len(systems)} systems"
+    return (f"{scope}: no evidence that {what} differ ({evidence}); with {runs} run(s) per system a small "
+            "difference can go undetected (see the power planning).")
+
+
 #: the steps of one response's analysis, in order
-STEPS = (significance, conditional, paired, reliability, verdict, power, stochastic_order)
+STEPS = (separation, significance, conditional, paired, reliability, verdict, power, stochastic_order, answer)
