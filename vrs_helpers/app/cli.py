@@ -253,7 +253,10 @@ def _cmd_analyze(args) -> int:
     from .runner import analyze_report
 
     check_out_dir(args.out)   # before anything is read: a bad --out never costs an analysis
-    if args.format != "auto" or Path(args.data).is_dir() or sniff_format(args.data) is not None:
+    # logs: a format given or detected; a folder without one is read as logs (whose error names its files) unless
+    # score-table columns are named (a folder of Parquet parts, e.g. for --dask)
+    if (args.format != "auto" or sniff_format(args.data) is not None
+            or (Path(args.data).is_dir() and not args.response)):
         return _analyze_logs(args)
     if not args.response or not args.item:
         raise InputError(f"{args.data} is a score table (no evaluation logs of a known format were found in it): "
