@@ -136,43 +136,107 @@ class VarianceComponents:
         return cls(math.sqrt(s[run]), math.sqrt(s[item]), math.sqrt(s["Residual"]))
 
 
-def noncentrality(delta, runs: int, items: int, run_sd: float, residual_sd: float, systems: int = 2) -> float:
-    """lambda = n m sum_s (delta_s - deltabar)^2 / (s_e^2 + m s_run^2) of the balanced design (module docstring)."""
-    systems = _count("systems", systems, 2)
-    n, m = _count("runs", runs, 1), _count("items", items, 1)
-    d = _shifts(delta, systems)
-    tau2 = _number("run SD", run_sd) ** 2 + _number("residual SD", residual_sd) ** 2 / m
-    if tau2 == 0:
-        raise PlanningError("run SD and residual SD are both 0; give the variation of your runs.")
-    return float(n * np.sum((d - d.mean()) ** 2) / tau2)
+def _levels_and_sds(runs, run_sd) -> tuple[np.ndarray, np.ndarray]:
+    """Per crossed replication column its number of levels per system and its SD: scalars for one column (runs of
+    a system), or one value per column (e.g. seeds x configurations)."""
+    n = [runs] if np.ndim(runs) == 0 else list(runs)
+    sd = [run_sd] if np.ndim(run_sd) == 0 else list(run_sd)
+    if len(n) != len(sd) or not n:
+        raise PlanningError(f"give one number of levels per replication column and one SD per column: got "
+                            f"{len(n)} numbers of levels ({runs!r}) and {len(sd)} SDs ({run_sd!r}).")
+    label = "runs" if len(n) == 1 else "levels of each replication column"
+    return (np.array([_count(label, v, 1) for v in n], dtype=float),
+            np.array([_number("run SD", v) for v in sd], dtype=float))
 
 
-def f_test_power(delta, runs: int, items: int, run_sd: float, residual_sd: float, systems: int = 2,
-                 alpha: float = 0.05) -> float:
-    """Power of the F test of the system difference in the balanced design: P(F'(k-1, k(n-1), lambda) >
-    F_{1-alpha}(k-1, k(n-1))) (module docstring). Needs at least 2 runs per system (else no df for the runs)."""
-    alpha = _check_alpha(alpha)
-    n = _count("runs", runs, 2)
+def design_moments(runs, items: int, run_sd, residual_sd: float, systems: int = 2, system_item_sd: float = 0.0
+                   ) -> tuple[float, float]:
+    """(V, den_df): the variance of one system's mean over its runs and items, and the denominator df of the F test
+    of the system difference, in the balanced design with crossed replication columns (module docstring).
+
+    V = sum_c s_c^2 / n_c + s_si^2 / m + s_e^2 / (m N), N = prod_c n_c runs per system. With one column and no
+    system x item variance the F test is exact, den_df = k (n - 1). Otherwise the mean square of the system term is
+    tested against a sum of mean squares with the same expectation under H0 (each column's, the system x item
+    one's, minus the residual's as often as it is counted twice), as Satterthwaite (1946) and the quasi-F do, with
+    df nu = (sum_j E_j - (J - 1) E_R)^2 / (sum_j E_j^2 / df_j + (J - 1)^2 E_R^2 / df_R) from the expected mean
+    squares E_j = N v_j + s_e^2 / m (v_j the term's share of V; df_c = k (n_c - 1), df_si = (k - 1)(m - 1)); the
+    Satterthwaite and Kenward-Roger F tests of the fitted model estimate the same df."""
     k = _count("systems", systems, 2)
-    lam = noncentrality(delta, n, items, run_sd, residual_sd, k)
-    d1, d2 = k - 1, k * (n - 1)
+    m = _count("items", items, 1)
+    n, sd = _levels_and_sds(runs, run_sd)
+    s_e2 = _number("residual SD", residual_sd) ** 2
+    s_si2 = _number("system x item SD", system_item_sd) ** 2
+    N = float(np.prod(n))
+    shares = list(sd ** 2 / n)
+    dfs = list(k * (n - 1))
+    if s_si2 > 0:
+        shares.append(s_si2 / m)
+        dfs.append((k - 1) * (m - 1))
+    V = float(sum(shares) + s_e2 / (m * N))
+    if V == 0:
+        raise PlanningError("run SD and residual SD are both 0; give the variation of your runs.")
+    if len(shares) == 1:
+        return V, float(dfs[0])
+    if min(dfs) <= 0:
+        raise PlanningError("each crossed replication column needs at least 2 levels (and the system x item term "
+                            "2 items) to be tested against.")
+    noise = s_e2 / m
+    E = np.array(shares) * N + noise
+    J = len(E)
+    df_res = max(k * N * m - m - k * (1 + float(np.sum(n - 1))) + 1, 1.0)
+    num = (E.sum() - (J - 1) * noise) ** 2
+    den = float(np.sum(E ** 2 / np.array(dfs))) + (J - 1) ** 2 * noise ** 2 / df_res
+    return V, float(num / den) if den > 0 else math.inf
+
+
+def noncentrality(delta, runs, items: int, run_sd, residual_sd: float, systems: int = 2,
+                  system_item_sd: float = 0.0) -> float:
+    """lambda = sum_s (delta_s - deltabar)^2 / V (:func:`design_moments`); with one replication column
+    n m sum_s (delta_s - deltabar)^2 / (s_e^2 + m s_run^2) (module docstring)."""
+    systems = _count("systems", systems, 2)
+    d = _shifts(delta, systems)
+    V, _ = design_moments(runs, items, run_sd, residual_sd, systems, system_item_sd)
+    return float(np.sum((d - d.mean()) ** 2) / V)
+
+
+def _power_at(lam: float, d1: float, d2: float, alpha: float) -> float:
     crit = stats.f.isf(alpha, d1, d2)
     return float(stats.ncf.sf(crit, d1, d2, lam)) if lam > 0 else alpha
 
 
-def power_limit(delta, runs: int, run_sd: float, systems: int = 2, alpha: float = 0.05) -> float:
-    """The power with n runs as the number of items grows without bound (lambda -> n sum (delta - deltabar)^2 /
-    s_run^2): no number of items gives more."""
+def f_test_power(delta, runs, items: int, run_sd, residual_sd: float, systems: int = 2, alpha: float = 0.05,
+                 system_item_sd: float = 0.0) -> float:
+    """Power of the F test of the system difference in the balanced design: P(F'(k-1, nu, lambda) >
+    F_{1-alpha}(k-1, nu)), nu = k(n-1) with one replication column (module docstring; several crossed columns
+    ``runs=[n_1, n_2]``, ``run_sd=[s_1, s_2]`` and a system x item SD: :func:`design_moments`). Needs at least 2
+    runs per system (else no df for the runs)."""
     alpha = _check_alpha(alpha)
-    n, k = _count("runs", runs, 2), _count("systems", systems, 2)
+    n, _ = _levels_and_sds(runs, run_sd)
+    if len(n) == 1:
+        _count("runs", runs if np.ndim(runs) == 0 else n[0], 2)
+    k = _count("systems", systems, 2)
+    d = _shifts(delta, k)
+    V, nu = design_moments(runs, items, run_sd, residual_sd, k, system_item_sd)
+    return _power_at(float(np.sum((d - d.mean()) ** 2) / V), k - 1, nu, alpha)
+
+
+def power_limit(delta, runs, run_sd, systems: int = 2, alpha: float = 0.05, system_item_sd: float = 0.0) -> float:
+    """The power with n runs as the number of items grows without bound (lambda -> n sum (delta - deltabar)^2 /
+    s_run^2 with one column): no number of items gives more."""
+    alpha = _check_alpha(alpha)
+    n, sd = _levels_and_sds(runs, run_sd)
+    if len(n) == 1:
+        _count("runs", n[0], 2)
+    k = _count("systems", systems, 2)
     d = _shifts(delta, k)
     ss = float(np.sum((d - d.mean()) ** 2))
     if ss == 0:
         return alpha
-    if _number("run SD", run_sd) == 0:
+    if not np.any(sd > 0):
         return 1.0
-    crit = stats.f.isf(alpha, k - 1, k * (n - 1))
-    return float(stats.ncf.sf(crit, k - 1, k * (n - 1), n * ss / run_sd ** 2))
+    # m -> infinity: the residual's and the system x item term's shares vanish (checked at 10^9 items)
+    V, nu = design_moments(runs, 10 ** 12, sd if len(sd) > 1 else float(sd[0]), 0.0, k)
+    return _power_at(ss / V, k - 1, nu, alpha)
 
 
 def _check_effect(delta, systems, target):
@@ -180,40 +244,61 @@ def _check_effect(delta, systems, target):
     if np.allclose(d, d.mean()):
         raise PlanningError("delta is 0 (all systems equal): there is no difference to detect; give the smallest "
                             "difference that matters to you.")
+    return _check_target(target)
+
+
+def _check_target(target) -> float:
     t = _number("target", target)
     if not 0 < t < 1:
         raise PlanningError(f"target power must be between 0 and 1, got {target!r}.")
     return t
 
 
-def runs_needed(delta, items: int, run_sd: float, residual_sd: float, systems: int = 2, alpha: float = 0.05,
-                target: float = 0.8, max_runs: int = 10_000) -> int | None:
-    """The smallest number of runs per system n >= 2 whose power (:func:`f_test_power`) reaches ``target`` with
-    ``items`` items; None if no n up to ``max_runs`` does. The power increases with n (lambda grows linearly and
-    the critical value falls), so the first n reaching the target is found by doubling and bisection."""
-    target = _check_effect(delta, systems, target)
-    max_runs = _count("max_runs", max_runs, 2)
+def _with_levels(runs, column: int, n: int):
+    if np.ndim(runs) == 0:
+        return n
+    out = list(runs)
+    out[column] = n
+    return out
 
-    def ok(n):
-        return f_test_power(delta, n, items, run_sd, residual_sd, systems, alpha) >= target
 
-    hi = 2
+def _first(ok, lo: int, hi: int, limit: int) -> int | None:
+    """The smallest x in (lo, limit] with ok(x), ok increasing; ok(lo) is False: doubling from hi, then bisection."""
     while not ok(hi):
-        if hi >= max_runs:
+        if hi >= limit:
             return None
-        hi = min(2 * hi, max_runs)
-    lo = 1  # ok(lo) is False (1 run: no test) and ok(hi) is True
+        hi = min(2 * hi, limit)
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if mid >= 2 and ok(mid):
-            hi = mid
-        else:
-            lo = mid
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
     return hi
 
 
-def items_needed(delta, runs: int, run_sd: float, residual_sd: float, systems: int = 2, alpha: float = 0.05,
-                 target: float = 0.8, max_items: int = 10_000_000) -> int | None:
+def runs_needed(delta, items: int, run_sd, residual_sd: float, systems: int = 2, alpha: float = 0.05,
+                target: float = 0.8, max_runs: int = 10_000, runs=None, column: int = 0,
+                system_item_sd: float = 0.0) -> int | None:
+    """The smallest number of runs per system n >= 2 whose power (:func:`f_test_power`) reaches ``target`` with
+    ``items`` items; None if no n up to ``max_runs`` does. The power increases with n (lambda grows linearly and
+    the critical value falls), so the first n reaching the target is found by doubling and bisection.
+
+    Crossed replication columns: ``run_sd`` one SD per column, ``runs`` the numbers of levels of the others
+    (held fixed) and ``column`` the one whose levels are searched."""
+    target = _check_effect(delta, systems, target)
+    max_runs = _count("max_runs", max_runs, 2)
+    if np.ndim(run_sd) == 0:
+        runs = 2
+    elif runs is None or len(runs) != len(run_sd):
+        raise PlanningError("with several replication columns give runs= (the levels of each) and column=.")
+
+    def ok(n):
+        return n >= 2 and f_test_power(delta, _with_levels(runs, column, n), items, run_sd, residual_sd, systems,
+                                       alpha, system_item_sd) >= target
+
+    return _first(ok, 1, 2, max_runs)
+
+
+def items_needed(delta, runs, run_sd, residual_sd: float, systems: int = 2, alpha: float = 0.05,
+                 target: float = 0.8, max_items: int = 10_000_000, system_item_sd: float = 0.0) -> int | None:
     """The smallest number of items m whose power with ``runs`` runs per system reaches ``target``; None if even
     infinitely many items do not (:func:`power_limit` below the target) or none up to ``max_items`` does."""
     target = _check_effect(delta, systems, target)
@@ -222,21 +307,50 @@ def items_needed(delta, runs: int, run_sd: float, residual_sd: float, systems: i
         return None
 
     def ok(m):
-        return f_test_power(delta, runs, m, run_sd, residual_sd, systems, alpha) >= target
+        return m >= 1 and f_test_power(delta, runs, m, run_sd, residual_sd, systems, alpha, system_item_sd) >= target
 
-    hi = 1
-    while not ok(hi):
-        if hi >= max_items:
-            return None
-        hi = min(2 * hi, max_items)
-    lo = 0
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if mid >= 1 and ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return _first(ok, 0, 1, max_items)
+
+
+def minimum_detectable_difference(runs, items: int, run_sd, residual_sd: float, systems: int = 2,
+                                  alpha: float = 0.05, target: float = 0.8, system_item_sd: float = 0.0) -> float:
+    """The smallest difference delta the design detects with power ``target`` (0.8): systems 2..k each delta from
+    the first (as :func:`f_test_power` reads a scalar delta). The power is a function of lambda = delta^2
+    sum_s (u_s - ubar)^2 / V (u the pattern for delta = 1), increasing in lambda: solve power(lambda) = target for
+    lambda and return sqrt(lambda V / sum (u - ubar)^2). The prospective answer to "what can this design see",
+    in place of post-hoc "observed power", which is a function of the p-value only (Hoenig & Heisey 2001,
+    The American Statistician 55: 19-24)."""
+    from scipy.optimize import brentq
+
+    alpha, target = _check_alpha(alpha), _check_target(target)
+    if target <= alpha:
+        raise PlanningError(f"target power must exceed alpha ({alpha:g}), got {target!r}.")
+    k = _count("systems", systems, 2)
+    n, _ = _levels_and_sds(runs, run_sd)
+    if len(n) == 1:
+        _count("runs", n[0], 2)
+    V, nu = design_moments(runs, items, run_sd, residual_sd, k, system_item_sd)
+    u = _shifts(1.0, k)
+    hi = 1.0
+    while _power_at(hi, k - 1, nu, alpha) < target:
+        hi *= 2
+    lam = brentq(lambda x: _power_at(x, k - 1, nu, alpha) - target, 0.0, hi, xtol=1e-12, rtol=1e-12)
+    return float(math.sqrt(lam * V / np.sum((u - u.mean()) ** 2)))
+
+
+def variance_upper_bound(ss: float, df: float, noise: float = 0.0, level: float = 0.8) -> float:
+    """One-sided ``level`` upper confidence bound of a variance component from its sum of squares: the mean square
+    SS/df estimates s^2 + noise (``noise``: the residual's share of the same mean square), and SS / (s^2 + noise)
+    ~ chi-square(df), so s^2 <= SS / chi2_{1-level}(df) - noise with probability ``level`` (0 when negative).
+
+    For planning from a pilot estimate that is 0 on the boundary of its range: power from a zero run variance
+    promises too much; planning with an upper bound (Browne 1995, Statistics in Medicine 14: 1933-1940: the 80 %
+    bound, so that the planned power is reached with probability about 0.8) does not."""
+    df = _number("df", df, strict=True)
+    level = _number("level", level)
+    if not 0 < level < 1:
+        raise PlanningError(f"level must be between 0 and 1, got {level!r}.")
+    return max(float(_number("SS", ss) / stats.chi2.ppf(1 - level, df) - _number("noise", noise)), 0.0)
 
 
 @dataclass
