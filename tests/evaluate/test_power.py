@@ -299,3 +299,19 @@ def test_analysis_power_never_rests_on_a_zero_run_variance_unsaid():
                         for v in said)
     mdd = r.power["minimum_detectable_difference"]
     assert pw.f_test_power(mdd, 3, 200, col["sd"], math.sqrt(resid)) == pytest.approx(0.8, abs=1e-9)
+
+
+def test_vrs_plan_crossed_columns_and_a_zero_run_sd_said(capsys):
+    """`vrs plan --crossed config:SD:LEVELS` plans seeds x configurations per column (the power printed is the
+    crossed closed form, checked by the brute-force simulation above); a run SD of 0 is said in a NOTE line."""
+    code = main(["plan", "--runs", "4", "--items", "20", "--delta", "0.12", "--run-sd", "0.05", "--residual-sd",
+                 "0.1", "--crossed", "config:0.05:3"])
+    out = capsys.readouterr().out
+    assert code == 0 and "NOTE" not in out
+    line = next(ln for ln in out.splitlines() if ln.split()[:1] == ["4"])
+    assert float(line.split()[1]) == pytest.approx(pw.f_test_power(0.12, [4, 3], 20, [0.05, 0.05], 0.1), abs=5e-4)
+    assert main(["plan", "--items", "300", "--delta", "0.02", "--run-sd", "0", "--residual-sd", "0.1"]) == 0
+    assert "NOTE: the run SD is 0" in capsys.readouterr().out
+    assert main(["plan", "--items", "300", "--delta", "0.02", "--run-sd", "0.01", "--residual-sd", "0.1",
+                 "--crossed", "config:0.03"]) == 2
+    assert "NAME:SD:LEVELS" in capsys.readouterr().err

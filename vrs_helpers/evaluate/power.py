@@ -353,25 +353,40 @@ def variance_upper_bound(ss: float, df: float, noise: float = 0.0, level: float 
     return max(float(_number("SS", ss) / stats.chi2.ppf(1 - level, df) - _number("noise", noise)), 0.0)
 
 
+def _crossed(crossed) -> dict:
+    """{name: (sd, levels)} of replication columns crossed with the runs (held at their levels)."""
+    out = {}
+    for name, value in dict(crossed or {}).items():
+        try:
+            sd, levels = value
+        except (TypeError, ValueError):
+            raise PlanningError(f"crossed column {name!r}: give (SD, levels), got {value!r}.") from None
+        out[str(name)] = (_number(f"SD of {name}", sd), _count(f"levels of {name}", levels, 2))
+    return out
+
+
 @dataclass
 class PowerTable:
-    """Power of the F test by runs per system and items (closed form, balanced design), with the runs needed for
-    the target power for each number of items (:func:`power_table`)."""
+    """Power of the F test by runs per system and items (closed form, balanced design), the minimum detectable
+    difference of each design and the runs needed for the target power for each number of items
+    (:func:`power_table`)."""
 
     delta: object
     components: VarianceComponents
     systems: int
     alpha: float
     target: float
-    table: pd.DataFrame = field(repr=False)  # runs, items, lambda, num_df, den_df, power
-    needed: pd.DataFrame = field(repr=False)  # items, runs_needed, power_limit_with_max_runs
+    table: pd.DataFrame = field(repr=False)  # runs, items, lambda, num_df, den_df, power, mdd
+    needed: pd.DataFrame = field(repr=False)  # items, runs_needed
+    crossed: dict = field(default_factory=dict)  # name -> (sd, levels): columns crossed with the runs
+    system_item_sd: float = 0.0
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
 
-    def wide(self) -> pd.DataFrame:
-        """Power with runs as rows and items as columns."""
-        return self.table.pivot(index="runs", columns="items", values="power")
+    def wide(self, value: str = "power") -> pd.DataFrame:
+        """Power (or ``value="mdd"``, the minimum detectable difference) with runs as rows and items as columns."""
+        return self.table.pivot(index="runs", columns="items", values=value)
 
     def __repr__(self) -> str:
         need = ", ".join(f"{int(r['items'])} items: {'none' if pd.isna(r['runs_needed']) else int(r['runs_needed'])}"
@@ -379,36 +394,70 @@ class PowerTable:
         return (f"PowerTable(delta={self.delta}, {self.systems} systems, alpha={self.alpha:g}; runs needed for "
                 f"power {self.target:g}: {need})")
 
+    def warnings(self) -> list[str]:
+        """What the table rests on that the reader must know: a run SD of 0."""
+        zero = [n for n, v in [("run", self.components.run_sd)] + [(n, v[0]) for n, v in self.crossed.items()]
+                if v == 0]
+        return [f"NOTE: the {n} SD is 0: this power assumes that the {n}s never differ, which no set of training "
+                "runs shows (an estimate of 0 from a few runs is a boundary estimate). Plan with an upper bound, "
+                "e.g. the 80 % upper confidence bound of a pilot's estimate (vrs_helpers.evaluate.power."
+                "variance_upper_bound), or the SD you expect." for n in zero]
+
     def text(self) -> str:
         """The table as the ``vrs plan`` command prints it: power by runs (rows) and items (columns), the limit as
-        the items grow, and the runs needed for the target per number of items."""
+        the items grow, the minimum detectable difference and the runs needed for the target per number of
+        items."""
         c = self.components
+        sds, levels = self._columns(None)
         wide = self.wide()
         wide.columns = [f"{m} items" for m in wide.columns]
-        wide["items -> inf"] = [power_limit(self.delta, n, c.run_sd, self.systems, self.alpha) for n in wide.index]
+        wide["items -> inf"] = [power_limit(self.delta, self._columns(n)[1], sds, self.systems, self.alpha)
+                                for n in wide.index]
         wide.index.name = "runs per system"
+        mdd = self.wide("mdd")
+        mdd.columns = [f"{m} items" for m in mdd.columns]
+        mdd.index.name = "runs per system"
+        more = "".join(f", {n} SD = {sd:g} ({lv} levels, crossed with the runs)"
+                       for n, (sd, lv) in self.crossed.items())
+        si = f", system x item SD = {self.system_item_sd:g}" if self.system_item_sd else ""
+        df_text = (f"({self.systems - 1}, {self.systems} (n - 1)) df" if not self.crossed and not si else
+                   f"{self.systems - 1} and Satterthwaite's df")
         lines = [f"Power of the F test of the system difference (closed form, balanced design: noncentral F on "
-                 f"({self.systems - 1}, {self.systems} (n - 1)) df)",
-                 f"{self.systems} systems, delta = {self.delta}, run SD = {c.run_sd:g}, item SD = {c.item_sd:g}, "
-                 f"residual SD = {c.residual_sd:g}, alpha = {self.alpha:g}", "",
-                 wide.to_string(float_format=lambda v: f"{v:.3f}"), ""]
+                 f"{df_text})",
+                 f"{self.systems} systems, delta = {self.delta}, run SD = {c.run_sd:g}{more}{si}, item SD = "
+                 f"{c.item_sd:g}, residual SD = {c.residual_sd:g}, alpha = {self.alpha:g}", *self.warnings(), "",
+                 wide.to_string(float_format=lambda v: f"{v:.3f}"), "",
+                 f"Minimum detectable difference (power {self.target:g}; every other system that far from the "
+                 "first):", mdd.to_string(float_format=lambda v: f"{v:.4g}"), ""]
         for _, r in self.needed.iterrows():
             n = r["runs_needed"]
             lines.append(f"runs per system needed for power {self.target:g} with {int(r['items'])} items: "
                          + ("more than 10000" if pd.isna(n) else str(int(n))))
         return "\n".join(lines)
 
+    def _columns(self, runs):
+        """(SDs, levels) in the planner's form: scalars for the runs alone, lists with crossed columns."""
+        if not self.crossed:
+            return self.components.run_sd, runs
+        return ([self.components.run_sd] + [v[0] for v in self.crossed.values()],
+                [runs] + [v[1] for v in self.crossed.values()])
+
     def _repr_html_(self) -> str:
         return (f"<p>Power of the F test (k = {self.systems} systems, alpha = {self.alpha:g}, delta = {self.delta})"
-                "</p>" + self.wide().to_html(float_format=lambda v: f"{v:.3f}")
+                "</p>" + "".join(f"<p>{w}</p>" for w in self.warnings())
+                + self.wide().to_html(float_format=lambda v: f"{v:.3f}")
+                + f"<p>Minimum detectable difference (power {self.target:g})</p>"
+                + self.wide("mdd").to_html(float_format=lambda v: f"{v:.4g}")
                 + self.needed.to_html(index=False, float_format=lambda v: f"{v:.3f}"))
 
 
 def power_table(runs, items, delta, components: VarianceComponents, systems: int = 2, alpha: float = 0.05,
-                target: float = 0.8) -> PowerTable:
-    """The closed-form power for every combination of ``runs`` (per system) and ``items``, and for each number of
-    items the runs needed for ``target`` (None: more than 10,000, or never when the power limit over items is
-    below the target)."""
+                target: float = 0.8, crossed=None, system_item_sd: float = 0.0) -> PowerTable:
+    """The closed-form power and minimum detectable difference for every combination of ``runs`` (per system)
+    and ``items``, and for each number of items the runs needed for ``target`` (None: more than 10,000, or never
+    when the power limit over items is below the target). ``crossed``: {name: (SD, levels)} of replication
+    columns crossed with the runs (e.g. configurations x seeds), held at their levels; ``system_item_sd``: the
+    SD of system x item effects (:func:`design_moments`)."""
     runs = [runs] if np.ndim(runs) == 0 else list(runs)
     items = [items] if np.ndim(items) == 0 else list(items)
     if not runs or not items:
@@ -419,17 +468,26 @@ def power_table(runs, items, delta, components: VarianceComponents, systems: int
     alpha = _check_alpha(alpha)
     delta = float(_number("delta", delta, low=-math.inf)) if np.ndim(delta) == 0 else np.asarray(delta, float)
     target = _check_effect(delta, k, target)
+    si = _number("system x item SD", system_item_sd)
     c = components
+    out = PowerTable(delta, c, k, alpha, target, pd.DataFrame(), pd.DataFrame(), _crossed(crossed), si)
+    sds, _ = out._columns(None)
     rows = []
     for m in items:
         for n in runs:
-            rows.append({"runs": n, "items": m, "lambda": noncentrality(delta, n, m, c.run_sd, c.residual_sd, k),
-                         "num_df": k - 1, "den_df": k * (n - 1),
-                         "power": f_test_power(delta, n, m, c.run_sd, c.residual_sd, k, alpha)})
-    needed = [{"items": m, "runs_needed": runs_needed(delta, m, c.run_sd, c.residual_sd, k, alpha, target)}
+            lv = out._columns(n)[1]
+            V, nu = design_moments(lv, m, sds, c.residual_sd, k, si)
+            rows.append({"runs": n, "items": m, "lambda": noncentrality(delta, lv, m, sds, c.residual_sd, k, si),
+                         "num_df": k - 1, "den_df": nu,
+                         "power": f_test_power(delta, lv, m, sds, c.residual_sd, k, alpha, si),
+                         "mdd": minimum_detectable_difference(lv, m, sds, c.residual_sd, k, alpha, target, si)})
+    needed = [{"items": m, "runs_needed": runs_needed(delta, m, sds, c.residual_sd, k, alpha, target,
+                                                      runs=out._columns(2)[1] if out.crossed else None,
+                                                      system_item_sd=si)}
               for m in items]
-    return PowerTable(delta, c, k, alpha, target, pd.DataFrame(rows),
-                      pd.DataFrame(needed).astype({"runs_needed": "Int64"}))
+    out.table = pd.DataFrame(rows)
+    out.needed = pd.DataFrame(needed).astype({"runs_needed": "Int64"})
+    return out
 
 
 # ----------------------------------------------------------------------------------------------- simulation
