@@ -32,19 +32,33 @@ class SimulationError(VRSError, ValueError):
 
 def evaluation_log(rng: np.random.Generator | int, systems: int = 2, runs: int = 3, items: int = 300,
                    delta: float | np.ndarray = 0.0, run_sd: float = 0.05, item_sd: float = 0.1,
-                   residual_sd: float = 0.1, mean: float = 0.0) -> pd.DataFrame:
+                   residual_sd: float = 0.1, mean: float = 0.0, system_item_sd: float = 0.0,
+                   family: str = "gaussian", missing: float = 0.0) -> pd.DataFrame:
     """One simulated evaluation log: ``systems`` systems (``S0``, ``S1``, ...), ``runs`` training runs each and the
     same ``items`` test items, one row per system, run and item.
 
     ``delta`` is the difference of each system to ``S0`` (a scalar: ``S1`` and later differ by ``delta``; or one
     value per system). The run effects are N(0, run_sd^2) per system and run (the ``(1|system:run)`` term), the item
-    effects N(0, item_sd^2) shared by all systems (``(1|item)``), the residuals N(0, residual_sd^2).
+    effects N(0, item_sd^2) shared by all systems (``(1|item)``), the system x item effects N(0, system_item_sd^2)
+    per system and item, shared by that system's runs (``(1|system:item)``: items that favour one system), the
+    residuals N(0, residual_sd^2):
+
+        eta_sri = mean + delta_s + a_sr + b_i + g_si,   score = eta_sri + e_sri (gaussian).
+
+    ``family="binomial"``: 0/1 scores, score ~ Bernoulli(logistic(eta_sri)) (the logistic GLMM; ``mean``, the SDs
+    and ``delta`` on the logit scale; ``residual_sd`` is not used). ``missing``: the fraction of rows dropped,
+    round(missing x rows) of them chosen at random (missing at random). With the default arguments the draws are
+    those of the first version of this function (same seed, same log).
     """
     rng = np.random.default_rng(rng)
     if systems < 1 or runs < 1 or items < 1:
         raise SimulationError(f"systems, runs and items must be >= 1, got {systems}, {runs}, {items}.")
-    if min(run_sd, item_sd, residual_sd) < 0:
+    if min(run_sd, item_sd, residual_sd, system_item_sd) < 0:
         raise SimulationError("standard deviations must be >= 0.")
+    if family not in ("gaussian", "binomial"):
+        raise SimulationError(f"family must be 'gaussian' or 'binomial', got {family!r}.")
+    if not 0 <= missing < 1:
+        raise SimulationError(f"missing must be a fraction in [0, 1), got {missing!r}.")
     shift = np.asarray(delta, dtype=float)
     if shift.ndim == 0:
         shift = np.r_[0.0, np.full(systems - 1, float(shift))]
@@ -52,12 +66,24 @@ def evaluation_log(rng: np.random.Generator | int, systems: int = 2, runs: int =
         raise SimulationError(f"delta must be a scalar or one value per system ({systems}), got shape {shift.shape}.")
     item_effect = rng.normal(0.0, item_sd, items)
     run_effect = rng.normal(0.0, run_sd, (systems, runs))
-    noise = rng.normal(0.0, residual_sd, (systems, runs, items))
-    score = mean + shift[:, None, None] + run_effect[:, :, None] + item_effect[None, None, :] + noise
+    eta = mean + shift[:, None, None] + run_effect[:, :, None] + item_effect[None, None, :]
+    if family == "gaussian":
+        score = eta + rng.normal(0.0, residual_sd, (systems, runs, items))
+    if system_item_sd > 0:
+        si = rng.normal(0.0, system_item_sd, (systems, 1, items))
+        eta = eta + si
+        if family == "gaussian":
+            score = score + si
+    if family == "binomial":
+        score = (rng.uniform(size=eta.shape) < 1.0 / (1.0 + np.exp(-eta))).astype(float)
     s, r, i = np.meshgrid(np.arange(systems), np.arange(runs), np.arange(items), indexing="ij")
-    return pd.DataFrame({"system": pd.Categorical([f"S{k}" for k in s.ravel()],
-                                                  categories=[f"S{k}" for k in range(systems)]),
-                         "run": r.ravel().astype(str), "item": i.ravel().astype(str), "score": score.ravel()})
+    out = pd.DataFrame({"system": pd.Categorical([f"S{k}" for k in s.ravel()],
+                                                 categories=[f"S{k}" for k in range(systems)]),
+                        "run": r.ravel().astype(str), "item": i.ravel().astype(str), "score": score.ravel()})
+    drop = int(round(missing * len(out)))
+    if drop:
+        out = out.drop(index=rng.choice(len(out), drop, replace=False)).reset_index(drop=True)
+    return out
 
 
 @dataclass
