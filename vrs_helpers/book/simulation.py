@@ -196,3 +196,42 @@ def permutation_p_value(sample: ReplicatedComparison, n_resamples: int = 500) ->
     replications per item, with the resampling seed drawn with the data set."""
     return permutation_test(sample.baseline, sample.replications.mean(axis=1), n_resamples=n_resamples,
                             seed=sample.seed).p_value
+
+
+def workflow_p_values(data: pd.DataFrame, family: str = "gaussian", n_sim: int = 199, seed: int = 0,
+                      response: str = "score", system: str = "system", item: str = "item",
+                      run: str = "run") -> dict:
+    """The p-values of the workflow's own comparison on one log: exactly what ``vrs analyze`` runs for the
+    runs-random reading, :func:`vrs_helpers.book.glrt.compare_systems` with ``replications=[run]`` and its
+    default test for the family (``n_sim`` simulations and ``seed`` where that test is a bootstrap).
+
+    - ``default``: with two systems the p-value of that test (``comparison.test``); with three or more the
+      family-wise p-value of its pairwise decisions, the smallest adjusted p of the pairwise contrasts, so that
+      "some pair of systems differs" is declared exactly when ``default <= alpha``;
+    - ``chisq``: the chi-square likelihood ratio test of the same models (``comparison.glrt``, all systems at once).
+
+    - ``method``: how the default test is named (the outcome's ``method``).
+
+    A log the comparison refuses (an error of the package) or cannot fit gives NaN for both, counted apart by
+    :class:`RejectionRates` (its ``simulations`` column)."""
+    from .glrt import compare_systems
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            c = compare_systems(data, response, system, item, replications=[run], family=family, n_sim=n_sim,
+                                seed=seed)
+    except (VRSError, np.linalg.LinAlgError):
+        return {"default": float("nan"), "chisq": float("nan"), "method": "failed"}
+    k = data[system].nunique()
+    pairwise = pairwise_p_values(c) if k > 2 else None
+    default = float(np.min(pairwise)) if pairwise is not None else float(c.test.p_value)
+    method = (c.test.method if pairwise is None else
+              f"pairwise contrasts ({c.contrasts.attrs.get('method', 'adjusted')}), any pair")
+    return {"default": default, "chisq": float(c.glrt.p_value), "method": method}
+
+
+def pairwise_p_values(comparison) -> np.ndarray:
+    """The adjusted p-values of a comparison's pairwise decisions (its ``contrasts``: every pair of systems, the
+    adjustment of :func:`~vrs_helpers.book.glrt.compare_systems`)."""
+    return comparison.contrasts["p_value"].to_numpy(dtype=float)
