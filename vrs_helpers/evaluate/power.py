@@ -547,29 +547,45 @@ class SimulatedPower:
                 f"{self.test}; {self.design})")
 
 
-def _design_rows(systems: int, runs, items: int) -> pd.DataFrame:
+def _design_rows(systems: int, runs, items: int, crossed: dict) -> pd.DataFrame:
     runs = [runs] * systems if np.ndim(runs) == 0 else list(runs)
     if len(runs) != systems:
         raise PlanningError(f"runs must be a number or one number per system ({systems}), got {runs!r}.")
     frames = []
     for s, n in enumerate(runs):
         n = _count("runs", n, 2)
-        sr, it = np.meshgrid(np.arange(n), np.arange(items), indexing="ij")
-        frames.append(pd.DataFrame({"system": f"S{s}", "run": sr.ravel().astype(str), "item": it.ravel().astype(str)}))
+        axes = [np.arange(n)] + [np.arange(lv) for _, lv in crossed.values()] + [np.arange(items)]
+        grid = np.meshgrid(*axes, indexing="ij")
+        cols = {"system": f"S{s}", "run": grid[0].ravel().astype(str)}
+        cols.update({name: grid[j + 1].ravel().astype(str) for j, name in enumerate(crossed)})
+        cols["item"] = grid[-1].ravel().astype(str)
+        frames.append(pd.DataFrame(cols))
     return pd.concat(frames, ignore_index=True)
 
 
 def simulated_power(delta, components: VarianceComponents, runs=3, items: int = 100, systems: int = 2,
                     alpha: float = 0.05, n_sim: int = 500, seed: int = 0, test=None,
-                    design: pd.DataFrame | None = None, batch_size: int = 50) -> SimulatedPower:
-    """Power of the small-sample test by simulation through the engine (module docstring).
+                    design: pd.DataFrame | None = None, batch_size: int = 50, system_item_sd: float = 0.0,
+                    crossed=None, family: str = "gaussian", n_boot: int = 199) -> SimulatedPower:
+    """Power of the small-sample test by simulation through the engine (module docstring), for the designs the
+    closed form does not cover exactly: unbalanced, k > 2 systems, crossed replication columns, system x item
+    variation, 0/1 scores.
 
     ``runs``: runs per system (a number, or one per system: an unbalanced design); or ``design``: the rows of a
     log (columns ``system``, ``run``, ``item``; the run labels within a system), e.g. with missing items - then
     ``runs``/``items``/``systems`` are taken from it, ``delta`` per system follows the sorted system labels.
-    ``test``: a registered test the planner can simulate (:mod:`vrs_helpers.registry`: "kenward-roger", the
-    default, or "satterthwaite") or a function (REML fit, L) -> test result. Seeded: batch i of ``batch_size``
-    simulations draws from child i of SeedSequence(seed).
+    ``crossed``: {name: (SD, levels)} of replication columns crossed with the runs (a random intercept per system
+    and level each); ``system_item_sd``: the SD of system x item effects, modelled by ``(1|system:item)`` (with
+    more than one run per system and item, as the workflow does). ``test``: a registered test the planner can
+    simulate (:mod:`vrs_helpers.registry`: "kenward-roger", the default, or "satterthwaite") or a function (REML
+    fit, L) -> test result. Seeded: batch i of ``batch_size`` simulations draws from child i of
+    SeedSequence(seed).
+
+    ``family="binomial"``: 0/1 scores of the logistic GLMM (``delta`` and the SDs on the logit scale, the
+    intercept ``components.residual_sd`` is not used: 0), balanced, one replication column; every simulated log
+    goes through the workflow's comparison with its default test for 0/1 scores (``n_boot`` bootstrap samples
+    where it is a bootstrap), :func:`vrs_helpers.book.simulation.workflow_p_values`; for k > 2 systems the
+    family-wise pairwise decision.
     """
     from ..mixed import accumulate, fit_stats
     from ..mixed.simulate import ModelView, ResponseSimulator, term_columns, term_offsets
@@ -577,20 +593,31 @@ def simulated_power(delta, components: VarianceComponents, runs=3, items: int = 
 
     alpha = _check_alpha(alpha)
     n_sim = _count("n_sim", n_sim, 1)
-    fn, name = _test_function(test)
     c = components
+    si = _number("system x item SD", system_item_sd)
+    crossed = _crossed(crossed)
+    if family == "binomial":
+        return _simulated_binomial(delta, c, runs, items, systems, alpha, n_sim, seed, si, n_boot, crossed, design)
+    if family != "gaussian":
+        raise PlanningError(f"family must be 'gaussian' or 'binomial', got {family!r}.")
+    fn, name = _test_function(test)
     if design is None:
         k = _count("systems", systems, 2)
-        rows = _design_rows(k, runs, _count("items", items, 1))
-        label = f"{k} systems x {runs} runs x {items} items"
+        rows = _design_rows(k, runs, _count("items", items, 1), crossed)
+        label = f"{k} systems x {runs} runs x {items} items" + "".join(f" x {lv} {n}" for n, (_, lv)
+                                                                      in crossed.items())
     else:
-        missing = [v for v in ("system", "run", "item") if v not in design.columns]
+        missing = [v for v in ("system", "run", "item", *crossed) if v not in design.columns]
         if missing:
-            raise PlanningError(f"design needs the columns system, run and item; missing {', '.join(missing)}.")
-        rows = design[["system", "run", "item"]].astype(str)
+            raise PlanningError(f"design needs the columns system, run, item and the crossed ones; missing "
+                                f"{', '.join(missing)}.")
+        rows = design[["system", "run", *crossed, "item"]].astype(str)
         k = rows["system"].nunique()
         label = f"given design: {len(rows)} rows, {k} systems"
-    s = accumulate(FORMULA, rows.assign(score=0.0))
+    if si:
+        label += f", system x item SD {si:g}"
+    formula = FORMULA + "".join(f" + (1|system:{n})" for n in crossed) + (" + (1|system:item)" if si else "")
+    s = accumulate(formula, rows.assign(score=0.0))
     levels = s.factor_levels["system"]
     shifts = _shifts(delta, len(levels))
     p = s.p
@@ -598,8 +625,9 @@ def simulated_power(delta, components: VarianceComponents, runs=3, items: int = 
     fixed = np.zeros(q + p)
     fixed[q + np.arange(p)] = np.r_[0.0, shifts[1:] - shifts[0]]  # treatment coding: intercept, then vs S0
     cols = term_columns(s)
-    random = [(cols[j], np.array([[(c.item_sd if t.group == ("item",) else c.run_sd) ** 2]]))
-              for j, t in enumerate(s.terms)]
+    sds = {("item",): c.item_sd, ("system", "run"): c.run_sd, ("system", "item"): si,
+           **{("system", n): v[0] for n, v in crossed.items()}}
+    random = [(cols[j], np.array([[sds[tuple(t.group)] ** 2]])) for j, t in enumerate(s.terms)]
     L = np.zeros((p - 1, p))
     L[np.arange(p - 1), np.arange(1, p)] = 1.0
     sim = ResponseSimulator(s)
@@ -616,9 +644,35 @@ def simulated_power(delta, components: VarianceComponents, runs=3, items: int = 
                     pvals[start + j] = float(fn(fit_stats(view.stats(draws, j), "REML", blas_threads=None), L).p_value)
                 except (VRSError, np.linalg.LinAlgError, ValueError):
                     pass
+    return _simulated(pvals, alpha, name, label)
+
+
+def _simulated(pvals: np.ndarray, alpha: float, name: str, label: str) -> SimulatedPower:
     valid = pvals[np.isfinite(pvals)]
     if not len(valid):
         raise PlanningError("no simulated data set could be fitted and tested.")
     power = float(np.mean(valid <= alpha))
-    return SimulatedPower(power, math.sqrt(power * (1 - power) / len(valid)), len(valid), n_sim - len(valid), alpha,
-                          name, label, pvals)
+    return SimulatedPower(power, math.sqrt(power * (1 - power) / len(valid)), len(valid), len(pvals) - len(valid),
+                          alpha, name, label, pvals)
+
+
+def _simulated_binomial(delta, c, runs, items, systems, alpha, n_sim, seed, si, n_boot, crossed, design):
+    """0/1 scores: logs of :func:`~vrs_helpers.book.simulation.evaluation_log` through the workflow's comparison."""
+    from ..book.simulation import evaluation_log, workflow_p_values
+
+    if crossed or design is not None or np.ndim(runs) != 0:
+        raise PlanningError("simulated power of 0/1 scores is for balanced designs with one replication column "
+                            "(runs= a number); give no design= or crossed=.")
+    k, n, m = _count("systems", systems, 2), _count("runs", runs, 2), _count("items", items, 1)
+    shifts = _shifts(delta, k)
+    pvals = np.full(n_sim, np.nan)
+    name = "default test"
+    for i, child in enumerate(np.random.SeedSequence(seed).spawn(n_sim)):
+        rng = np.random.default_rng(child)
+        log = evaluation_log(rng, systems=k, runs=n, items=m, delta=shifts - shifts[0], run_sd=c.run_sd,
+                             item_sd=c.item_sd, system_item_sd=si, family="binomial")
+        out = workflow_p_values(log, family="binomial", n_sim=n_boot, seed=int(rng.integers(2**31)))
+        pvals[i] = out["default"]
+        name = out["method"] if out["method"] != "failed" else name
+    label = f"{k} systems x {n} runs x {m} items, 0/1 scores" + (f", system x item SD {si:g}" if si else "")
+    return _simulated(pvals, alpha, name, label)
