@@ -380,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
                         "(default): binomial when every score is 0 or 1, with a note")
     p.add_argument("--delta", type=float, default=None,
                    help="a system difference (in score units) to plan for: power of the runs-random test and runs "
-                        "per system needed for power 0.8, beside those of the observed difference")
+                        "per system needed for power 0.8, beside the smallest difference the design detects")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--show-code", action="store_true",
                    help="keep the code cells in report.html (default: the verdict, figures and text only)")
