@@ -372,12 +372,27 @@ def plan_power(result, items: int, delta: float | None = None, target: float = 0
                 + ": the REML estimate of that run variance is 0, a boundary estimate from few runs, and power "
                   "computed from a zero run variance would promise more than the runs can deliver.")
         result.notes.append("power planning:" + said)
+    whom = "the two systems" if k == 2 else "each other system and the baseline"
+    if min(n) < 2:  # no df for the runs of some system: what a design with 3 levels of each column would detect
+        try:
+            three = [3] * len(n)
+            mdd3 = minimum_detectable_difference(three[0] if len(n) == 1 else three, items, run_sd, residual_sd, k,
+                                                 result.alpha, target, si_sd)
+        except PlanningError as e:
+            result.notes.append(f"minimum detectable difference: {e}")
+        else:
+            out["minimum_detectable_difference_3_levels"] = mdd3
+            result.verdict.append(
+                f"Power (closed form, balanced design): some system has a single level of "
+                f"{' / '.join(c for c, v in zip(plans, n, strict=True) if v < 2)}, so the runs-random test has "
+                f"nothing to measure run-to-run variation of that system by; with 3 per system and {items} items "
+                f"the smallest difference between {whom} the F test would detect with probability {target:g} is "
+                f"{mdd3:.4g}.{said}")
     try:
         if min(n) < 2:
             raise PlanningError("one run per system leaves the F test no denominator df")
         out["minimum_detectable_difference"] = minimum_detectable_difference(runs, items, run_sd, residual_sd, k,
                                                                              result.alpha, target, si_sd)
-        whom = "the two systems" if k == 2 else "each other system and the baseline"
         result.verdict.append(
             f"Power (closed form, balanced design): with {design} and {items} items the smallest difference "
             f"between {whom} that the F test detects with probability {target:g} is "
