@@ -195,3 +195,34 @@ def test_missing_rows_and_the_first_version_draws():
         evaluation_log(0, missing=1.0)
     with pytest.raises(VRSError, match="family"):
         evaluation_log(0, family="poisson")
+
+
+def test_kenward_roger_p_value_is_the_within_item_t_test():
+    """Every item has one baseline score and R scores of the other system: the system effect is estimated within
+    items only, d = mean_i (mean of the R scores - baseline score), with variance sigma^2 (1 + 1/R) / m, and sigma^2
+    by the within-item residual mean square on 4m - m - 1 df; Kenward-Roger's F is that t squared on those df
+    (balanced: exact), computed here with numpy."""
+    from vrs_helpers.book.simulation import baseline_and_replications, kenward_roger_p_value
+
+    s = baseline_and_replications(3, items=40, item_sd=0.2, residual_sd=0.05, delta=0.01, replications=3)
+    m, R = s.replications.shape
+    y = np.column_stack([s.baseline, s.replications])            # m x (1 + R)
+    d = (s.replications.mean(axis=1) - s.baseline).mean()
+    fitted = y.mean(axis=1, keepdims=True) + np.r_[-R, np.ones(R)][None, :] * d / (1 + R)
+    df = m * (1 + R) - m - 1
+    sigma2 = ((y - fitted) ** 2).sum() / df
+    t = d / np.sqrt(sigma2 * (1 + 1 / R) / m)
+    assert kenward_roger_p_value(s) == pytest.approx(2 * stats.t.sf(abs(t), df), rel=1e-6)
+
+
+def test_bootstrap_p_value_agrees_with_the_exact_test_within_monte_carlo_error():
+    """On one simulated test set the parametric-bootstrap LRT's p (999 simulations) lies within 3 Monte-Carlo SEs
+    of the exact within-item t test's p (Kenward-Roger, previous test), and is seeded with the data set."""
+    from vrs_helpers.book.simulation import baseline_and_replications, bootstrap_p_value, kenward_roger_p_value
+
+    s = baseline_and_replications(8, items=60, item_sd=0.1, residual_sd=0.05, delta=0.012)
+    exact = kenward_roger_p_value(s)
+    pb = bootstrap_p_value(s, n_sim=999)
+    assert 0.01 < exact < 0.5
+    assert abs(pb - exact) <= 3 * np.sqrt(exact * (1 - exact) / 999) + 1 / 1000
+    assert bootstrap_p_value(s, n_sim=99) == bootstrap_p_value(s, n_sim=99)

@@ -191,6 +191,31 @@ def glrt_p_value(sample: ReplicatedComparison) -> float:
     return lrt(null, full).p_value
 
 
+def kenward_roger_p_value(sample: ReplicatedComparison) -> float:
+    """The F test of the system difference with Kenward-Roger's df on the REML fit of ``score ~ system +
+    (1|item)`` (pbkrtest's ``KRmodcomp``): the small-sample counterpart of :func:`glrt_p_value` on the same model."""
+    from ..mixed.ddf import contrast_test
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SingularFitWarning)
+        full = fit("score ~ system + (1|item)", sample.data, method="REML")
+    return contrast_test(full, np.array([[0.0, 1.0]]), "system", ddf="kenward-roger").p_value
+
+
+def bootstrap_p_value(sample: ReplicatedComparison, n_sim: int = 199) -> float:
+    """The parametric-bootstrap likelihood ratio test (pbkrtest's ``PBmodcomp``) of the models of
+    :func:`glrt_p_value`: the statistic against ``n_sim`` simulations from the null fit, with the resampling seed
+    drawn with the data set (199: (199 + 1) x 0.05 is an integer, so the Monte-Carlo test has level 0.05)."""
+    from ..mixed import parametric_bootstrap_lrt
+
+    data = sample.data
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SingularFitWarning)
+        null = fit("score ~ 1 + (1|item)", data, method="ML")
+        full = fit("score ~ system + (1|item)", data, method="ML")
+        return parametric_bootstrap_lrt(null, full, n_sim=n_sim, seed=sample.seed).p_value
+
+
 def permutation_p_value(sample: ReplicatedComparison, n_resamples: int = 500) -> float:
     """The paired permutation test (book Algorithm 4.2) of the baseline against the mean of the other system's
     replications per item, with the resampling seed drawn with the data set."""
