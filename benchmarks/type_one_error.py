@@ -1,7 +1,8 @@
 """What the default test of `vrs analyze` promises (issue 28): its type-I error and power, one design factor at a
 time, on the workflow's own comparison.
 
-    python benchmarks/type_one_error.py [--sims 1000] [--binary-sims 300] [--boot 199] [--cells base "3 systems" ...]
+    python benchmarks/type_one_error.py [--sims 1000] [--binary-sims 300] [--power-sims 300] [--boot 199]
+        [--cells base "3 systems" ...]
         [--workers 2] [--out benchmarks/results/type_one_error.csv] [--seed 2028]
     python benchmarks/type_one_error.py --big-bootstrap [--big-sims 1000] [--peer-sims 10]
 
@@ -23,8 +24,9 @@ its default test (vrs_helpers.book.simulation.workflow_p_values; for 3 or more s
   (vrs_helpers.evaluate.power.minimum_detectable_difference, power 0.8) says the design detects, so a power near
   0.8 also checks the planner; 0/1 scores, 0.8 on the logit scale. Every system after the first differs by it.
 
-Simulations: --sims per continuous cell, --binary-sims per 0/1 cell (the default binary test is a parametric
-bootstrap with --boot samples per log). Seeds are fixed: simulation i of a cell draws its null log and its
+Simulations: --sims null logs per continuous cell, --binary-sims per 0/1 cell (the default binary test is a
+parametric bootstrap with --boot samples per log); the first --power-sims of them (300) also get a log under the
+alternative. Seeds are fixed: simulation i of a cell draws its null log and its
 alternative log from children of SeedSequence([--seed, crc32(cell name), i]), so a cell's numbers do not depend on
 the workers or on the other cells. --workers processes share the simulations of a cell. The table is written to
 --out (CSV) and beside it as markdown (.md) after every cell; cells already in --out with at least the requested
@@ -78,7 +80,7 @@ CELLS = {
     "0/1 x system x item": {**BINARY, "system_item_sd": 0.5},
 }
 COLUMNS = ["cell", "family", "default test", "sims", "failed", "null rate", "MC SE", "band", "chi-square null",
-           "chi-square SE", "delta", "power", "power SE", "chi-square power", "CPU s"]
+           "chi-square SE", "delta", "power sims", "power", "power SE", "chi-square power", "CPU s"]
 
 
 def design(cell: str) -> dict:
@@ -96,7 +98,7 @@ def alternative(d: dict) -> float:
 def _simulate(job) -> tuple[list, float]:
     """(rows, CPU seconds) of simulations ``indices`` of a cell: per simulation the p-values under the null and the
     alternative."""
-    cell, indices, seed, boot = job
+    cell, indices, seed, boot, power_sims = job
     d = design(cell)
     delta = alternative(d)
     key = zlib.crc32(cell.encode())
@@ -107,7 +109,7 @@ def _simulate(job) -> tuple[list, float]:
         for i in indices:
             null_ss, alt_ss = np.random.SeedSequence([seed, key, i]).spawn(2)
             out = {"i": i}
-            for name, ss, dl in (("null", null_ss, 0.0), ("alt", alt_ss, delta)):
+            for name, ss, dl in (("null", null_ss, 0.0), ("alt", alt_ss, delta))[:1 + (i < power_sims)]:
                 rng = np.random.default_rng(ss)
                 log = evaluation_log(rng, delta=dl, **d)
                 p = workflow_p_values(log, family=d["family"], n_sim=boot, seed=int(rng.integers(2**31)))
@@ -122,32 +124,34 @@ def _rate(p: pd.Series) -> tuple[float, float, int]:
     return r, float(np.sqrt(r * (1 - r) / max(len(p), 1))), len(p)
 
 
-def run_cell(cell: str, sims: int, seed: int, boot: int, pool, chunk: int = 10) -> dict:
-    jobs = [(cell, range(a, min(a + chunk, sims)), seed, boot) for a in range(0, sims, chunk)]
+def run_cell(cell: str, sims: int, seed: int, boot: int, pool, power_sims: int, chunk: int = 10) -> dict:
+    jobs = [(cell, range(a, min(a + chunk, sims)), seed, boot, power_sims) for a in range(0, sims, chunk)]
     results = list(pool.map(_simulate, jobs)) if pool is not None else [_simulate(j) for j in jobs]
     rows = pd.DataFrame([r for rs, _ in results for r in rs])
     cpu = sum(c for _, c in results)
     d = design(cell)
     r0, se0, n0 = _rate(rows["null default"])
     c0, cse0, _ = _rate(rows["null chisq"])
-    r1, se1, _ = _rate(rows["alt default"])
+    r1, se1, n1 = _rate(rows["alt default"])
     c1, _, _ = _rate(rows["alt chisq"])
     lo, hi = BAND[d["family"]]
     methods = [m for m in rows["method"].unique() if m != "failed"]
     return {"cell": cell, "family": d["family"], "default test": "; ".join(methods), "sims": sims,
             "failed": sims - n0, "null rate": r0, "MC SE": se0, "band": "ok" if lo <= r0 <= hi else "FLAG",
-            "chi-square null": c0, "chi-square SE": cse0, "delta": alternative(d), "power": r1, "power SE": se1,
+            "chi-square null": c0, "chi-square SE": cse0, "delta": alternative(d), "power sims": n1, "power": r1,
+            "power SE": se1,
             "chi-square power": c1, "CPU s": round(cpu, 1)}
 
 
 def markdown(table: pd.DataFrame) -> str:
     """The README's table: rates with their Monte-Carlo SE in parentheses."""
-    lines = ["| cell | default test | sims | null rate (SE) | band | chi-square LRT, null | delta | power (SE) | "
+    lines = ["| cell | default test | sims | null rate (SE) | band | chi-square LRT, null | delta | power (SE), sims | "
              "chi-square power |", "|:--|:--|--:|--:|:--|--:|--:|--:|--:|"]
     for _, r in table.iterrows():
         lines.append(f"| {r['cell']} | {r['default test']} | {int(r['sims'])} | {r['null rate']:.3f} "
                      f"({r['MC SE']:.3f}) | {r['band']} | {r['chi-square null']:.3f} ({r['chi-square SE']:.3f}) | "
-                     f"{r['delta']:.3g} | {r['power']:.3f} ({r['power SE']:.3f}) | {r['chi-square power']:.3f} |")
+                     f"{r['delta']:.3g} | {r['power']:.3f} ({r['power SE']:.3f}), {int(r['power sims'])} | "
+                     f"{r['chi-square power']:.3f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -201,6 +205,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sims", type=int, default=1000, help="simulated logs per continuous cell (default 1000)")
     ap.add_argument("--binary-sims", type=int, default=300, help="simulated logs per 0/1 cell (default 300)")
+    ap.add_argument("--power-sims", type=int, default=300,
+                    help="of those, how many also get a log under the alternative (default 300; at most --sims)")
     ap.add_argument("--boot", type=int, default=199, help="bootstrap samples of a bootstrap test per log (199)")
     ap.add_argument("--cells", nargs="+", default=list(CELLS), metavar="CELL",
                     help=f"a subset of the cells (default all): {', '.join(map(repr, CELLS))}")
@@ -231,7 +237,7 @@ def main(argv=None) -> int:
                 if len(have) and int(have["sims"].iloc[0]) >= sims:
                     continue
                 bar.set_postfix_str(f"{cell}, {sims} sims")
-                row = run_cell(cell, sims, args.seed, args.boot, pool)
+                row = run_cell(cell, sims, args.seed, args.boot, pool, min(args.power_sims, sims))
                 done = pd.concat([done[done["cell"] != cell], pd.DataFrame([row])], ignore_index=True)
                 _write(done, out)
     finally:
