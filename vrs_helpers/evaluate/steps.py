@@ -369,8 +369,10 @@ def plan_power(result, items: int, delta: float | None = None, target: float = 0
     if bounded:
         said = (" Planned with the " + "; ".join(f"{plans[c]['basis'].split(' (')[0]} of the {c} SD "
                                                   f"({plans[c]['sd']:.3g})" for c in bounded)
-                + ": the REML estimate of that run variance is 0, a boundary estimate from few runs, and power "
-                  "computed from a zero run variance would promise more than the runs can deliver.")
+                + (": the REML estimate of that run variance is 0" if len(bounded) == 1 else
+                   ": the REML estimates of those run variances are 0")
+                + ", a boundary estimate from few runs, and power computed from a zero run variance would promise "
+                  "more than the runs can deliver.")
         result.notes.append("power planning:" + said)
     whom = "the two systems" if k == 2 else "each other system and the baseline"
     if min(n) < 2:  # no df for the runs of some system: what a design with 3 levels of each column would detect
