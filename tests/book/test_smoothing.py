@@ -24,7 +24,7 @@ def _problem(seed: int, blocks: int, n: int = 300):
         D = np.diff(np.eye(k), 2, axis=0)
         penalties.append((np.arange(start, start + k), D.T @ D))
         start += k
-    return G, b, yy, n, smoothing._scale_penalties(G, penalties)
+    return G, b, yy, n, smoothing.scale_penalties(G, penalties)
 
 
 def _score_by_hand(G, b, yy, n, Slist, rho, kind):
@@ -38,7 +38,7 @@ def _score_by_hand(G, b, yy, n, Slist, rho, kind):
     return math.log(n * rss / (n - edf) ** 2) if kind == "gcv" else rss / n - 1 + 2 * edf / n
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(seed=st.integers(0, 10_000), blocks=st.integers(2, 5), kind=st.sampled_from(["gcv", "ubre"]))
 def test_sweep_moves_as_the_full_sweep(seed, blocks, kind):
     G, b, yy, n, Slist = _problem(seed, blocks)
@@ -64,7 +64,10 @@ def test_sweep_moves_as_the_full_sweep(seed, blocks, kind):
         return score(rho)
 
     got = smoothing._coordinate_sweep(G, b, yy, n, Slist, rho0, min(start_vals), grid, kind, value)
-    assert np.array_equal(got, ref)
+    # the same point, or one whose score ties with it: two candidates whose scores differ by less than 1e-8 (e.g. a
+    # block at lambda = e^16 or e^20, both effectively infinite) are ordered by the Woodbury update's rounding
+    # (lambda ratios up to e^32), which the sweep does not resolve (hypothesis found seed 2608: 1.7e-9 apart)
+    assert np.array_equal(got, ref) or abs(score(got) - score(ref)) <= 1e-8 * max(1.0, abs(score(ref))), (got, ref)
     assert len(calls) <= blocks * (len(grid) - 1)   # never more full evaluations than the full sweep
 
 

@@ -32,7 +32,7 @@ from scipy.sparse import linalg as sparse_linalg
 
 from ..errors import VRSError
 from ..threads import blas_limit
-from .smoothing import PLSFit, _pls, _scale_penalties, fit_from_crossproducts
+from .smoothing import PLSFit, fit_from_crossproducts, penalized_least_squares, scale_penalties
 
 FAMILIES = ("gaussian", "binomial")
 MAX_KNOTS = 2000  # mgcv's default max.knots: a thin-plate basis of a feature with more unique values uses a random
@@ -507,7 +507,7 @@ def fit_design(design: Design, y: np.ndarray, term_idx, family: str = "gaussian"
     else:
         X = _columns(design.X, cols)
         null = _binomial_deviance(y, np.full(n, ybar))
-        penalties = _scale_penalties(0.25 * (X.T @ X), penalties)
+        penalties = scale_penalties(0.25 * (X.T @ X), penalties)
         _check_aliasing(0.25 * (X.T @ X), design, term_idx)
 
         def pirls(rho, eta, fixed=True):
@@ -523,7 +523,7 @@ def fit_design(design: Design, y: np.ndarray, term_idx, family: str = "gaussian"
                 with blas_limit(len(bs), blas_threads):
                     if fixed:
                         Slist = [(c, Sj) for c, Sj in penalties]
-                        _, _, Ainv, beta, _, _, edf, AinvS = _pls(Gs, bs, yys, Slist, rho)
+                        _, _, Ainv, beta, _, _, edf, AinvS = penalized_least_squares(Gs, bs, yys, Slist, rho)
                         fit = PLSFit(beta, 0.0, edf, 1.0 - np.diag(AinvS), Ainv, rho, 0.0)
                     else:
                         fit = fit_from_crossproducts(Gs, bs, yys, n, penalties, kind="ubre", rho0=rho,

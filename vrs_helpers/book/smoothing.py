@@ -51,8 +51,9 @@ def _spd_inverse(A: np.ndarray) -> np.ndarray:
     return upper + np.triu(upper, 1).T
 
 
-def _pls(G, b, yy, Slist, rho, products: list | None = None):
-    """Penalized LS at log smoothing parameters rho; Slist holds (columns, S_j) blocks. ``products``: a list that
+def penalized_least_squares(G, b, yy, Slist, rho, products: list | None = None):
+    """Penalized least squares (Wood 2017, ch. 4) from the cross-products G = X'X, b = X'y, yy = y'y at log
+    smoothing parameters rho; Slist holds (columns, S_j) blocks. ``products``: a list that
     receives the non-zero columns A^-1[:, cols_j] S_j of each block (the gradient reuses them)."""
     lam = np.exp(rho)
     S = np.zeros_like(G)
@@ -86,7 +87,7 @@ def _log_score(n, rss, edf, kind) -> float:
 def _criterion(G, b, yy, n, Slist, rho, kind, scale=1.0):
     """GCV (``kind="gcv"``) or UBRE score at log smoothing parameters rho and its gradient."""
     products = []
-    lam, S, Ainv, beta, Sb, rss, edf, AinvS = _pls(G, b, yy, Slist, rho, products)
+    lam, S, Ainv, beta, Sb, rss, edf, AinvS = penalized_least_squares(G, b, yy, Slist, rho, products)
     grad_rss = np.empty(len(rho))
     grad_edf = np.empty(len(rho))
     AinvSb = Ainv @ Sb
@@ -117,7 +118,7 @@ def _coordinate_sweep(G, b, yy, n, Slist, rho0, best, grid, kind, value) -> np.n
     beta = beta_B - Y M T' beta_B[j], tr(A^-1 S) = tr(B^-1 S_B) + delta tr K - tr(M (Y' S_B Y + delta K^2)). A
     candidate whose updated score is not clearly worse than the best (by :data:`SWEEP_RECHECK`) is evaluated in
     full (``value``) and decides with that value, so the sweep moves as one that evaluated every candidate in
-    full. Returns the point reached."""
+    full, up to candidates whose scores tie within about 1e-8. Returns the point reached."""
     p = len(b)
     rho0 = np.array(rho0, dtype=float)
     for j, (cols, Sj) in enumerate(Slist):
@@ -126,7 +127,7 @@ def _coordinate_sweep(G, b, yy, n, Slist, rho0, best, grid, kind, value) -> np.n
         T = Q[:, keep] * np.sqrt(w[keep])
         base = rho0.copy()
         base[j] = grid[0]
-        lam, S, Ainv, beta, _, rss, edf, _ = _pls(G, b, yy, Slist, base)
+        lam, S, Ainv, beta, _, rss, edf, _ = penalized_least_squares(G, b, yy, Slist, base)
         Y = Ainv[:, cols] @ T
         K = T.T @ Y[cols]
         K = (K + K.T) / 2
@@ -160,7 +161,9 @@ def _coordinate_sweep(G, b, yy, n, Slist, rho0, best, grid, kind, value) -> np.n
     return rho0
 
 
-def _scale_penalties(G, penalties):
+def scale_penalties(G, penalties):
+    """Each penalty block S_j scaled to the Frobenius norm of its columns' block of X'X (mgcv's initial scaling),
+    so that one grid of log smoothing parameters suits every smooth; (columns, scaled S_j) pairs."""
     out = []
     for cols, Sj in penalties:
         normX = np.linalg.norm(G[np.ix_(cols, cols)])
@@ -177,7 +180,7 @@ def fit_from_crossproducts(G, b, yy, n, penalties, kind: str = "gcv", rho0=None,
     score n RSS / (n - edf)^2 (``kind="gcv"``) or UBRE RSS/n - 1 + 2 edf/n (``kind="ubre"``, known scale 1), with
     analytic gradients (L-BFGS-B). Penalties are rescaled internally like mgcv's so rho = 0 is a sensible start."""
     p = len(b)
-    Slist = _scale_penalties(G, penalties) if rescale else [(np.asarray(c), Sj) for c, Sj in penalties]
+    Slist = scale_penalties(G, penalties) if rescale else [(np.asarray(c), Sj) for c, Sj in penalties]
     if not Slist:
         c = linalg.cho_factor(G)
         Ainv = linalg.cho_solve(c, np.eye(p))
@@ -195,7 +198,7 @@ def fit_from_crossproducts(G, b, yy, n, penalties, kind: str = "gcv", rho0=None,
         return V, g
 
     def value(rho):   # f without the gradient (the grid and the polish compare values only)
-        _, _, _, _, _, rss, edf, _ = _pls(G, b, yy, Slist, rho)
+        _, _, _, _, _, rss, edf, _ = penalized_least_squares(G, b, yy, Slist, rho)
         return _log_score(n, rss, edf, kind)
 
     if rho0 is None:
@@ -222,7 +225,7 @@ def fit_from_crossproducts(G, b, yy, n, penalties, kind: str = "gcv", rho0=None,
         if res2.fun < res.fun:
             res = res2
     rho = res.x
-    lam, S, Ainv, beta, Sb, rss, edf, AinvS = _pls(G, b, yy, Slist, rho)
+    lam, S, Ainv, beta, Sb, rss, edf, AinvS = penalized_least_squares(G, b, yy, Slist, rho)
     if kind == "gcv" and rss <= EXACT_FIT * yy:
         # Exact reconstruction (D^2 = 100 %): the GCV score is 0 for every lambda that keeps the fit exact, so it
         # cannot choose. Take the least complex model of equal fit: maximal smoothing of every term that the exact
@@ -230,9 +233,9 @@ def fit_from_crossproducts(G, b, yy, n, penalties, kind: str = "gcv", rho0=None,
         for j in range(m):
             trial = rho.copy()
             trial[j] = bounds[1]
-            if _pls(G, b, yy, Slist, trial)[5] <= EXACT_FIT * yy:
+            if penalized_least_squares(G, b, yy, Slist, trial)[5] <= EXACT_FIT * yy:
                 rho = trial
-        lam, S, Ainv, beta, Sb, rss, edf, AinvS = _pls(G, b, yy, Slist, rho)
+        lam, S, Ainv, beta, Sb, rss, edf, AinvS = penalized_least_squares(G, b, yy, Slist, rho)
     edf_diag = 1.0 - np.diag(AinvS)
     crit = value(rho)
     return PLSFit(beta, rss, edf, edf_diag, Ainv, rho, float(math.exp(crit) if kind == "gcv" else crit))
