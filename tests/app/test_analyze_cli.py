@@ -221,16 +221,19 @@ def test_binary_log_through_vrs_analyze_matches_glmer(tmp_path, capsys):
     out = tmp_path / "report"
     code = cli.main(["analyze", str(ref_dir / "glmm_eval.csv.gz"), "--response", "correct", "--system", "system",
                      "--item", "item", "--replication", "seed", "--property", "domain", "--baseline", "base",
-                     "--out", str(out), "--n-resamples", "199"])
+                     "--out", str(out), "--n-resamples", "199", "--items", "fixed", "--n-sim", "19"])
     assert code == 0, capsys.readouterr().err
     s = json.loads((out / "summary.json").read_text())
     assert s["family"] == "binomial" and any("0/1" in n for n in s["notes"])
     assert s["glrt"]["chi2"] == pytest.approx(ref["overall"]["converged"]["chisq"], abs=1e-3)
-    random = s["glrt_replications_random"]
+    random = s["glrt_replications_random"]   # --items fixed: the model of the reference (no system x item term)
+    assert random["items"] == "fixed" and "system:item" not in random["formula"]
+    assert random["lrt"]["chi2"] == pytest.approx(ref["runs_random"]["converged"]["chisq"], abs=1e-3)
+    assert random["lrt"]["df"] == ref["runs_random"]["converged"]["df"] == 2
+    # the default test of binary scores: the GLMM parametric bootstrap on the same statistic
+    assert random["test"].startswith("parametric bootstrap LRT") and random["n_sim"] + random["n_failed"] == 19
     assert random["chi2"] == pytest.approx(ref["runs_random"]["converged"]["chisq"], abs=1e-3)
-    assert random["df"] == ref["runs_random"]["converged"]["df"] == 2
     assert s["conditional"]["domain"]["chi2"] == pytest.approx(ref["by_domain"]["converged"]["chisq"], abs=1e-3)
-    assert any("no Satterthwaite/Kenward-Roger" in n for n in s["notes"])
     vc = s["variance_components"]["base"]
     # the logistic residual on the latent scale (summary.json: 10 significant digits)
     assert vc["Residual"] == pytest.approx(np.pi ** 2 / 3, rel=1e-9)
@@ -239,3 +242,22 @@ def test_binary_log_through_vrs_analyze_matches_glmer(tmp_path, capsys):
     expected = vc["item"] / (vc["item"] + (vc["seed"] + vc["Residual"]) / n)
     assert s["reliability"]["base"]["phi"] == pytest.approx(expected, rel=1e-8)
     assert s["power"] is None   # power planning is for continuous scores
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--test", "kenward-roger"], "tests that apply: bootstrap (default), chisq"),
+    (["--test", "satterthwaite", "--family", "binomial"], "tests that apply: bootstrap (default), chisq"),
+])
+def test_a_test_that_does_not_apply_to_binary_scores_exits_2(tmp_path, capsys, extra, message):
+    """Issue 28: ``--test kenward-roger`` on 0/1 scores is an error naming the tests that apply, never ignored."""
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame([{"system": s, "seed": r, "item": i, "correct": int(rng.random() < 0.6)}
+                       for s in "AB" for r in range(3) for i in range(20)])
+    csv = tmp_path / "s.csv"
+    df.to_csv(csv, index=False)
+    code = cli.main(["analyze", str(csv), "--response", "correct", "--system", "system", "--item", "item",
+                     "--replication", "seed", "--out", str(tmp_path / "report"), *extra])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert message in err and repr(extra[1]) in err
+    assert not (tmp_path / "report" / "summary.json").exists()

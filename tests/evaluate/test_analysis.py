@@ -164,3 +164,28 @@ def test_three_seeds_random_reading_uses_the_small_sample_test():
     assert chisq.to_summary()["glrt_replications_random"]["test"] == "GLRT (chi-square)"
     assert chisq.random_test.p_value < 0.05
     assert any("fewer than 3 runs" in n for n in r.notes) is False   # 3 runs: no such note
+
+
+def test_conditional_reading_asks_both_questions():
+    """Issue 28: per data property, the paper's eq. 6/7 joint test (system and system x P against P: df (k - 1) L
+    for L levels) worded "the systems differ once P is accounted for", and the interaction test (system + P
+    against system x P) worded "the difference depends on P". With runs random the interaction's test is the F test
+    of the interaction on the runs-random model with Kenward-Roger df: the engine's type III table of that model
+    (checked against lmerTest in tests/mixed/test_mixed_anova.py) gives the same F and df, numerator
+    (k - 1)(L - 1)."""
+    from vrs_helpers import mixed
+
+    df = _load("two")
+    res = analyze(df, "score", "system", "item", replications=["seed"], properties=["domain"], baseline="base",
+                  n_resamples=99)
+    levels = df["domain"].nunique()
+    joint, inter = res.conditional["domain"].glrt, res.interactions["domain"]
+    assert joint.df == levels and inter.num_df == levels - 1
+    m = mixed.fit(f"score ~ system * domain + {res.comparison_random.formula.split(' + ', 1)[1]}",
+                  df.assign(system=pd.Categorical(df["system"], ["base", "new"])))
+    row = m.anova(type=3, ddf="kenward-roger").set_index("term").loc["system:domain"]
+    assert inter.statistic == pytest.approx(row["F"], rel=1e-6)
+    assert inter.den_df == pytest.approx(row["den_df"], rel=1e-6)
+    said = [v for v in res.verdict if "domain" in v]
+    assert "once domain is accounted for" in said[0] and "depends on domain" in said[1]
+    assert res.to_summary()["interaction"]["domain"]["num_df"] == levels - 1

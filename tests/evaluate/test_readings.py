@@ -150,3 +150,26 @@ def test_metric_options_are_checked(three_seeds):
         analyze(three_seeds, ["score"], "system", "item", lower_is_better=["ter"])
     one = analyze(three_seeds, ["score"], "system", "item", replications=["seed"], n_resamples=99)
     assert "metrics" not in one.to_summary() and "aso" in one.to_summary()   # one metric: the single layout
+
+
+def test_three_systems_pairwise_readings_use_small_sample_df():
+    """Issue 28: with three systems every pair gets a row of the runs-random reading (t on Kenward-Roger df,
+    Tukey-adjusted on those df) and the family-wise decision is one sentence; the balanced subset of the emmeans
+    reference log (tests/reference/pairwise_df.R's data, the items every system has) is analysed, and each row's t,
+    df and p are the contrast's own, its decision p < alpha."""
+    d = pd.read_csv(REF / "pairwise_three_systems.csv.gz")
+    counts = d.groupby("item")["score"].count()
+    d = d[d["item"].isin(counts[counts == counts.max()].index)]
+    r = analyze(d, "score", "system", "item", replications=["run"], n_resamples=99)
+    c = r.comparison_random.contrasts.set_index("contrast")
+    rows = r.readings[r.readings["kind"] == "random"].iloc[1:]  # the first row: the F test of all systems
+    assert sorted(rows["comparison"]) == ["B vs A", "C vs A", "C vs B"]
+    for _, row in rows.iterrows():
+        b, a = row["comparison"].split(" vs ")
+        ref = c.loc[f"{a} - {b}"]
+        assert row["test"] == "Tukey-adjusted contrast (t, Kenward-Roger df)"
+        assert row["statistic"] == ref["t"] and row["p_value"] == ref["p_value"]
+        assert float(row["df"]) == pytest.approx(ref["df"], rel=1e-3)
+        assert row["differ"] == (ref["p_value"] < r.alpha)
+    line = next(v for v in r.verdict if v.startswith("Pairwise, runs random"))
+    assert f"{int((c['p_value'] < r.alpha).sum())} of 3 pairs differ" in line and "family-wise" in line

@@ -252,7 +252,8 @@ def _cmd_analyze(args) -> int:
     # the spec checks the options as it is built, and is validated against the data once (analyze_report)
     spec = AnalysisSpec(args.data, response=args.response, system=args.system, item=args.item,
                         replications=args.replication or [], properties=args.property or [], baseline=args.baseline,
-                        family=args.family, test=args.test, alpha=args.alpha, n_resamples=args.n_resamples,
+                        family=args.family, test=args.test, items=args.items, alpha=args.alpha,
+                        n_resamples=args.n_resamples,
                         n_sim=args.n_sim, seed=args.seed, delta=args.delta, lower_is_better=args.lower_is_better or [],
                         dropna=args.dropna, backend=args.dask, data_label=str(args.data))
     summary = analyze_report(spec, out_dir=args.out, show_code=args.show_code)
@@ -374,7 +375,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--n-resamples", type=int, default=10_000)
     p.add_argument("--test", default=None, type=_test_name, choices=registry.names(), help=registry.help_text())
-    p.add_argument("--n-sim", type=int, default=1000, help="simulations of --test bootstrap (default 1000)")
+    p.add_argument("--items", default="random", choices=["random", "fixed"],
+                   help="random (default): the runs-random model gets a system-by-item intercept (1|system:item) "
+                        "when items have several runs per system, and the verdict is about items like these; "
+                        "fixed: without it, a statement about these items only (liberal when systems and items "
+                        "interact)")
+    p.add_argument("--n-sim", type=int, default=1000, help="simulations of --test bootstrap (default 1000; the "
+                   "default test of binary scores)")
     p.add_argument("--family", default="auto", choices=["auto", *registry.FAMILIES],
                    help="binomial: 0/1 scores (correct/incorrect) as logistic GLMMs, phi on the latent scale; auto "
                         "(default): binomial when every score is 0 or 1, with a note")

@@ -48,15 +48,18 @@ from .steps import STEPS, plan_power, prepare, run_table, safe_names, verdict_te
 AnalysisError = InputError
 
 
-def _random_dict(test, lrt) -> dict | None:
-    """The runs-random reading in summary.json: the test used (its outcome's ``as_dict()``: by default the F test
-    with Kenward-Roger's df, stated at 4 significant digits) under ``test``, the chi-square LRT beside it under
-    ``lrt``."""
-    if lrt is None:
+def _random_dict(comparison) -> dict | None:
+    """The runs-random reading in summary.json: the model (``formula``; ``items``: "random" when it has the
+    system-by-item term), the test used (its outcome's ``as_dict()``: by default the F test with Kenward-Roger's
+    df, stated at 4 significant digits; for binary scores the parametric-bootstrap LRT) under ``test``, the
+    chi-square LRT beside it under ``lrt``."""
+    if comparison is None:
         return None
+    test, lrt = comparison.test, comparison.glrt
+    model = {"formula": comparison.formula, "items": "random" if comparison.system_item else "fixed"}
     if test is None or test is lrt:
-        return {"test": registry.get("chisq").method, **lrt.as_dict(), "lrt": lrt.as_dict()}
-    return {"test": test.method, **test.as_dict(), "lrt": lrt.as_dict()}
+        return {"test": registry.get("chisq").method, **lrt.as_dict(), "lrt": lrt.as_dict(), **model}
+    return {"test": test.method, **test.as_dict(), "lrt": lrt.as_dict(), **model}
 
 
 @dataclass
@@ -73,7 +76,8 @@ class OwnAnalysis:
     runs: pd.DataFrame = field(repr=False)                    # per system and run: mean, SD, CI of the mean
     comparison: object = field(default=None, repr=False)      # SystemComparison, runs as replications
     comparison_random: object = field(default=None, repr=False)  # SystemComparison with (1|system:R)
-    conditional: dict = field(default_factory=dict, repr=False)  # property -> SystemComparison
+    conditional: dict = field(default_factory=dict, repr=False)  # property -> SystemComparison (ICLR eq. 6/7)
+    interactions: dict = field(default_factory=dict, repr=False)  # property -> test of system + P vs system * P
     paired: pd.DataFrame | None = field(default=None, repr=False)  # bootstrap / permutation vs the baseline
     variance_components: dict = field(default_factory=dict, repr=False)  # system -> variance table
     reliability: dict = field(default_factory=dict, repr=False)  # system -> PhiResult
@@ -122,9 +126,10 @@ class OwnAnalysis:
             "replications": list(self.replications), "properties": list(self.properties),
             "systems": list(map(str, self.systems)), "alpha": self.alpha,
             "glrt": None if self.glrt is None else self.glrt.as_dict(),
-            "glrt_replications_random": _random_dict(self.random_test, self.glrt_replications_random),
+            "glrt_replications_random": _random_dict(self.comparison_random),
             "readings_disagree": self.disagree,
             "conditional": {p: c.glrt.as_dict() for p, c in self.conditional.items()},
+            "interaction": {p: {"test": t.method, **t.as_dict()} for p, t in self.interactions.items()},
             "conditional_contrasts": {p: (c.slopes if c.slopes is not None else c.contrasts)
                                       .replace({np.nan: None}).to_dict("records")
                                       for p, c in self.conditional.items()},
@@ -161,7 +166,9 @@ class OwnAnalysis:
             rows.append(row("GLRT chi-square, runs as a random effect (large-sample)",
                             self.glrt_replications_random))
         for p, c in self.conditional.items():
-            rows.append(row(f"GLRT, system x {p}", c.glrt))
+            rows.append(row(f"GLRT, system and system x {p} vs {p} (eq. 6/7)", c.glrt))
+        for p, t in self.interactions.items():
+            rows.append(row(f"{t.method}, system + {p} vs system x {p}", t))
         return pd.DataFrame(rows, columns=["test", "statistic", "df", "p_value"])
 
     def __repr__(self) -> str:

@@ -39,9 +39,11 @@ EXPECTED_MAX_BOOT = 2000
 
 # reading -> (how the sentences name it, which sources of variation it models and which it ignores)
 IGNORES = {
-    "replications": ("the GLRT with the runs as replications",
-                     "ignores the run-to-run variance (it treats the runs as fixed replications)"),
-    "random": ("the test with a random effect per run", "models both the item and the run-to-run variation"),
+    "replications": ("the GLRT with the runs as replications (the book's reading)",
+                     "ignores the run-to-run variance and the system-by-item variation (it treats the runs as fixed "
+                     "replications)"),
+    "random": ("the test with a random effect per run",
+               "models the item and the run-to-run variation (and, with items random, the system-by-item one)"),
     "paired": ("the paired bootstrap and permutation tests",
                "ignore the run-to-run variance (they average the runs of each item first)"),
     "aso": ("ASO on the run means",
@@ -220,18 +222,18 @@ def readings_frame(result) -> pd.DataFrame:
         rows.append(_row(everyone, "random", "runs as a random effect", t.method, t.statistic, t.df_text(), p, crit,
                          p < alpha))
     for prop, c in result.conditional.items():
-        rows.append(_row("all systems", "conditional", f"conditional on {prop}", c.glrt.method, c.glrt.statistic,
-                         c.glrt.df_text(), c.glrt.p_value, crit, c.glrt.p_value < alpha))
+        rows.append(_row("all systems", "conditional", f"the systems differ once {prop} is accounted for",
+                         c.glrt.method, c.glrt.statistic, c.glrt.df_text(), c.glrt.p_value, crit,
+                         c.glrt.p_value < alpha))
+        t = getattr(result, "interactions", {}).get(prop)
+        if t is not None:
+            rows.append(_row("all systems", "interaction", f"the difference depends on {prop}", t.method,
+                             t.statistic, t.df_text(), t.p_value, crit, t.p_value < alpha))
     base = systems[0] if systems else ""
     for cand in systems[1:]:
         pair = f"{cand} vs {base}"
         if len(systems) > 2:
-            for kind, reading, comp in [("replications", "runs as replications", result.comparison),
-                                        ("random", "runs as a random effect", result.comparison_random)]:
-                r = _contrast(None if comp is None else comp.contrasts, base, cand)
-                if r is not None:
-                    rows.append(_row(pair, kind, reading, "Tukey-adjusted contrast (z)", r["z"], "", r["p_value"],
-                                     crit, r["p_value"] < alpha))
+            rows += _pairwise_rows(result, base, cand, crit)
         if result.paired is not None and len(result.paired):
             for _, r in result.paired[result.paired["system"].astype(str) == cand].iterrows():
                 rows.append(_row(pair, "paired", f"{r['test']} on per-item means", f"{r['test']} (difference)",
@@ -241,8 +243,37 @@ def readings_frame(result) -> pd.DataFrame:
             for x, y, res in [(cand, base, a.candidate_better), (base, cand, a.baseline_better)]:
                 rows.append(_row(pair, "aso", f"ASO on run means: {x} better than {y}", "ASO (eps_min)",
                                  res.eps_min, "", None, f"eps_min < {res.threshold:g}", res.dominates))
+    for i, a in enumerate(systems[1:], 1):  # the pairs without the baseline: the family's other contrasts
+        for b in systems[i + 1:]:
+            rows += _pairwise_rows(result, a, b, crit)
     return pd.DataFrame(rows, columns=["comparison", "kind", "reading", "test", "statistic", "df", "p_value",
                                        "criterion", "differ"])
+
+
+def _pairwise_rows(result, a: str, b: str, crit: str) -> list:
+    """The rows of pair ``b vs a`` from the Tukey-adjusted contrasts of both mixed-model readings: z tests with the
+    runs as replications (the book's Tables 4.2/4.3), t tests on Kenward-Roger (or Satterthwaite) df with the runs
+    random (Tukey on those df, as emmeans with ``lmer.df``). Each decision is family-wise: the adjusted p of all
+    k (k - 1) / 2 contrasts at alpha."""
+    rows = []
+    for kind, reading, comp in [("replications", "runs as replications", result.comparison),
+                                ("random", "runs as a random effect", result.comparison_random)]:
+        r = _contrast(None if comp is None else comp.contrasts, a, b)
+        if r is None:
+            continue
+        adjust = getattr(comp, "adjust", "tukey").capitalize()
+        if "t" in r and "df" in r:
+            test, stat, df = f"{adjust}-adjusted contrast (t, {_df_name(comp)} df)", r["t"], f"{r['df']:.4g}"
+        else:
+            test, stat, df = f"{adjust}-adjusted contrast (z)", r["z"], ""
+        rows.append(_row(f"{b} vs {a}", kind, reading, test, stat, df, r["p_value"], crit,
+                         r["p_value"] < result.alpha))
+    return rows
+
+
+def _df_name(comp) -> str:
+    test = comp.test
+    return "Satterthwaite" if "Satterthwaite" in str(getattr(test, "method", "")) else "Kenward-Roger"
 
 
 def _evidence(rows: pd.DataFrame) -> str:
@@ -259,7 +290,8 @@ def disagreements(result, frame: pd.DataFrame | None = None) -> list[str]:
     as one reading while they agree."""
     frame = readings_frame(result) if frame is None else frame
     out = []
-    for comparison, part in frame[frame["kind"] != "conditional"].groupby("comparison", sort=False):
+    for comparison, part in frame[~frame["kind"].isin(["conditional", "interaction"])].groupby("comparison",
+                                                                                               sort=False):
         if comparison == "all systems":
             continue
         decisions = {}

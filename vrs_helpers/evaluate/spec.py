@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from .. import registry
+from ..book.glrt import ITEMS
 from ..registry import TestChoiceError
 from .metrics import MetricsError, metric_directions
 from .scores import DataSummary, InputError, computed, load_scores, validate
@@ -68,6 +69,8 @@ class AnalysisSpec:
     (several metrics, Holm across them); ``system`` None for one system (reliability only); ``replications`` the
     columns that identify a run within a system (runs: seeds, meta-parameters); ``repeats`` reserved for
     independent draws per item (none yet); ``test`` None: each family's default test (:mod:`vrs_helpers.registry`);
+    ``items``: ``"random"`` (the runs-random model has ``(1|system:item)`` when items have several runs per
+    system: items like these) or ``"fixed"`` (these items; :func:`vrs_helpers.book.glrt.compare_systems`);
     ``lower_is_better`` True (every response) or the responses for which lower is better; ``backend`` None (in
     memory) or a Dask client, scheduler address or ``"local"``."""
 
@@ -81,6 +84,7 @@ class AnalysisSpec:
     baseline: str | None = None
     family: str = "auto"
     test: str | None = None
+    items: str = "random"
     alpha: float = 0.05
     n_resamples: int = 10_000
     n_sim: int = 1000
@@ -125,6 +129,11 @@ class AnalysisSpec:
         if family not in FAMILY_CHOICES:
             raise InputError(f"family must be {', '.join(FAMILY_CHOICES)}; got {self.family!r}.")
         put("family", family)
+        items = str(self.items or "random").strip().lower()
+        if items not in ITEMS:
+            raise InputError(f"items must be {' or '.join(ITEMS)} (items like these, or these items); got "
+                             f"{self.items!r}.")
+        put("items", items)
         if self.test not in (None, ""):
             put("test", registry.canonical(self.test))  # unknown: an error naming the registered tests
         else:

@@ -27,7 +27,7 @@ import pandas as pd
 
 from .. import mixed
 from ..book.binary import latent_variance_components
-from ..book.glrt import compare_systems
+from ..book.glrt import compare_systems, interaction_test
 from ..book.reliability import decision_study, phi
 from ..book.significance import bootstrap_test, permutation_test, resampling_test_dask
 from ..errors import VRSError
@@ -138,7 +138,7 @@ def significance(result, w: Work) -> None:
     if not w.reps:
         return
     result.comparison_random = compare_systems(w.d, w.y, w.sy, w.it, replications=w.reps, test=w.test,
-                                               n_sim=w.spec.n_sim, seed=w.spec.seed, **fam)
+                                               n_sim=w.spec.n_sim, seed=w.spec.seed, items=w.spec.items, **fam)
     result.notes.extend(result.comparison_random.notes)
     fewest = int(result.runs.groupby(w.system, observed=True).size().min())
     if fewest < 3:
@@ -149,16 +149,25 @@ def significance(result, w: Work) -> None:
 
 
 def conditional(result, w: Work) -> None:
-    """For each data property P: ``response ~ system * P + (1|item)`` against ``response ~ P + (1|item)`` (ICLR
-    eq. 6/7), a numeric property as a slope, a categorical one per level."""
+    """For each data property P two questions, each with its own test: "do the systems differ once P is accounted
+    for?" - ``response ~ system * P + (1|item)`` against ``response ~ P + (1|item)`` (ICLR eq. 6/7: the system main
+    effect and the interaction together) - and "does the system difference depend on P?" - ``system + P`` against
+    ``system * P`` (:func:`vrs_helpers.book.glrt.interaction_test`; with runs random the small-sample F test of the
+    interaction on the runs-random model). A numeric property as a slope, a categorical one per level."""
     if len(w.systems) < 2:
         return
     for p in w.spec.properties:
         pn = w.names[p]
+        d = w.d if pd.api.types.is_numeric_dtype(w.d[pn].dtype) else w.d.assign(**{pn: w.d[pn].astype(str)})
         if pd.api.types.is_numeric_dtype(w.d[pn].dtype):
             c = compare_systems(w.d, w.y, w.sy, w.it, covariate=pn, family=w.family)
         else:
-            c = compare_systems(w.d.assign(**{pn: w.d[pn].astype(str)}), w.y, w.sy, w.it, by=pn, family=w.family)
+            c = compare_systems(d, w.y, w.sy, w.it, by=pn, family=w.family)
+        ddf = w.test if w.test in ("kenward-roger", "satterthwaite") else None
+        try:
+            result.interactions[p] = interaction_test(d, w.y, w.sy, w.it, pn, w.reps, w.family, w.spec.items, ddf)
+        except VRSError as e:  # reported; the joint test still stands
+            result.notes.append(f"the interaction test of system x {p}: {e}")
         c.contrasts, c.means = w.rename_back(c.contrasts), w.rename_back(c.means)
         if c.slopes is not None:
             c.slopes = w.rename_back(c.slopes)
@@ -247,26 +256,41 @@ def verdict(result, w: Work) -> None:
     alpha, spec = result.alpha, w.spec
     if result.comparison is not None:
         g = result.glrt
-        result.verdict.append(f"Runs as replications clustered by item: the systems {verdict_text(g.p_value, alpha)} "
-                              f"(GLRT {g.evidence()}).")
+        result.verdict.append(f"Runs as replications clustered by item (the book's reading, 4.3): the systems "
+                              f"{verdict_text(g.p_value, alpha)} (GLRT {g.evidence()}); it ignores the run-to-run "
+                              "variation and the variation of the system difference from item to item.")
         if result.comparison_random is not None:
             g2, t = result.glrt_replications_random, result.random_test
+            what = ("With a random effect per run and per system x item (items like these)"
+                    if result.comparison_random.system_item else "With a random effect per run")
             if t is g2:
-                result.verdict.append(f"With a random effect per run, the systems {verdict_text(g2.p_value, alpha)} "
-                                      f"({g2.evidence()}).")
+                result.verdict.append(f"{what}, the systems {verdict_text(g2.p_value, alpha)} ({g2.evidence()}).")
             else:
                 result.verdict.append(
-                    f"With a random effect per run, the systems {verdict_text(t.p_value, alpha)} ({t.method}: "
+                    f"{what}, the systems {verdict_text(t.p_value, alpha)} ({t.method}: "
                     f"{t.evidence()}; the chi-square GLRT, valid only with many runs, gives {g2.evidence()}, "
                     f"p = {g2.p_value:.3g}).")
+            pairwise = pairwise_sentence(result)
+            if pairwise:
+                result.verdict.append(pairwise)
             if result.disagree:
                 result.verdict.append("WARNING: the two readings disagree. The conclusion hinges on whether the "
                                       "runs are treated as fixed replications or as a sample of possible runs; "
                                       "with few runs and run-to-run variance, report both and add runs.")
         for p, c in result.conditional.items():
-            result.verdict.append(f"Conditional on {p}: the system difference "
-                                  f"{'depends' if c.glrt.p_value < alpha else 'shows no significant dependence'} "
-                                  f"on it (p = {c.glrt.p_value:.3g}, df = {c.glrt.df}).")
+            g = c.glrt
+            result.verdict.append(
+                f"Conditional on {p} (ICLR eq. 6/7: system and system x {p} against {p} alone, GLRT {g.evidence()}, "
+                f"p = {g.p_value:.3g}): "
+                + (f"the systems differ once {p} is accounted for." if g.p_value < alpha else
+                   f"no evidence that the systems differ once {p} is accounted for."))
+            t = result.interactions.get(p)
+            if t is not None:
+                result.verdict.append(
+                    f"Interaction with {p} (system + {p} against system x {p}, {t.method}: {t.evidence()}, "
+                    f"p = {t.p_value:.3g}): "
+                    + (f"the difference between the systems depends on {p}." if t.p_value < alpha else
+                       f"no evidence that the difference between the systems depends on {p}."))
     for s, r in result.reliability.items():
         need = result.runs_needed.get(s) or {}
         more = "".join(f"; {k} level(s) of {f} would reach phi >= {spec.target_phi}" if k else
@@ -275,6 +299,25 @@ def verdict(result, w: Work) -> None:
         result.verdict.append(f"Reliability of {s}: phi = {r.phi:.3f} ({r.interpretation}){more}.")
     if len(w.systems) < 2:
         result.notes.append("one system: reliability only")
+
+
+def pairwise_sentence(result) -> str | None:
+    """With three or more systems, the family-wise decision of the runs-random reading: every pairwise contrast
+    with its small-sample df, Tukey-adjusted on those df (emmeans, ``lmer.df = "kenward-roger"``), at ``alpha`` for
+    the whole family of k (k - 1) / 2 contrasts."""
+    comp = result.comparison_random
+    if comp is None or len(result.systems) < 3 or "contrast" not in comp.contrasts:
+        return None
+    c = comp.contrasts
+    small = "df" in c and "t" in c
+    parts = [f"{r['contrast']}: {'differ' if r['p_value'] < result.alpha else 'no difference'} "
+             + (f"(t = {r['t']:.3g} on {r['df']:.3g} df, adjusted p = {r['p_value']:.3g})" if small else
+                f"(z = {r['z']:.3g}, adjusted p = {r['p_value']:.3g})") for _, r in c.iterrows()]
+    how = ("t tests on small-sample df, Tukey-adjusted on those df" if small else
+           "Wald z tests on the logit scale, Tukey-adjusted (no small-sample df for a GLMM)")
+    found = int((c["p_value"] < result.alpha).sum())
+    return (f"Pairwise, runs random ({how}; family-wise alpha = {result.alpha:g} over {len(c)} contrasts): "
+            f"{found} of {len(c)} pairs differ - " + "; ".join(parts) + ".")
 
 
 def power(result, w: Work) -> None:
@@ -351,7 +394,9 @@ def plan_power(result, items: int, delta: float | None = None, target: float = 0
     plans = {name: _column_plan(result, vc, system_col, safe, name, items, n_runs, level)
              for safe, name in columns.items()}
     residual_sd = float(np.sqrt(vc["Residual"]))
-    si_sd = float(np.sqrt(vc.get(f"{system_col}:{item}", 0.0))) if item is not None else 0.0
+    if item is None:  # the first random term is the item's (compare_systems' formula)
+        item = comp.formula.split("(1|")[1].split(")")[0].strip()
+    si_sd = float(np.sqrt(vc.get(f"{system_col}:{item}", 0.0)))
     n = [p["levels"] for p in plans.values()]
     sds = [p["sd"] for p in plans.values()]
     runs, run_sd = (n[0], sds[0]) if len(n) == 1 else (n, sds)

@@ -1,0 +1,123 @@
+"""compare_systems' runs-random reading (issue 28): the system-by-item term by default (Barr et al. 2013), the
+choice items="random"|"fixed", the registered test per family.
+
+- The book's MT data (data_ter.rds: Marking vs PostEdit, 3 replications, 1,041 sentences): the default test is
+  Kenward-Roger's F on ``ter ~ system + (1|sentence_id) + (1|system:sentence_id) + (1|system:replication)`` and
+  equals pbkrtest 0.5.2 (tests/reference/mt_ter.R) to 1e-4 relative in F, both df and p; ``items="fixed"`` equals
+  pbkrtest on the model without the term.
+- The term is added only where it is identifiable (some system x item cell with more than one run).
+- Binary scores: the default test is the GLMM parametric-bootstrap LRT, its statistic the GLRT's chi-square
+  (the same two Laplace fits), seeded; a test that does not apply is refused naming those that do.
+"""
+
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import requires_data
+from vrs_helpers import registry
+from vrs_helpers.book.glrt import compare_systems
+from vrs_helpers.book.significance import SignificanceError
+
+MT = json.loads((Path(__file__).parent.parent / "reference" / "mt_ter_lmertest.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def mt_data():
+    from vrs_helpers.book.data import load
+
+    d = load("mt_ter")
+    d = d[d["system"].isin(["Marking", "PostEdit"])].copy()
+    d["system"] = d["system"].astype(str)
+    assert len(d) == MT["rows"]
+    return d
+
+
+@requires_data
+@pytest.mark.parametrize("items, model", [("random", "with_system_sentence"), ("fixed", "without_system_sentence")])
+def test_mt_default_test_equals_pbkrtest(mt_data, items, model):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        c = compare_systems(mt_data, "ter", "system", "sentence_id", replications=["replication"], items=items)
+    ref = MT["models"][model]
+    assert c.formula.replace(" ", "") == ref["formula"].replace(" ", "")
+    assert c.system_item == (items == "random")
+    t, k = c.test, ref["Kenward-Roger"]
+    assert t.method == registry.get("kenward-roger").method
+    assert t.num_df == k["NumDF"]
+    assert t.statistic == pytest.approx(k["F"], rel=1e-4)
+    assert t.den_df == pytest.approx(k["DenDF"], rel=1e-4)
+    assert t.p_value == pytest.approx(k["p"], rel=1e-4)
+
+
+def _log(cells_replicated: bool = True, binary: bool = False, seed: int = 0) -> pd.DataFrame:
+    """2 systems x 3 seeds x 30 items; with ``cells_replicated=False`` each seed scores its own 10 items, so every
+    system x item cell has one row."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for s in ("base", "new"):
+        for r in range(3):
+            items = range(30) if cells_replicated else range(10 * r, 10 * r + 10)
+            for i in items:
+                eta = rng.normal(0, 0.5)
+                y = float(rng.random() < 1 / (1 + np.exp(-eta))) if binary else eta
+                rows.append({"system": s, "seed": f"s{r}", "item": f"i{i}", "y": y})
+    return pd.DataFrame(rows)
+
+
+def test_the_system_by_item_term_only_where_identifiable():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        crossed = compare_systems(_log(), "y", "system", "item", replications=["seed"])
+        single = compare_systems(_log(False), "y", "system", "item", replications=["seed"])
+        fixed = compare_systems(_log(), "y", "system", "item", replications=["seed"], items="fixed")
+        book = compare_systems(_log(), "y", "system", "item")
+    assert "(1|system:item)" in crossed.formula and "(1|system:item)" in crossed.null_formula
+    for c in (single, fixed, book):
+        assert "(1|system:item)" not in c.formula and not c.system_item
+    with pytest.raises(SignificanceError, match="random, fixed"):
+        compare_systems(_log(), "y", "system", "item", replications=["seed"], items="these")
+
+
+def test_binary_default_is_the_glmm_bootstrap():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        c = compare_systems(_log(binary=True), "y", "system", "item", replications=["seed"], family="binomial",
+                            n_sim=19, seed=5)
+        again = compare_systems(_log(binary=True), "y", "system", "item", replications=["seed"],
+                                family="binomial", n_sim=19, seed=5)
+    assert registry.default_test("binomial").name == "bootstrap"
+    t = c.test
+    assert t.n_sim + t.n_failed == 19 and t.seed == 5 and t.p_value == again.test.p_value
+    # the observed statistic is the GLRT's: 2 (logLik m1 - logLik m0) of the same Laplace fits
+    assert t.chi2 == pytest.approx(c.glrt.chi2, abs=1e-9)
+    assert t.method.startswith(registry.get("bootstrap").method)
+    with pytest.raises(registry.TestChoiceError, match="bootstrap.*chisq|chisq.*bootstrap"):
+        compare_systems(_log(binary=True), "y", "system", "item", replications=["seed"], family="binomial",
+                        test="kenward-roger")
+
+
+PAIRWISE = json.loads((Path(__file__).parent.parent / "reference" / "pairwise_df_emmeans.json").read_text())
+
+
+@pytest.mark.parametrize("test", ["kenward-roger", "satterthwaite"])
+def test_runs_random_pairwise_contrasts_equal_emmeans(test):
+    """Three systems (tests/reference/pairwise_df.R: emmeans 1.8.4, lmer.df = "kenward-roger" / "satterthwaite"):
+    the runs-random reading's contrasts (with the system-by-item term, the default) have emmeans' estimate, SE,
+    df, t and Tukey-adjusted p to 1e-4 relative; the runs-as-replications reading keeps the z tests."""
+    d = pd.read_csv(Path(__file__).parent.parent / "reference" / "pairwise_three_systems.csv.gz")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        c = compare_systems(d, "score", "system", "item", replications=["run"], test=test)
+        book = compare_systems(d, "score", "system", "item")
+    ref = pd.DataFrame(PAIRWISE["models"]["system_item"][test]["tukey"])
+    assert c.formula.replace(" ", "") == PAIRWISE["models"]["system_item"]["formula"].replace(" ", "")
+    got = c.contrasts.set_index("contrast").loc[ref["contrast"]]
+    for ours, theirs in [("estimate", "estimate"), ("SE", "SE"), ("df", "df"), ("t", "t.ratio"),
+                         ("p_value", "p.value")]:
+        np.testing.assert_allclose(got[ours].to_numpy(), ref[theirs].to_numpy(), rtol=1e-4)
+    assert "z" in book.contrasts and "df" not in book.contrasts
