@@ -298,7 +298,11 @@ def test_analysis_power_never_rests_on_a_zero_run_variance_unsaid():
     assert said and all("upper confidence bound" in v and "REML estimate of that run variance is 0" in v
                         for v in said)
     mdd = r.power["minimum_detectable_difference"]
-    assert pw.f_test_power(mdd, 3, 200, col["sd"], math.sqrt(resid)) == pytest.approx(0.8, abs=1e-9)
+    si = r.power["system_item_sd"]   # the model's (1|system:item) share (issue 28), 0 or not
+    vc = r.comparison_random.model.variance_components["variance"]
+    assert si == pytest.approx(math.sqrt(vc.get("system:item", 0.0)))
+    assert pw.f_test_power(mdd, 3, 200, col["sd"], math.sqrt(resid), system_item_sd=si) == pytest.approx(0.8,
+                                                                                                        abs=1e-9)
 
 
 def test_vrs_plan_crossed_columns_and_a_zero_run_sd_said(capsys):
@@ -333,12 +337,13 @@ def test_simulated_power_with_system_by_item_variation_agrees_with_the_quasi_f_c
 
 def test_simulated_power_of_binary_scores_is_seeded_and_grows_with_the_difference():
     """0/1 scores through the workflow's comparison: the same seed gives the same p-values; a difference of 1.5
-    logits with 5 runs of 200 items is detected more often than none (20 logs each)."""
+    logits with 5 runs of 200 items is detected more often than none (20 logs each; items fixed, as
+    `--items fixed`: the GLMM bootstrap with (1|system:item) takes over a minute per log)."""
     comps = pw.VarianceComponents(run_sd=0.2, item_sd=1.0, residual_sd=0.0)
-    a, b = (pw.simulated_power(1.5, comps, runs=5, items=200, n_sim=20, seed=3, family="binomial", n_boot=19)
-            for _ in range(2))
+    kw = {"runs": 5, "items": 200, "n_sim": 20, "seed": 3, "family": "binomial", "n_boot": 19, "item_effects": "fixed"}
+    a, b = (pw.simulated_power(1.5, comps, **kw) for _ in range(2))
     np.testing.assert_array_equal(a.p_values, b.p_values)
-    null = pw.simulated_power(0.0, comps, runs=5, items=200, n_sim=20, seed=3, family="binomial", n_boot=19)
+    null = pw.simulated_power(0.0, comps, **kw)
     assert a.power >= 0.8 and null.power < a.power and "0/1 scores" in a.design
     with pytest.raises(pw.PlanningError, match="balanced"):
         pw.simulated_power(0.5, comps, runs=[3, 4], family="binomial")

@@ -225,10 +225,11 @@ def permutation_p_value(sample: ReplicatedComparison, n_resamples: int = 500) ->
 
 def workflow_p_values(data: pd.DataFrame, family: str = "gaussian", n_sim: int = 199, seed: int = 0,
                       response: str = "score", system: str = "system", item: str = "item",
-                      run: str = "run") -> dict:
+                      run: str = "run", items: str = "random") -> dict:
     """The p-values of the workflow's own comparison on one log: exactly what ``vrs analyze`` runs for the
     runs-random reading, :func:`vrs_helpers.book.glrt.compare_systems` with ``replications=[run]`` and its
-    default test for the family (``n_sim`` simulations and ``seed`` where that test is a bootstrap).
+    default test for the family (``n_sim`` simulations and ``seed`` where that test is a bootstrap); ``items`` as
+    ``vrs analyze --items`` (default "random": items like these, ``(1|system:item)`` where identifiable).
 
     - ``default``: with two systems the p-value of that test (``comparison.test``); with three or more the
       family-wise p-value of its pairwise decisions, the smallest adjusted p of the pairwise contrasts, so that
@@ -245,14 +246,15 @@ def workflow_p_values(data: pd.DataFrame, family: str = "gaussian", n_sim: int =
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             c = compare_systems(data, response, system, item, replications=[run], family=family, n_sim=n_sim,
-                                seed=seed)
+                                seed=seed, items=items)
     except (VRSError, np.linalg.LinAlgError):
         return {"default": float("nan"), "chisq": float("nan"), "method": "failed"}
     k = data[system].nunique()
     pairwise = pairwise_p_values(c) if k > 2 else None
     default = float(np.min(pairwise)) if pairwise is not None else float(c.test.p_value)
+    small = "df" in c.contrasts.columns
     method = (c.test.method if pairwise is None else
-              f"pairwise contrasts ({c.contrasts.attrs.get('method', 'adjusted')}), any pair")
+              f"pairwise {'t on small-sample df' if small else 'Wald z'}, Tukey-adjusted: any pair differs")
     return {"default": default, "chisq": float(c.glrt.p_value), "method": method}
 
 

@@ -566,7 +566,8 @@ def _design_rows(systems: int, runs, items: int, crossed: dict) -> pd.DataFrame:
 def simulated_power(delta, components: VarianceComponents, runs=3, items: int = 100, systems: int = 2,
                     alpha: float = 0.05, n_sim: int = 500, seed: int = 0, test=None,
                     design: pd.DataFrame | None = None, batch_size: int = 50, system_item_sd: float = 0.0,
-                    crossed=None, family: str = "gaussian", n_boot: int = 199) -> SimulatedPower:
+                    crossed=None, family: str = "gaussian", n_boot: int = 199,
+                    item_effects: str = "random") -> SimulatedPower:
     """Power of the small-sample test by simulation through the engine (module docstring), for the designs the
     closed form does not cover exactly: unbalanced, k > 2 systems, crossed replication columns, system x item
     variation, 0/1 scores.
@@ -585,7 +586,8 @@ def simulated_power(delta, components: VarianceComponents, runs=3, items: int = 
     intercept ``components.residual_sd`` is not used: 0), balanced, one replication column; every simulated log
     goes through the workflow's comparison with its default test for 0/1 scores (``n_boot`` bootstrap samples
     where it is a bootstrap), :func:`vrs_helpers.book.simulation.workflow_p_values`; for k > 2 systems the
-    family-wise pairwise decision.
+    family-wise pairwise decision; ``item_effects``: the comparison's ``items`` ("random", its default: with
+    ``(1|system:item)``; "fixed": these items).
     """
     from ..mixed import accumulate, fit_stats
     from ..mixed.simulate import ModelView, ResponseSimulator, term_columns, term_offsets
@@ -597,7 +599,8 @@ def simulated_power(delta, components: VarianceComponents, runs=3, items: int = 
     si = _number("system x item SD", system_item_sd)
     crossed = _crossed(crossed)
     if family == "binomial":
-        return _simulated_binomial(delta, c, runs, items, systems, alpha, n_sim, seed, si, n_boot, crossed, design)
+        return _simulated_binomial(delta, c, runs, items, systems, alpha, n_sim, seed, si, n_boot, crossed, design,
+                                   item_effects)
     if family != "gaussian":
         raise PlanningError(f"family must be 'gaussian' or 'binomial', got {family!r}.")
     fn, name = _test_function(test)
@@ -656,7 +659,8 @@ def _simulated(pvals: np.ndarray, alpha: float, name: str, label: str) -> Simula
                           alpha, name, label, pvals)
 
 
-def _simulated_binomial(delta, c, runs, items, systems, alpha, n_sim, seed, si, n_boot, crossed, design):
+def _simulated_binomial(delta, c, runs, items, systems, alpha, n_sim, seed, si, n_boot, crossed, design,
+                        item_effects):
     """0/1 scores: logs of :func:`~vrs_helpers.book.simulation.evaluation_log` through the workflow's comparison."""
     from ..book.simulation import evaluation_log, workflow_p_values
 
@@ -671,7 +675,8 @@ def _simulated_binomial(delta, c, runs, items, systems, alpha, n_sim, seed, si, 
         rng = np.random.default_rng(child)
         log = evaluation_log(rng, systems=k, runs=n, items=m, delta=shifts - shifts[0], run_sd=c.run_sd,
                              item_sd=c.item_sd, system_item_sd=si, family="binomial")
-        out = workflow_p_values(log, family="binomial", n_sim=n_boot, seed=int(rng.integers(2**31)))
+        out = workflow_p_values(log, family="binomial", n_sim=n_boot, seed=int(rng.integers(2**31)),
+                                items=item_effects)
         pvals[i] = out["default"]
         name = out["method"] if out["method"] != "failed" else name
     label = f"{k} systems x {n} runs x {m} items, 0/1 scores" + (f", system x item SD {si:g}" if si else "")
