@@ -135,6 +135,32 @@ def test_vrs_analyze_from_the_wheel(installed, tmp_path):
     assert (tmp_path / "report" / "report.html").is_file()
 
 
+def test_vrs_analyze_inspect_logs_from_the_wheel(installed, tmp_path):
+    """The wheel declares the ``inspect`` extra (``pip install 'vrs-workbooks[inspect]'`` pulls inspect_ai), and the
+    installed ``vrs analyze LOGDIR`` reads ``.eval`` logs with no other option. The extra's dependencies are not
+    resolved here (no network: they come from this environment, as every dependency of this test); CI's
+    ``make test`` installs the package with its extras from the index."""
+    pytest.importorskip("inspect_ai")
+    import zipfile
+
+    from vrs_helpers.evaluate.readers.writers import simulate_binary, write_inspect
+
+    py, vrs, env, wheel = installed
+    with zipfile.ZipFile(wheel) as z:
+        meta = z.read(next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))).decode()
+    assert "Provides-Extra: inspect" in meta
+    assert any(line.startswith("Requires-Dist: inspect_ai") and 'extra == "inspect"' in line
+               for line in meta.splitlines())
+    logs = tmp_path / "logs"
+    write_inspect(simulate_binary(2, items=30, repeats=2), logs)
+    assert sorted(p.suffix for p in logs.iterdir()) == [".eval", ".eval"]
+    proc = _run([str(vrs), "analyze", "logs", "--out", "report"], cwd=tmp_path, env=env)
+    assert "inspect: 2 file(s); 2 system(s)" in proc.stdout and "repeats per item 2" in proc.stdout
+    summary = json.loads((tmp_path / "report" / "summary.json").read_text())
+    assert summary["read"]["format"] == "inspect" and summary["tasks"][0]["random"] == "(1|item) + (1|system:item)"
+    assert (tmp_path / "report" / "report.html").is_file()
+
+
 @requires_data
 def test_vrs_reproduce_out_from_the_wheel(installed, tmp_path):
     _, vrs, env, _ = installed

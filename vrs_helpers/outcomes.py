@@ -46,6 +46,20 @@ def _num(v) -> str:
     return str(v)
 
 
+P_FLOOR = 1e-300   # a p-value below it (or one that underflowed to exactly 0) is written "< 1e-300"
+
+
+def p_text(p, digits: int = 3) -> str:
+    """A p-value as text: ``digits`` significant digits, ``< 1e-300`` when it is below :data:`P_FLOOR` (a chi-square
+    or normal tail that underflowed to exactly 0 in double precision is not a p-value of 0), empty when missing."""
+    if p is None:
+        return ""
+    p = float(p)
+    if math.isnan(p):
+        return ""
+    return f"< {P_FLOOR:g}" if p < P_FLOOR else f"{p:.{digits}g}"
+
+
 def stated(value, digits: int | None) -> float:
     """``value`` as a float at ``digits`` significant digits (all of them for None)."""
     v = float(value)

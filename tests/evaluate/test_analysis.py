@@ -43,8 +43,9 @@ def _same_components(ours: dict, ref: dict):
 
 @pytest.fixture(scope="module")
 def two():
+    # items="fixed": the runs-random model of the lme4 reference (no system-by-item term)
     return analyze(_load("two"), "score", "system", "item", replications=["seed"], properties=["length", "domain"],
-                   baseline="base", n_resamples=999, seed=1)
+                   baseline="base", n_resamples=999, seed=1, items="fixed")
 
 
 def test_two_systems_against_lme4(two):
@@ -97,7 +98,8 @@ def test_three_systems_two_replication_columns_against_lme4():
 
 def test_awkward_column_names_are_mapped_back():
     df = _load("two").rename(columns={"score": "BLEU score", "seed": "random-seed", "item": "sentence id"})
-    res = analyze(df, "BLEU score", "system", "sentence id", replications=["random-seed"], n_resamples=99)
+    res = analyze(df, "BLEU score", "system", "sentence id", replications=["random-seed"], n_resamples=99,
+                  items="fixed")
     s = res.to_summary()
     _same_test(s["glrt_replications_random"]["lrt"], LME4["two"]["glrt_replications_random"])
     assert set(s["variance_components"]["base"]) == {"sentence id", "random-seed", "Residual"}
@@ -139,7 +141,7 @@ def test_three_seeds_random_reading_uses_the_small_sample_test():
     d = pd.read_csv(REF / "small_sample_three_seeds.csv.gz", dtype={"seed": str})
     for test, name, method in [("kenward-roger", "Kenward-Roger", "F test, Kenward-Roger df"),
                                ("satterthwaite", "Satterthwaite", "F test, Satterthwaite df")]:
-        r = analyze(d, "score", "system", "item", replications=["seed"], n_resamples=199,
+        r = analyze(d, "score", "system", "item", replications=["seed"], n_resamples=199, items="fixed",
                     **({} if test == "kenward-roger" else {"test": test}))
         s = r.to_summary()["glrt_replications_random"]
         assert s["test"] == method and s["num_df"] == 1
@@ -154,13 +156,15 @@ def test_three_seeds_random_reading_uses_the_small_sample_test():
         assert "show no significant difference" in line and name in line
     # the parametric bootstrap: pbkrtest's PBmodcomp (2,000 simulations) p = 0.130 (MC SE 0.0075); 999 of ours have
     # MC SE 0.011, so four combined SEs are 0.05
-    boot = analyze(d, "score", "system", "item", replications=["seed"], n_resamples=199, test="bootstrap", n_sim=999)
+    boot = analyze(d, "score", "system", "item", replications=["seed"], n_resamples=199, test="bootstrap", n_sim=999,
+                   items="fixed")
     sb = boot.to_summary()["glrt_replications_random"]
     assert sb["test"] == "parametric bootstrap LRT" and sb["n_sim"] == 999
     ref_pb = json.loads((REF / "small_sample_lmertest.json").read_text())["pbmodcomp"]["p_PBtest"]
     assert sb["p_value"] == pytest.approx(ref_pb, abs=0.05)
     assert ref_pb > 0.05 and "show no significant difference" in boot.verdict[1] and "simulations" in boot.verdict[1]
-    chisq = analyze(d, "score", "system", "item", replications=["seed"], n_resamples=199, test="chisq")
+    chisq = analyze(d, "score", "system", "item", replications=["seed"], n_resamples=199, test="chisq",
+                    items="fixed")
     assert chisq.to_summary()["glrt_replications_random"]["test"] == "GLRT (chi-square)"
     assert chisq.random_test.p_value < 0.05
     assert any("fewer than 3 runs" in n for n in r.notes) is False   # 3 runs: no such note

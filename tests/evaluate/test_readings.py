@@ -98,7 +98,7 @@ def test_one_sentence_per_disagreeing_pair_of_readings(result):
     # the runs-random F test (p = 0.121, lmerTest) is the one reading that finds no difference here
     assert decisions == {"replications": True, "random": False, "paired": True, "aso": True}
     aso_line = next(s for s in result.disagreements if s.startswith("new vs base: ASO"))
-    assert "ignores the item variation" in aso_line and "models both the item and the run-to-run" in aso_line
+    assert "ignores the item variation" in aso_line and "models the item and the run-to-run" in aso_line
     assert all("ignore" in s or "models both" in s for s in result.disagreements)
     s = json.loads(summary_json(result))
     assert s["disagreements"] == result.disagreements and len(s["readings"]) == len(frame)

@@ -145,6 +145,8 @@ def test_semicolon_and_tab_separated_csv_are_read_with_their_delimiter(tmp_path)
     df.to_csv(tab, sep="\t", index=False)
     got = load_scores(tab)
     assert list(got.columns) == list(df.columns) and got.attrs["delimiter"] == "\t" and len(got) == len(df)
+    _, info = validate(got, response="score", system="system", item="item", replications=["seed"])
+    assert "read as tab-separated" in info.design   # the report's caption says how the file was read
     both = tmp_path / "both.csv"
     both.write_text("system;seed\titem\nA;1\t2\n")
     with pytest.raises(InputError, match="several possible delimiters.*semicolon.*tab"):
@@ -169,3 +171,33 @@ def test_malformed_json_lines_name_the_file_and_line(tmp_path):
         load_scores(path)
     path.write_text('{"system": "A", "item": 1, "score": 0.5}\n{"system": "A", "item": 2, "score": 0.25}\n')
     assert load_scores(path)["score"].tolist() == [0.5, 0.25]
+
+
+def test_repeats_are_independent_draws_per_item_within_a_run():
+    """A (system, run, item) may have several rows, one per repeat (Inspect epochs); a repeat given twice is still
+    a duplicate; the design says how many repeats each item has."""
+    df = pd.concat([_table().assign(epoch=str(e)) for e in range(3)], ignore_index=True)
+    kw = dict(response="score", system="system", item="item", replications=["seed"])
+    clean, info = validate(df, repeats=["epoch"], **kw)
+    assert info.n_rows == 360 and "repeats per item 3 over epoch" in info.design and "epoch" in clean.columns
+    with pytest.raises(InputError, match="repeat a \\(system, run, item\\)"):
+        validate(df, **kw)   # the repeats not named: duplicates
+    with pytest.raises(InputError, match="repeat a \\(system, run, repeat, item\\)"):
+        validate(pd.concat([df, df.head(1)]), repeats=["epoch"], **kw)
+    with pytest.raises(InputError, match="two roles"):
+        validate(df, repeats=["seed"], **kw)
+
+
+@pytest.mark.parametrize("change, phrase", [
+    (lambda d: d.assign(score=0.25), "is constant \\(every score is 0.25\\)"),
+    (lambda d: d.assign(score=d["score"] * 1e300), "squares overflow.*Rescale"),
+    (lambda d: d[d["item"] == "i0"], "single item \\(item = 'i0'\\)"),
+    (lambda d: d.assign(score=np.nan), "missing value"),
+])
+def test_data_no_model_can_be_fitted_to_are_named(change, phrase):
+    kw = dict(response="score", system="system", item="item", replications=["seed"])
+    with pytest.raises(InputError, match=phrase):
+        validate(change(_table()), **kw)
+    if "missing" in phrase:
+        with pytest.raises(InputError, match="No data rows left after dropping"):
+            validate(change(_table()), dropna=True, **kw)

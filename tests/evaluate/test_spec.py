@@ -39,7 +39,6 @@ def _log(binary=False, seeds=3, items=12, seed=0):
     ({"test": "wald"}, "unknown test 'wald'; registered tests: kenward-roger"),
     ({"delta": float("inf")}, "delta must be a non-zero number"),
     ({"lower_is_better": ["ter"]}, "not among the responses"),
-    ({"repeats": ["epoch"]}, "not analysed yet"),
 ])
 def test_options_are_checked_as_the_spec_is_built(kwargs, match):
     base = dict(data=_log(), response="y", system="system", item="item", replications=["seed"])
@@ -99,7 +98,7 @@ def test_the_test_must_apply_to_the_family_and_the_design():
     s = AnalysisSpec(binary, "y", "system", "item", replications=["seed"]).validated()
     assert s.families == {"y": "binomial"} and s.tests == {"y": registry.default_test("binomial").name}
     with pytest.raises(registry.TestChoiceError, match="'kenward-roger' does not apply to binomial scores; tests "
-                                                       "that apply: chisq"):
+                                                       "that apply: bootstrap \\(default\\), chisq"):
         AnalysisSpec(binary, "y", "system", "item", replications=["seed"], test="kenward-roger").validated()
     with pytest.raises(registry.TestChoiceError, match="needs replication columns"):
         AnalysisSpec(_log(), "y", "system", "item", test="satterthwaite").validated(_log(seeds=1))
@@ -127,3 +126,19 @@ def test_cli_choices_and_help_come_from_the_registry(capsys):
     for t in registry.TESTS:
         assert t.name in text
     assert f"{registry.default_test('gaussian').name} for gaussian" in text
+
+
+def test_repeats_are_part_of_the_spec():
+    """spec.repeats (issue 29): independent draws per item within a run (Inspect epochs) - validated, kept through
+    to_dict / from_dict, and analysed (the repeats are rows of their (system, run, item))."""
+    d = pd.concat([_log().assign(epoch=str(e)) for e in range(2)], ignore_index=True)
+    d["y"] += np.random.default_rng(3).normal(0, 0.05, len(d))
+    spec = AnalysisSpec(d, "y", "system", "item", replications=["seed"], repeats="epoch", n_resamples=99)
+    assert spec.repeats == ("epoch",)
+    v = spec.validated()
+    assert "repeats per item 2 over epoch" in v.design.design and len(v.table) == len(d)
+    again = AnalysisSpec.from_dict(v.replace(data="x.parquet").to_dict())
+    assert again.repeats == ("epoch",) and again.design == v.design
+    with pytest.raises(InputError, match="repeat a \\(system, run, item\\)"):
+        spec.replace(repeats=()).validated()
+    assert analyze(v).glrt.df == 1

@@ -246,12 +246,23 @@ def _cmd_student(args) -> int:
 
 
 def _cmd_analyze(args) -> int:
+    from ..evaluate.readers import sniff_format
+    from ..evaluate.scores import InputError
     from ..evaluate.spec import AnalysisSpec
+    from .logs_report import check_out_dir
     from .runner import analyze_report
 
+    check_out_dir(args.out)   # before anything is read: a bad --out never costs an analysis
+    if args.format != "auto" or Path(args.data).is_dir() or sniff_format(args.data) is not None:
+        return _analyze_logs(args)
+    if not args.response or not args.item:
+        raise InputError(f"{args.data} is a score table (no evaluation logs of a known format were found in it): "
+                         "name its columns with --response COL and --item COL (and --system, --replication), or "
+                         "give a folder of lm-eval, Inspect, HELM or Every Eval Ever logs (--format to name it).")
     # the spec checks the options as it is built, and is validated against the data once (analyze_report)
     spec = AnalysisSpec(args.data, response=args.response, system=args.system, item=args.item,
-                        replications=args.replication or [], properties=args.property or [], baseline=args.baseline,
+                        replications=args.replication or [], repeats=args.repeat or [],
+                        properties=args.property or [], baseline=args.baseline,
                         family=args.family, test=args.test, items=args.items, alpha=args.alpha,
                         n_resamples=args.n_resamples,
                         n_sim=args.n_sim, seed=args.seed, delta=args.delta, lower_is_better=args.lower_is_better or [],
@@ -267,8 +278,56 @@ def _cmd_analyze(args) -> int:
     return 0
 
 
+def _analyze_logs(args) -> int:
+    """``vrs analyze LOGDIR``: read and describe the logs, validate every task, then analyse (app/logs_report)."""
+    from ..evaluate.scores import InputError
+    from .logs_report import logs_report, read_logs
+
+    if args.dask is not None:
+        raise InputError("--dask analyses a Parquet score table on a cluster; evaluation logs are read in memory: "
+                         "leave --dask out.")
+    metric = args.response[0] if args.response else None
+    logs, specs, notes = read_logs(args.data, fmt=args.format, system=args.system, cluster=args.cluster,
+                                   metric=metric, dropna=args.dropna)
+    if args.baseline is not None and args.baseline not in logs.description.systems:
+        raise InputError(f"--baseline {args.baseline!r} is not a system of the logs; systems: "
+                         f"{', '.join(logs.description.systems)}.")
+    print(f"Read {args.data}:\n{logs.describe()}", flush=True)
+    summary = logs_report(logs, specs, notes, args.out, metric=metric, adjust=args.adjust, alpha=args.alpha,
+                          cluster=args.cluster, baseline=args.baseline, data_label=str(args.data))
+    out = Path(args.out)
+    print("\n".join(summary.get("verdict", [])))
+    print(f"report: {out / 'report.html'}; summary: {out / 'summary.json'}, {out / 'summary.txt'}")
+    return 0
+
+
+def _plan_repeats(args) -> None:
+    """``vrs plan --repeats``: Miller's items x repeats closed form (evaluate/harness_stats.miller_plan)."""
+    from ..evaluate.harness_stats import miller_plan
+    from ..evaluate.power import PlanningError
+
+    if args.item_diff_sd is None or args.within_sd is None:
+        raise PlanningError("--repeats plans items x repeats (Miller 2024): give --item-diff-sd (SD over items of "
+                            "the difference of the systems' expected item scores) and --within-sd (SD of one draw "
+                            "within an item; sqrt(p (1 - p)) for 0/1 scores of accuracy p).")
+    sd = {k: _parse_value(getattr(args, k)) for k in ("item_diff_sd", "within_sd", "delta", "alpha", "target")}
+    print(miller_plan(float(sd["delta"]), float(sd["item_diff_sd"]) ** 2, float(sd["within_sd"]) ** 2,
+                      repeats=[_parse_value(k) for k in args.repeats],
+                      items=[_parse_value(m) for m in args.items or []], alpha=float(sd["alpha"]),
+                      power=float(sd["target"])).text())
+
+
 def _cmd_plan(args) -> int:
     from ..evaluate.power import PlanningError, VarianceComponents, power_table
+
+    if args.repeats:
+        _plan_repeats(args)
+        if args.run_sd is None:
+            return 0
+        print()
+    if args.run_sd is None or args.residual_sd is None:
+        raise PlanningError("give --run-sd and --residual-sd (runs x items), or --repeats with --item-diff-sd and "
+                            "--within-sd (items x repeats).")
 
     # the values reach the planner as typed: it checks them and says what is allowed (PlanningError, exit 2)
     crossed = {}
@@ -355,18 +414,34 @@ def main(argv: list[str] | None = None) -> int:
                        "runs, conditional on data properties, reliability; writes report.html and summary.json",
                        description="Per-item scores of systems over training runs: one row per system, run and "
                        "item. DATA is a CSV, TSV, Parquet or JSON-lines file, or a run-folder pattern with named "
-                       "fields such as 'runs/{system}/seed={seed}/scores.tsv' (quote it).")
+                       "fields such as 'runs/{system}/seed={seed}/scores.tsv' (quote it); or a folder of "
+                       "evaluation logs (lm-evaluation-harness, Inspect, HELM, Every Eval Ever), read without "
+                       "further options.")
     p.add_argument("data")
-    p.add_argument("--response", required=True, nargs="+", metavar="COL",
+    p.add_argument("--response", nargs="+", metavar="COL",
                    help="the score column; several (--response bleu chrf comet): each metric analysed, the system "
-                        "verdicts Holm-corrected across them, summary.json keyed by metric")
+                        "verdicts Holm-corrected across them, summary.json keyed by metric. With evaluation logs: "
+                        "the metric to analyse (default: the harness's primary metric)")
+    p.add_argument("--format", default="auto",
+                   help="DATA is a folder of evaluation logs of this format: lm-eval, inspect, helm or "
+                        "every-eval-ever (default auto: detected; a score table otherwise)")
+    p.add_argument("--adjust", default="holm", choices=["holm", "bh"],
+                   help="evaluation logs with several tasks: adjust the per-task p-values by Holm (default) or "
+                        "Benjamini-Hochberg")
+    p.add_argument("--cluster", default=None, metavar="FIELD",
+                   help="evaluation logs: an item field (Inspect sample metadata, lm-eval doc field) to cluster the "
+                        "standard errors on (Inspect's stderr(cluster=...), Miller's clustered SE)")
     p.add_argument("--lower-is-better", nargs="+", metavar="COL", default=None,
                    help="response(s) for which lower scores are better (TER, error rates): the direction of ASO and "
                         "of the expected best of n runs")
     p.add_argument("--system", default=None, help="the system column (omit for one system: reliability only)")
-    p.add_argument("--item", required=True, help="the test-item column")
+    p.add_argument("--item", default=None, help="the test-item column (not needed for evaluation logs)")
     p.add_argument("--replication", action="append", metavar="COL",
                    help="a column identifying a run within a system (seed, meta-parameter); repeatable")
+    p.add_argument("--repeat", action="append", metavar="COL",
+                   help="a column telling independent draws for the same item within a run apart (Inspect epochs, "
+                        "several sampled answers per question): a (system, run, item) then has one row per repeat; "
+                        "repeatable")
     p.add_argument("--property", action="append", metavar="COL",
                    help="a data property of the items (numeric: slope; otherwise per level); repeatable")
     p.add_argument("--baseline", default=None, help="the reference system of the paired tests")
@@ -405,9 +480,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", nargs="+", default=["3", "5", "10"], metavar="N", help="runs per system (default 3 5 10)")
     p.add_argument("--items", nargs="+", required=True, metavar="M", help="test items (one or several)")
     p.add_argument("--delta", required=True, help="the difference between systems to detect (score units)")
-    p.add_argument("--run-sd", required=True, help="SD of a system's score between training runs")
+    p.add_argument("--run-sd", default=None, help="SD of a system's score between training runs")
     p.add_argument("--item-sd", default="0", help="SD between items (does not enter the balanced closed form)")
-    p.add_argument("--residual-sd", required=True, help="residual SD of a score")
+    p.add_argument("--residual-sd", default=None, help="residual SD of a score")
+    p.add_argument("--repeats", nargs="+", metavar="K", default=None,
+                   help="also plan items x repeats (draws per item, Inspect epochs) by Miller's (2024) closed form "
+                        "for these numbers of repeats; needs --item-diff-sd and --within-sd")
+    p.add_argument("--item-diff-sd", default=None, help="--repeats: SD over items of the difference of the two "
+                   "systems' expected item scores (sqrt of Miller's omega2)")
+    p.add_argument("--within-sd", default=None, help="--repeats: SD of one draw within an item (sqrt(p (1 - p)) for "
+                   "0/1 scores)")
     p.add_argument("--systems", default="2", help="number of systems (default 2)")
     p.add_argument("--target", default="0.8", help="target power (default 0.8)")
     p.add_argument("--alpha", default="0.05", help="significance level (default 0.05)")

@@ -306,10 +306,11 @@ def reproduce(notebooks: list[Path] | None = None, build_dir: str | os.PathLike 
     html_dir.mkdir(parents=True, exist_ok=True)
     copy_mathjax(html_dir)  # once, before the workers export pages beside it (two copies at once would collide)
     api_error: list[BaseException] = []
+    api_dir = (html_dir / API_DIR).resolve()   # absolute: papermill changes the process' folder while it runs
 
     def api_docs():
         try:
-            build_api_docs(html_dir / API_DIR)
+            build_api_docs(api_dir)
         except BaseException as exc:  # noqa: BLE001 - raised below, in this thread
             api_error.append(exc)
 

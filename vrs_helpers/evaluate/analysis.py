@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from .. import registry
+from ..outcomes import P_FLOOR, p_text
 from .metrics import MetricsAnalysis
 from .readings import readings_frame
 from .scores import InputError
@@ -184,9 +185,13 @@ SUMMARY_DIGITS = 10  # significant digits of the floats in summary.json
 
 def _rounded(obj):
     """Floats at SUMMARY_DIGITS significant digits (NaN/inf as null), numpy scalars as Python numbers: the summary
-    of the same data is the same file whatever the order in which a backend added its sums."""
+    of the same data is the same file whatever the order in which a backend added its sums. A p-value (key
+    ``p_...``) below 1e-300 (one that underflowed to 0) gets a ``..._text`` sibling ``"< 1e-300"``."""
     if isinstance(obj, dict):
-        return {str(k): _rounded(v) for k, v in obj.items()}
+        out = {str(k): _rounded(v) for k, v in obj.items()}
+        for k in [k for k in out if k.startswith("p_") and isinstance(out[k], float) and out[k] < P_FLOOR]:
+            out.setdefault(f"{k}_text", p_text(out[k]))   # underflowed: "< 1e-300", not a p-value of 0
+        return out
     if isinstance(obj, (list, tuple)):
         return [_rounded(v) for v in obj]
     if isinstance(obj, (bool, np.bool_)):
@@ -199,6 +204,9 @@ def _rounded(obj):
     if obj is None or isinstance(obj, str):
         return obj
     return str(obj)
+
+
+rounded = _rounded   # the public name (vrs analyze LOGDIR's summary.json, app/logs_report)
 
 
 def summary_json(result: OwnAnalysis) -> str:
@@ -231,7 +239,7 @@ def analyze(data, response=None, system: str | None = None, item: str | None = N
             properties=(), baseline: str | None = None, alpha: float = 0.05, n_resamples: int = 10_000,
             seed: int = 0, target_phi: float = 0.8, max_runs: int = 1000, backend=None, lower_is_better=False,
             test: str | None = None, n_sim: int = 1000, family: str = "auto", delta: float | None = None,
-            target_power: float = 0.8, dropna: bool = False):
+            target_power: float = 0.8, dropna: bool = False, items: str = "random"):
     """Run the analyses of workbook 07 on a score table (one row per system, run and item).
 
     ``analyze(spec)`` runs an :class:`~vrs_helpers.evaluate.spec.AnalysisSpec` (validated here unless it is
@@ -260,11 +268,15 @@ def analyze(data, response=None, system: str | None = None, item: str | None = N
     scores' family (None: the family's default; for continuous scores ``"kenward-roger"``, else
     ``"satterthwaite"``, ``"bootstrap"`` (the parametric-bootstrap LRT with ``n_sim`` simulations, seeded by
     ``seed``) or ``"chisq"`` (the large-sample GLRT, too liberal with 3-5 runs per system); for binary scores
-    ``"chisq"``).
+    ``"bootstrap"`` (default: the GLMMs' parametric-bootstrap LRT) or ``"chisq"``).
+
+    ``items``: ``"random"`` (default: when items have several runs per system, the runs-random model has the
+    system-by-item term ``(1|system:item)`` and the verdict is about items like these) or ``"fixed"`` (without it:
+    these items; :func:`vrs_helpers.book.glrt.compare_systems`).
 
     ``family``: ``"auto"`` (default: binomial for a 0/1 response, with a note), ``"gaussian"`` or ``"binomial"``
     (correct/incorrect per item: the GLRTs on logistic GLMMs, :func:`vrs_helpers.book.glrt.compare_systems`, the
-    runs-random reading by the chi-square GLRT, per-system variance components and phi on the latent scale,
+    runs-random reading by the parametric-bootstrap LRT, per-system variance components and phi on the latent scale,
     :func:`vrs_helpers.book.binary.latent_variance_components`).
 
     ``delta``, ``target_power``: the power planning of the runs-random reading
@@ -275,7 +287,8 @@ def analyze(data, response=None, system: str | None = None, item: str | None = N
         spec = data
     else:
         spec = AnalysisSpec(data, response, system, item, replications=replications, properties=properties,
-                            baseline=baseline, family=family, test=test, alpha=alpha, n_resamples=n_resamples,
+                            baseline=baseline, family=family, test=test, items=items, alpha=alpha,
+                            n_resamples=n_resamples,
                             n_sim=n_sim, seed=seed, delta=delta, lower_is_better=lower_is_better, dropna=dropna,
                             backend=backend, target_phi=target_phi, max_runs=max_runs, target_power=target_power)
     with connected(spec.backend) as client:

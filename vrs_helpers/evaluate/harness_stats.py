@@ -14,8 +14,8 @@ variation it does not see.
 - :func:`miller_errors`, :func:`paired_difference` - Miller's standard errors (CLT and clustered) and the paired
   difference of two systems on the same items with its confidence interval (Miller, sec. 2-4);
 - :func:`mcnemar` - McNemar's test, exact and mid-p, for two systems with one run of 0/1 scores;
-- :func:`miller_items_needed`, :func:`miller_power`, :func:`miller_inputs` - planning in items and repeats
-  (Miller, sec. 5).
+- :func:`miller_items_needed`, :func:`miller_power`, :func:`miller_inputs`, :func:`miller_plan` - planning in
+  items and repeats (Miller, sec. 5; ``vrs plan --repeats``).
 """
 
 from __future__ import annotations
@@ -361,6 +361,55 @@ def miller_power(n_items: int, delta: float, omega2: float, sigma2_a: float, sig
     se = math.sqrt(_variance(omega2, sigma2_a, sigma2_b, repeats) / int(n_items))
     q = stats.norm.ppf(1 - alpha / 2)
     return float(stats.norm.sf(q - abs(delta) / se) + stats.norm.cdf(-q - abs(delta) / se))
+
+
+@dataclass
+class MillerPlan:
+    """Items x repeats (Miller 2024, sec. 5; :func:`miller_plan`): per number of repeats K the items needed for the
+    target power and the power at each given number of items, and the floor no number of repeats goes below."""
+
+    delta: float
+    omega2: float
+    sigma2_a: float
+    sigma2_b: float
+    alpha: float
+    target: float
+    table: pd.DataFrame   # repeats, items_needed, then power at <m> items per given m
+    floor: int            # items needed as the repeats grow without bound: (z + z)^2 omega2 / delta^2
+
+    def text(self) -> str:
+        """The section ``vrs plan --repeats`` prints."""
+        t = self.table.copy()
+        return "\n".join([
+            "Items x repeats (Miller 2024, sec. 5: paired z test, n = (z_(1-alpha/2) + z_power)^2 (omega2 + "
+            "sigma2_a/K + sigma2_b/K) / delta^2)",
+            f"delta = {self.delta:g}, omega2 = {self.omega2:g} (items' difference), sigma2 = {self.sigma2_a:g} / "
+            f"{self.sigma2_b:g} (one draw within an item), alpha = {self.alpha:g}, power {self.target:g}", "",
+            t.to_string(index=False, float_format=lambda v: f"{v:.3f}"), "",
+            f"items needed as the repeats grow without bound: {self.floor} (repeats shrink only the within-item "
+            "noise; runs - seeds, prompts - are not in this formula: plan them with --run-sd and --residual-sd, "
+            "the runs x items planner)"])
+
+
+def miller_plan(delta: float, omega2: float, sigma2_a: float, sigma2_b: float | None = None, repeats=(1, 2, 5, 10),
+                items=(), alpha: float = 0.05, power: float = 0.8) -> MillerPlan:
+    """Miller's closed form for items x repeats (:func:`miller_items_needed`, :func:`miller_power`) over a list of
+    repeats K: the items needed for ``power`` and, for each of ``items``, the power reached."""
+    repeats = [repeats] if np.ndim(repeats) == 0 else list(repeats)
+    items = [items] if np.ndim(items) == 0 else list(items)
+    if not repeats:
+        raise PlanningError("give at least one number of repeats (draws per item).")
+    rows = []
+    for k in repeats:
+        row = {"repeats": _k(k)[0], "items_needed": miller_items_needed(delta, omega2, sigma2_a, sigma2_b, k,
+                                                                        alpha, power)}
+        for m in items:
+            row[f"power at {int(m)} items"] = miller_power(int(m), delta, omega2, sigma2_a, sigma2_b, k, alpha)
+        rows.append(row)
+    z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
+    floor = int(math.ceil(z * z * omega2 / (delta * delta))) if omega2 > 0 else 1
+    return MillerPlan(float(delta), float(omega2), float(sigma2_a), float(sigma2_a if sigma2_b is None else sigma2_b),
+                      float(alpha), float(power), pd.DataFrame(rows), floor)
 
 
 def _check(alpha, power, delta):

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ..book.stochastic_order import DEEPSIG_THRESHOLD, ASOResult, aso, expected_max
+from ..outcomes import p_text
 
 ASO_CONFIDENCE = 0.95        # deepsig's default confidence level
 ASO_ITERATIONS = 1000        # deepsig's default number of bootstrap iterations
@@ -339,7 +340,8 @@ def verdict_html(frame: pd.DataFrame, lines=(), title: str = "Verdict", caption:
     body = []
     for _, r in frame.iterrows():
         colour = "#1a7f37" if r["differ"] else "#57606a"
-        cells = "".join(f"<td style='padding:2px 8px'>{_fmt(r[c])}</td>" for c in cols)
+        cells = "".join(f"<td style='padding:2px 8px'>{p_text(r[c], 4) if c in ('p_value', 'p_holm') else _fmt(r[c])}"
+                        "</td>" for c in cols)
         if r.get("kind") == "aso":
             decision = "dominates" if r["differ"] else "does not dominate"
         else:

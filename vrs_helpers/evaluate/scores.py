@@ -297,8 +297,32 @@ def _numeric_response(out, response: str, lazy: bool):
     return out
 
 
+def _span(counts) -> str:
+    lo, hi = int(counts.min()), int(counts.max())
+    return f"{lo}" if lo == hi else f"{lo}-{hi}"
+
+
+def _check_values(y, name: str) -> None:
+    """A response a model can be fitted to: finite, not constant, and small enough that its squares (every variance,
+    every deviance) do not overflow double precision; otherwise an error that says what is wrong with the data.
+    ``y`` a pandas or dask Series without missing values."""
+    lo, hi, n_inf = (float(v) if i < 2 else int(v) for i, v in enumerate(computed(
+        [y.min(), y.max(), (~np.isfinite(y)).sum()])))
+    if n_inf:
+        raise InputError(f"The response {name!r} has {n_inf} infinite value(s); fix them.")
+    if lo == hi:
+        raise InputError(f"The response {name!r} is constant (every score is {lo:g}): there is no variation to "
+                         "analyse, and no model can be fitted. Check that the right column is the response and that "
+                         "the scores were written.")
+    big = max(abs(lo), abs(hi))
+    if big > 1e150:   # (hi - lo) ** 2 would overflow (a Python float raises OverflowError)
+        raise InputError(f"The response {name!r} has values as large as {big:.3g}: their squares overflow double "
+                         "precision, so no variance (and no model) can be computed. Rescale the scores (divide "
+                         f"them by a power of ten, e.g. {10.0 ** np.floor(np.log10(big)):.0e}).")
+
+
 def validate(df, *, response, system: str | None = None, item: str, replications=(),
-             properties=(), dropna: bool = False) -> tuple[pd.DataFrame, DataSummary]:
+             properties=(), dropna: bool = False, repeats=()) -> tuple[pd.DataFrame, DataSummary]:
     """Check the roles of the columns of a score table and return (a clean copy, a :class:`DataSummary`).
 
     Raises :class:`InputError` for: a missing column (with a did-you-mean), a column in two roles, a non-numeric
@@ -311,16 +335,21 @@ def validate(df, *, response, system: str | None = None, item: str, replications
     DataFrame is returned lazily (validated, not loaded).
 
     ``response`` may be a list of score columns (several metrics): each is checked; with ``dropna`` a row with a
-    missing score in any of them is dropped.
+    missing score in any of them is dropped. ``repeats``: the columns that tell independent draws for the same item
+    within a run apart (Inspect epochs; :class:`~vrs_helpers.evaluate.spec.AnalysisSpec` ``repeats``): a (system,
+    run, item) may then have several rows, one per repeat. A table without rows, a single item, a constant response
+    and a response whose squares overflow are errors that say so (no model can be fitted to them).
     """
     replications = [replications] if isinstance(replications, str) else list(replications or [])
     properties = [properties] if isinstance(properties, str) else list(properties or [])
+    repeats = [repeats] if isinstance(repeats, str) else list(repeats or [])
     lazy = hasattr(df, "dask")
     responses = [response] if isinstance(response, str) else list(response)
     if not responses:
         raise InputError("Give at least one response (score) column.")
     roles = [("response", r) for r in responses] + [("system", system), ("item", item)]
-    roles += [("replication", r) for r in replications] + [("property", p) for p in properties]
+    roles += [("replication", r) for r in replications] + [("repeat", r) for r in repeats]
+    roles += [("property", p) for p in properties]
     cols = list(df.columns)
     for role, c in roles:
         if c is not None and c not in cols:
@@ -330,7 +359,7 @@ def validate(df, *, response, system: str | None = None, item: str, replications
     dup = sorted({c for c in used if used.count(c) > 1})
     if dup:
         raise InputError(f"Column(s) {dup} are given in two roles; each column has one role (response, system, "
-                         "item, replication or property).")
+                         "item, replication, repeat or property).")
     out = df[used] if lazy else df[used].copy()
     for r in responses:
         out = _numeric_response(out, r, lazy)
@@ -347,15 +376,17 @@ def validate(df, *, response, system: str | None = None, item: str, replications
         out = out[~any_missing]
         if not lazy:
             out = out.reset_index(drop=True)
+    if n_rows_in - n_nan == 0:
+        raise InputError(f"No data rows{' left after dropping the rows with a missing score' if n_nan else ''}: "
+                         "give at least one row per system, run and item.")
     for r in responses:
-        if int(computed((~np.isfinite(out[r])).sum())):
-            raise InputError(f"The response {r!r} has infinite values; fix them.")
+        _check_values(out[r], r)
     if system is None:
         sys_col = "_system"
         out = out.assign(**{sys_col: "all"})
     else:
         sys_col = system
-    for c in [sys_col, item, *replications]:
+    for c in [sys_col, item, *replications, *repeats]:
         out[c] = out[c].astype(str)
     for p in properties:
         missing, distinct = (int(v) for v in computed([out[p].isna().sum(), out[p].nunique()])) if lazy else \
@@ -367,11 +398,15 @@ def validate(df, *, response, system: str | None = None, item: str, replications
             raise InputError(f"The property {p!r} has a single value ({first!r}): there is nothing to "
                              "condition on; drop it from the properties.")
     # the design, from counts per (system, runs..., item): every remaining check reads these
-    keys = [sys_col, *replications, item]
+    keys = [sys_col, *replications, *repeats, item]
     cells = computed(out.groupby(keys, observed=True)[responses[0]].size())
     cells = cells[cells > 0]
     frame = cells.rename("n").reset_index()
     systems = sorted(frame[sys_col].unique())
+    if frame[item].nunique() < 2:
+        raise InputError(f"The data hold a single item ({item} = {frame[item].iloc[0]!r}): the variation between "
+                         "items, and any comparison that generalizes over them, needs at least 2 items. Check the "
+                         f"item column ({item!r}), or add items.")
     for r in replications:  # the one rule on replication columns (compare_systems applies it too)
         problem = replication_problem(r, frame.groupby(sys_col)[r].nunique(), system or sys_col)
         if problem:
@@ -393,11 +428,13 @@ def validate(df, *, response, system: str | None = None, item: str, replications
     repeated = frame[frame["n"] > 1].sort_values(keys)
     if len(repeated):
         first = {k: repeated.iloc[0][k] for k in keys}
-        raise InputError(f"{int(repeated['n'].sum())} rows repeat a (system, run, item) combination, e.g. {first}: "
+        what = "(system, run, repeat, item)" if repeats else "(system, run, item)"
+        raise InputError(f"{int(repeated['n'].sum())} rows repeat a {what} combination, e.g. {first}: "
                          "a replication column is probably missing (e.g. --replication seed), or the rows are "
                          "duplicated.")
     runs_actual = (frame.drop_duplicates([sys_col, *replications]).groupby(sys_col).size() if replications
                    else pd.Series(1, index=systems))
+    per_cell = frame.groupby([sys_col, *replications, item])["n"].sum() if repeats else None
     info = DataSummary(
         n_rows=int(frame["n"].sum()), n_items=int(frame[item].nunique()), n_systems=len(systems), systems=systems,
         replications={r: int(frame[r].nunique()) for r in replications},
@@ -406,7 +443,10 @@ def validate(df, *, response, system: str | None = None, item: str, replications
                    f"{', ...' if len(systems) > 6 else ''}) x {info.n_items:,} items"
                    + (f", runs per system {sorted(set(info.runs_per_system.values()))} over "
                       f"{', '.join(replications)}" if replications else ", one run per system")
-                   + (f"; {n_nan} rows with a missing score dropped" if n_nan else ""))
+                   + (f", repeats per item {_span(per_cell)} over {', '.join(repeats)}" if repeats else "")
+                   + (f"; {n_nan} rows with a missing score dropped" if n_nan else "")
+                   + (f"; read as {DELIMITERS[sep]}-separated (the file's header uses {DELIMITERS[sep]}s)"
+                      if (sep := getattr(df, "attrs", {}).get("delimiter")) in DELIMITERS else ""))
     if system is None:
         out = out.drop(columns=[sys_col])
     return out, info

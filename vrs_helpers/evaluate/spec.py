@@ -67,8 +67,9 @@ def _fraction(name: str, value) -> float:
 class AnalysisSpec:
     """What to analyse and how (module docstring). Column names as in the data; ``response`` one name or a list
     (several metrics, Holm across them); ``system`` None for one system (reliability only); ``replications`` the
-    columns that identify a run within a system (runs: seeds, meta-parameters); ``repeats`` reserved for
-    independent draws per item (none yet); ``test`` None: each family's default test (:mod:`vrs_helpers.registry`);
+    columns that identify a run within a system (runs: seeds, meta-parameters); ``repeats`` the columns that tell
+    independent draws for the same item within a run apart (Inspect epochs: a (system, run, item) then has several
+    rows); ``test`` None: each family's default test (:mod:`vrs_helpers.registry`);
     ``items``: ``"random"`` (the runs-random model has ``(1|system:item)`` when items have several runs per
     system: items like these) or ``"fixed"`` (these items; :func:`vrs_helpers.book.glrt.compare_systems`);
     ``lower_is_better`` True (every response) or the responses for which lower is better; ``backend`` None (in
@@ -112,9 +113,6 @@ class AnalysisSpec:
             raise InputError("Give at least one response (score) column.")
         for name in ("replications", "repeats", "properties"):
             put(name, _names(getattr(self, name), name))
-        if self.repeats:
-            raise InputError(f"repeats {list(self.repeats)}: independent draws per item are not analysed yet; give "
-                             "the columns that identify a run as replications, or aggregate the repeats first.")
         put("system", self.system or None)
         if not self.item:
             raise InputError("Give the item column (the test items every system was scored on).")
@@ -202,7 +200,7 @@ class AnalysisSpec:
                                  f"{', '.join(levels)}.")
         clean, info = validate(raw, response=list(self.response), system=self.system, item=self.item,
                                replications=list(self.replications), properties=list(self.properties),
-                               dropna=self.dropna)
+                               dropna=self.dropna, repeats=list(self.repeats))
         families, notes, tests = {}, {}, {}
         from ..book.binary import resolve_family
 

@@ -31,6 +31,7 @@ from ..book.glrt import compare_systems, interaction_test
 from ..book.reliability import decision_study, phi
 from ..book.significance import bootstrap_test, permutation_test, resampling_test_dask
 from ..errors import VRSError
+from ..outcomes import P_FLOOR, p_text
 from .readings import aso_readings, disagreements, expected_best_by_system, run_means
 from .scores import computed
 
@@ -67,7 +68,15 @@ def run_table(df, response: str, system: str, replications, level: float = 0.95)
 
 
 def verdict_text(p: float, alpha: float) -> str:
-    return f"differ (p = {p:.3g} < {alpha:g})" if p < alpha else f"show no significant difference (p = {p:.3g})"
+    if p < alpha:
+        return f"differ (p {_p(p)})" if p < P_FLOOR else f"differ (p {_p(p)} < {alpha:g})"
+    return f"show no significant difference (p {_p(p)})"
+
+
+def _p(p) -> str:
+    """'= 0.0123', or '< 1e-300' for a p-value that underflowed (:func:`vrs_helpers.outcomes.p_text`)."""
+    text = p_text(p)
+    return text if text.startswith("<") else f"= {text}"
 
 
 @dataclass
@@ -269,7 +278,7 @@ def verdict(result, w: Work) -> None:
                 result.verdict.append(
                     f"{what}, the systems {verdict_text(t.p_value, alpha)} ({t.method}: "
                     f"{t.evidence()}; the chi-square GLRT, valid only with many runs, gives {g2.evidence()}, "
-                    f"p = {g2.p_value:.3g}).")
+                    f"p {_p(g2.p_value)}).")
             pairwise = pairwise_sentence(result)
             if pairwise:
                 result.verdict.append(pairwise)
@@ -281,14 +290,14 @@ def verdict(result, w: Work) -> None:
             g = c.glrt
             result.verdict.append(
                 f"Conditional on {p} (ICLR eq. 6/7: system and system x {p} against {p} alone, GLRT {g.evidence()}, "
-                f"p = {g.p_value:.3g}): "
+                f"p {_p(g.p_value)}): "
                 + (f"the systems differ once {p} is accounted for." if g.p_value < alpha else
                    f"no evidence that the systems differ once {p} is accounted for."))
             t = result.interactions.get(p)
             if t is not None:
                 result.verdict.append(
                     f"Interaction with {p} (system + {p} against system x {p}, {t.method}: {t.evidence()}, "
-                    f"p = {t.p_value:.3g}): "
+                    f"p {_p(t.p_value)}): "
                     + (f"the difference between the systems depends on {p}." if t.p_value < alpha else
                        f"no evidence that the difference between the systems depends on {p}."))
     for s, r in result.reliability.items():

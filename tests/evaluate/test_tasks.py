@@ -1,0 +1,102 @@
+"""Several tasks of evaluation logs (evaluate/tasks.py): Holm and Benjamini-Hochberg against statsmodels, the
+per-task LRT against fits written out here, the pooled model's design, bad tasks named before any fit, and
+p-values that underflow written as "< 1e-300"."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from statsmodels.stats.multitest import multipletests
+
+from vrs_helpers import mixed
+from vrs_helpers.evaluate.analysis import rounded
+from vrs_helpers.evaluate.readers import load_eval_logs
+from vrs_helpers.evaluate.readers.writers import simulate_binary, write_every_eval_ever
+from vrs_helpers.evaluate.scores import InputError
+from vrs_helpers.evaluate.steps import verdict_text
+from vrs_helpers.evaluate.tasks import adjust_pvalues, analyze_logs, random_part, system_lrt, validate_tasks
+from vrs_helpers.outcomes import p_text
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=12))
+def test_adjustments_equal_statsmodels(p):
+    for ours, theirs in (("holm", "holm"), ("bh", "fdr_bh")):
+        np.testing.assert_allclose(adjust_pvalues(p, ours), multipletests(p, method=theirs)[1], rtol=1e-12,
+                                   atol=1e-15)
+
+
+def test_adjustment_keeps_missing_p_values_out_of_the_family():
+    out = adjust_pvalues([0.01, np.nan, 0.04], "holm")
+    assert np.isnan(out[1]) and out[0] == pytest.approx(0.02) and out[2] == pytest.approx(0.04)
+    with pytest.raises(InputError, match="holm, bh"):
+        adjust_pvalues([0.1], "bonferroni")
+
+
+def test_underflowed_p_values_are_written_below_1e_300():
+    assert p_text(0.0) == "< 1e-300" and p_text(1e-320) == "< 1e-300" and p_text(0.01234) == "0.0123"
+    assert p_text(float("nan")) == "" and p_text(None) == ""
+    assert rounded({"p_value": 0.0, "chi2": 5000.0}) == {"p_value": 0.0, "chi2": 5000.0, "p_value_text": "< 1e-300"}
+    assert "p_value_text" not in rounded({"p_value": 0.5})
+    assert verdict_text(0.0, 0.05) == "differ (p < 1e-300)"
+    assert verdict_text(0.01, 0.05) == "differ (p = 0.01 < 0.05)"
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory):
+    truth = simulate_binary(21, tasks=("a", "b", "c"), items=40, runs=1, repeats=2, accuracy=(0.55, 0.7))
+    out = tmp_path_factory.mktemp("eee")
+    write_every_eval_ever(truth, out)
+    return load_eval_logs(out)
+
+
+def test_each_task_is_the_lrt_of_its_own_glmm(logs):
+    a = analyze_logs(logs)
+    assert list(a.tasks["task"]) == ["a", "b", "c"]
+    for _, row in a.tasks.iterrows():
+        d = logs.scores(task=row["task"])
+        assert random_part(d) == "(1|item) + (1|system:item)" == row["random"]
+        m1 = mixed.glmer("score ~ system + (1|item) + (1|system:item)", d)
+        m0 = mixed.glmer("score ~ 1 + (1|item) + (1|system:item)", d)
+        assert row["chi2"] == pytest.approx(2 * (m1.loglik - m0.loglik), abs=1e-6) and row["df"] == 1
+    np.testing.assert_allclose(a.tasks["p_adjusted"], multipletests(a.tasks["p_value"], method="holm")[1])
+    # the pooled model: task fixed, items nested in tasks
+    d = pd.concat([logs.scores(task=t) for t in "abc"], ignore_index=True)
+    d["item"] = d["task"] + ":" + d["item"]
+    m1 = mixed.glmer("score ~ task + system + (1|item) + (1|system:item)", d)
+    m0 = mixed.glmer("score ~ task + (1|item) + (1|system:item)", d)
+    assert a.pooled["chi2"] == pytest.approx(2 * (m1.loglik - m0.loglik), abs=1e-6)
+    assert len(a.verdict) == 5 and "Pooled over tasks" in a.verdict[-1]
+    s = a.to_summary()
+    assert {"tasks", "pooled", "harness", "miller", "paired", "mcnemar", "read"} <= set(s)
+
+
+def test_gaussian_scores_are_compared_by_ml_fits():
+    rng = np.random.default_rng(2)
+    d = pd.DataFrame([{"system": s, "run": str(r), "item": f"i{i}", "score": rng.normal() + (s == "B")}
+                      for s in "AB" for r in range(3) for i in range(15)])
+    test = system_lrt(d, "gaussian")
+    f = "score ~ system + (1|item) + (1|system:item) + (1|system:run)"
+    assert test["formula"] == f
+    m1, m0 = mixed.fit(f, d, method="ML"), mixed.fit(f.replace("system +", "1 +"), d, method="ML")
+    assert test["chi2"] == pytest.approx(2 * (m1.loglik - m0.loglik), abs=1e-6)
+
+
+def test_a_bad_task_is_named_before_any_fit(tmp_path):
+    truth = simulate_binary(4, tasks=("good", "allright"), items=20)
+    truth.loc[truth["task"] == "allright", "score"] = 1.0
+    write_every_eval_ever(truth, tmp_path)
+    with pytest.raises(InputError, match="task 'allright'.*constant"):
+        validate_tasks(load_eval_logs(tmp_path))
+
+
+def test_missing_scores_within_a_task_need_dropna(tmp_path):
+    truth = simulate_binary(6, tasks=("t",), items=20)
+    write_every_eval_ever(truth, tmp_path)
+    logs = load_eval_logs(tmp_path)
+    logs.table.loc[logs.table["item"] == "3", logs.description.primary_metric] = np.nan   # item 3 failed
+    with pytest.raises(InputError, match="task 't'.*2 missing value.*--dropna"):
+        validate_tasks(logs)
+    specs, _ = validate_tasks(logs, dropna=True)
+    assert specs["t"].design.n_dropped_nan == 2 and specs["t"].design.n_items == 19

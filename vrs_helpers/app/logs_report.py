@@ -1,0 +1,102 @@
+"""``vrs analyze LOGDIR``: evaluation logs (lm-evaluation-harness, Inspect, HELM, Every Eval Ever) read, described,
+checked and analysed task by task (:mod:`vrs_helpers.evaluate.tasks`), the report written only when everything
+succeeded; and the check of an output folder every ``vrs analyze`` makes before it reads any data."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from ..errors import VRSError
+
+
+class OutputFolderError(VRSError, ValueError):
+    """An output folder that cannot take the report (an existing file, an unwritable place): exit 2."""
+
+
+def check_out_dir(out_dir) -> Path:
+    """Check, before any analysis, that the report can be written to ``out_dir``: not an existing file, under no
+    file, creatable and writable (a probe file is written and removed; folders created for the probe are removed
+    again, so a later failure leaves nothing behind). Raises :class:`OutputFolderError` saying what to do."""
+    out = Path(out_dir)
+    hint = "Give another folder with --out (it is created if missing; only the report files in it are replaced)."
+    if out.exists() and not out.is_dir():
+        raise OutputFolderError(f"--out {out} is an existing file, not a folder. {hint}")
+    existing = out
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if existing.exists() and not existing.is_dir():
+        raise OutputFolderError(f"--out {out}: {existing} is a file, so no folder can be made under it. {hint}")
+    created = []
+    try:
+        for parent in reversed([out, *out.parents]):
+            if not parent.exists():
+                parent.mkdir()
+                created.append(parent)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".vrs-write-test-"):
+            pass
+    except OSError as exc:
+        raise OutputFolderError(f"--out {out}: the report cannot be written there ({exc.strerror or exc}). "
+                                f"{hint}") from None
+    finally:
+        for folder in reversed(created):
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
+    return out
+
+
+def write_outputs(files: dict, out_dir) -> None:
+    """Write ``{name: text}`` into ``out_dir``: every file first into a temporary folder, then moved in one by one
+    (each replaced atomically), so a failure before the move leaves a previous report as it was."""
+    work = Path(tempfile.mkdtemp(prefix="vrs-analyze-"))
+    try:
+        for name, text in files.items():
+            (work / name).write_text(text, encoding="utf-8")
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        for name in files:
+            tmp = out / f".{name}.partial"
+            shutil.copyfile(work / name, tmp)
+            os.replace(tmp, out / name)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def read_logs(path, fmt: str = "auto", system: str | None = None, cluster: str | None = None, metric=None,
+              dropna: bool = False):
+    """The logs at ``path`` read (:func:`~vrs_helpers.evaluate.readers.load_eval_logs`) and every task validated
+    (:func:`~vrs_helpers.evaluate.tasks.validate_tasks`) before any analysis: (logs, specs, notes)."""
+    from ..evaluate.readers import load_eval_logs
+    from ..evaluate.tasks import validate_tasks
+
+    logs = load_eval_logs(path, format=fmt, system=system, item_fields=[cluster] if cluster else ())
+    metric = metric or logs.description.primary_metric
+    specs, notes = validate_tasks(logs, metric, dropna=dropna)
+    return logs, specs, notes
+
+
+def logs_report(logs, specs, notes, out_dir, *, metric=None, adjust: str = "holm", alpha: float = 0.05,
+                cluster: str | None = None, baseline: str | None = None, data_label: str = "") -> dict:
+    """Analyse validated logs (:func:`read_logs`) with :func:`~vrs_helpers.evaluate.tasks.analyze_logs` and write
+    ``summary.json``, ``summary.txt`` and ``report.html`` into ``out_dir`` (:func:`write_outputs`). Returns the
+    summary."""
+    from ..evaluate.analysis import rounded
+    from ..evaluate.tasks import analyze_logs
+
+    result = analyze_logs(logs, metric=metric, adjust=adjust, alpha=alpha, cluster=cluster, baseline=baseline,
+                          specs=specs)
+    result.notes += [n for n in notes if n not in result.notes]
+    for task, spec in specs.items():
+        dropped = spec.design.n_dropped_nan
+        if dropped:
+            result.notes.append(f"task {task}: {dropped} rows with a missing score dropped (--dropna).")
+    summary = rounded({"data": data_label or str(getattr(logs.description, "files", [""])[0]),
+                        **result.to_summary()})
+    write_outputs({"summary.json": json.dumps(summary, indent=2), "summary.txt": result.text(),
+                   "report.html": result.html()}, out_dir)
+    return summary
