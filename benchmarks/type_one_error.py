@@ -1,38 +1,50 @@
-"""Type-I error and power of the tests of `vrs analyze` with few training runs per system (issue 20), and the
-time of a parametric bootstrap on a 10^6-row log.
+"""What the default test of `vrs analyze` promises (issue 28): its type-I error and power, one design factor at a
+time, on the workflow's own comparison.
 
-    python benchmarks/type_one_error.py [--sims 2000] [--items 100 1000] [--runs 3 5 10] [--test satterthwaite]
-        [--pb-datasets 200] [--pb-sims 199] [--big-sims 1000] [--skip-big]
+    python benchmarks/type_one_error.py [--sims 1000] [--binary-sims 300] [--power-sims 300] [--boot 199]
+        [--cells base "3 systems" ...]
+        [--workers 2] [--out benchmarks/results/type_one_error.csv] [--seed 2028]
+    python benchmarks/type_one_error.py --big-bootstrap [--big-sims 1000] [--peer-sims 10]
 
-Design (simulation.evaluation_log): two systems, `runs` runs each, the same `items` items; run SD 0.05, item SD 0.1,
-residual SD 0.1. Under the null the systems do not differ; under the alternative they differ by `--delta` (default
-half the run SD, 0.025). For each cell the rejection rate at alpha = 0.05 of
+Base design (vrs_helpers.book.simulation.evaluation_log): 2 systems, 3 runs each, the same 300 items, continuous
+scores, run SD 0.05, item SD 0.1, residual SD 0.1, no system x item variation, balanced. Each cell changes one
+factor (see CELLS): 3 and 5 systems; 5 and 10 runs; 100 and 1,000 items; 0/1 scores (logistic, intercept 0.5, run SD
+0.35 and item SD 1 on the logit scale); a system x item SD as large as the residual (0.1) with run SD 0.05, 0.01 and
+0.005; 10 % of the rows missing at random; 0/1 scores with 3 systems; 0/1 scores with a system x item SD of 0.5.
 
-- "F (<test>)": the runs-random reading's small-sample test (score ~ system + (1|item) + (1|system:run), REML, the
-  F test of `system` with `--test` denominator df: vrs_helpers.evaluate.power.TESTS, Satterthwaite now; Kenward-Roger
-  plugs
-  in there);
-- "chi-square LRT, runs random": the GLRT of the same model against score ~ 1 + (1|item) + (1|system:run) (ML);
-- "parametric bootstrap LRT": the same statistic against its distribution under the fitted null
-  (mixed.parametric_bootstrap_lrt) with `--pb-sims` simulations per data set (199: (199 + 1) x 0.05 is an integer,
-  so the Monte-Carlo test has level 0.05 exactly), on the first `--pb-datasets` simulated data sets of the cell
-  only (it refits both models `--pb-sims` times per data set);
-- "GLRT, runs as replications": the book's and the ICLR paper's reading, score ~ system + (1|item) (a test of
-  these runs, not of the runs a system could have had: it is not expected to keep alpha here);
+For each cell and simulated log the script calls the workflow's comparison, exactly what `vrs analyze` runs for
+the runs-random reading: `compare_systems(log, "score", "system", "item", replications=["run"], family=...)` with
+its default test (vrs_helpers.book.simulation.workflow_p_values; for 3 or more systems the family-wise decision
+"some pair of systems differs", i.e. the smallest adjusted pairwise p). It reports
 
-with its Monte-Carlo standard error sqrt(r (1 - r) / sims). Then, unless --skip-big, the time of a `--big-sims`
-parametric bootstrap on a 2-system x 50-run x 10^4-item log (10^6 rows), beside its peer in the same run: the same
-bootstrap refitting each simulated response with the engine's optimizer one at a time (`--peer-sims` of them,
-extrapolated linearly to `--big-sims`; the extrapolation is printed as such). Seeds are fixed (same output on this
-machine for the same arguments).
+- the rejection rate of the default test under the null at alpha = 0.05, with its Monte-Carlo SE sqrt(r (1 - r) / n),
+  flagged when outside [0.035, 0.065] (0/1 scores: [0.025, 0.075], fewer simulations);
+- the chi-square likelihood ratio test of the same models beside it (all systems at once);
+- the power of both under one alternative: continuous scores, the difference the closed-form planner
+  (vrs_helpers.evaluate.power.minimum_detectable_difference, power 0.8) says the design detects, so a power near
+  0.8 also checks the planner; 0/1 scores, 0.8 on the logit scale. Every system after the first differs by it.
+
+Simulations: --sims null logs per continuous cell, --binary-sims per 0/1 cell (the default binary test is a
+parametric bootstrap with --boot samples per log); the first --power-sims of them (300) also get a log under the
+alternative. Seeds are fixed: simulation i of a cell draws its null log and its
+alternative log from children of SeedSequence([--seed, crc32(cell name), i]), so a cell's numbers do not depend on
+the workers or on the other cells. --workers processes share the simulations of a cell. The table is written to
+--out (CSV) and beside it as markdown (.md) after every cell; cells already in --out with at least the requested
+simulations are skipped, so an interrupted run resumes. One tqdm bar over the cells (on stderr, when a terminal).
+
+--big-bootstrap instead times a parametric bootstrap on a 10^6-row log (2 systems x 50 runs x 10^4 items) beside its
+peer, the engine refitting the simulated responses one by one (issue 20's measurement).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import warnings
+import zlib
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -40,58 +52,131 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from vrs_helpers import mixed  # noqa: E402
-from vrs_helpers.book.simulation import evaluation_log, rejection_rates  # noqa: E402
-from vrs_helpers.evaluate.power import TESTS  # noqa: E402
-from vrs_helpers.mixed.bootstrap import bootstrap_plan  # noqa: E402
+from vrs_helpers.book.simulation import evaluation_log, workflow_p_values  # noqa: E402
+from vrs_helpers.evaluate.power import minimum_detectable_difference  # noqa: E402
 from vrs_helpers.threads import blas_limit  # noqa: E402
 
-RANDOM = "(1|item) + (1|system:run)"
-FULL, NULL = f"score ~ system + {RANDOM}", f"score ~ 1 + {RANDOM}"
+ALPHA = 0.05
+BAND = {"gaussian": (0.035, 0.065), "binomial": (0.025, 0.075)}
+BASE = {"systems": 2, "runs": 3, "items": 300, "run_sd": 0.05, "item_sd": 0.1, "residual_sd": 0.1,
+        "system_item_sd": 0.0, "missing": 0.0, "family": "gaussian", "mean": 0.0}
+BINARY = {"family": "binomial", "mean": 0.5, "run_sd": 0.35, "item_sd": 1.0}
+BINARY_DELTA = 0.8  # logit scale
+#: cell name -> the base design's arguments it changes (evaluation_log's)
+CELLS = {
+    "base": {},
+    "3 systems": {"systems": 3},
+    "5 systems": {"systems": 5},
+    "5 runs": {"runs": 5},
+    "10 runs": {"runs": 10},
+    "100 items": {"items": 100},
+    "1000 items": {"items": 1000},
+    "0/1 scores": BINARY,
+    "system x item, run SD 0.05": {"system_item_sd": 0.1},
+    "system x item, run SD 0.01": {"system_item_sd": 0.1, "run_sd": 0.01},
+    "system x item, run SD 0.005": {"system_item_sd": 0.1, "run_sd": 0.005},
+    "10 % rows missing": {"missing": 0.1},
+    "0/1 x 3 systems": {**BINARY, "systems": 3},
+    "0/1 x system x item": {**BINARY, "system_item_sd": 0.5},
+}
+COLUMNS = ["cell", "family", "default test", "sims", "failed", "null rate", "MC SE", "band", "chi-square null",
+           "chi-square SE", "delta", "power sims", "power", "power SE", "chi-square power", "CPU s"]
 
 
-def tests(test: str):
-    small_sample = TESTS[test]
-
-    def f_test(d):
-        m = mixed.fit(FULL, d)
-        return small_sample(m, np.array([[0.0, 1.0]])).p_value
-
-    def lrt(d):
-        return mixed.lrt(mixed.fit(NULL, d, method="ML"), mixed.fit(FULL, d, method="ML")).p_value
-
-    def replications(d):
-        m1 = mixed.fit("score ~ system + (1|item)", d, method="ML")
-        m0 = mixed.fit("score ~ 1 + (1|item)", d, method="ML")
-        return mixed.lrt(m0, m1).p_value
-
-    return {f"F ({test})": f_test, "chi-square LRT, runs random": lrt, "GLRT, runs as replications": replications}
+def design(cell: str) -> dict:
+    return {**BASE, **CELLS[cell]}
 
 
-def bootstrap_test(n_sim: int):
-    def pb(d):
-        m0, m1 = mixed.fit(NULL, d, method="ML"), mixed.fit(FULL, d, method="ML")
-        return mixed.parametric_bootstrap_lrt(m0, m1, n_sim=n_sim, seed=0).p_value
+def alternative(d: dict) -> float:
+    """The difference of the alternative: the planner's minimum detectable difference (continuous), 0.8 logits."""
+    if d["family"] == "binomial":
+        return BINARY_DELTA
+    return minimum_detectable_difference(d["runs"], d["items"], d["run_sd"], d["residual_sd"], d["systems"], ALPHA,
+                                         0.8, d["system_item_sd"])
 
-    return {"parametric bootstrap LRT": pb}
+
+def _simulate(job) -> tuple[list, float]:
+    """(rows, CPU seconds) of simulations ``indices`` of a cell: per simulation the p-values under the null and the
+    alternative."""
+    cell, indices, seed, boot, power_sims = job
+    d = design(cell)
+    delta = alternative(d)
+    key = zlib.crc32(cell.encode())
+    t0 = time.process_time()
+    rows = []
+    with warnings.catch_warnings(), blas_limit(1):
+        warnings.simplefilter("ignore")
+        for i in indices:
+            null_ss, alt_ss = np.random.SeedSequence([seed, key, i]).spawn(2)
+            out = {"i": i}
+            for name, ss, dl in (("null", null_ss, 0.0), ("alt", alt_ss, delta))[:1 + (i < power_sims)]:
+                rng = np.random.default_rng(ss)
+                log = evaluation_log(rng, delta=dl, **d)
+                p = workflow_p_values(log, family=d["family"], n_sim=boot, seed=int(rng.integers(2**31)))
+                out.update({f"{name} default": p["default"], f"{name} chisq": p["chisq"], "method": p["method"]})
+            rows.append(out)
+    return rows, time.process_time() - t0
 
 
-def rows_of(res, items, runs, scenario, secs, note=""):
-    out = []
-    for _, r in res.to_frame().iterrows():
-        out.append({"items": items, "runs per system": runs, "scenario": scenario, "test": r["test"] + note,
-                    "rate": round(r["rate"], 4), "MC SE": round(r["mc_se"], 4), "sims": int(r["simulations"]),
-                    "seconds": round(secs, 1)})
-    return out
+def _rate(p: pd.Series) -> tuple[float, float, int]:
+    p = p.dropna()
+    r = float((p <= ALPHA).mean()) if len(p) else float("nan")
+    return r, float(np.sqrt(r * (1 - r) / max(len(p), 1))), len(p)
+
+
+def run_cell(cell: str, sims: int, seed: int, boot: int, pool, power_sims: int, chunk: int = 10) -> dict:
+    jobs = [(cell, range(a, min(a + chunk, sims)), seed, boot, power_sims) for a in range(0, sims, chunk)]
+    results = list(pool.map(_simulate, jobs)) if pool is not None else [_simulate(j) for j in jobs]
+    rows = pd.DataFrame([r for rs, _ in results for r in rs])
+    cpu = sum(c for _, c in results)
+    d = design(cell)
+    r0, se0, n0 = _rate(rows["null default"])
+    c0, cse0, _ = _rate(rows["null chisq"])
+    r1, se1, n1 = _rate(rows["alt default"])
+    c1, _, _ = _rate(rows["alt chisq"])
+    lo, hi = BAND[d["family"]]
+    methods = [m for m in rows["method"].unique() if m != "failed"]
+    return {"cell": cell, "family": d["family"], "default test": "; ".join(methods), "sims": sims,
+            "failed": sims - n0, "null rate": r0, "MC SE": se0, "band": "ok" if lo <= r0 <= hi else "FLAG",
+            "chi-square null": c0, "chi-square SE": cse0, "delta": alternative(d), "power sims": n1, "power": r1,
+            "power SE": se1,
+            "chi-square power": c1, "CPU s": round(cpu, 1)}
+
+
+def markdown(table: pd.DataFrame) -> str:
+    """The README's table: rates with their Monte-Carlo SE in parentheses."""
+    lines = ["| cell | default test | sims | null rate (SE) | band | chi-square LRT, null | delta | power (SE), sims | "
+             "chi-square power |", "|:--|:--|--:|--:|:--|--:|--:|--:|--:|"]
+    for _, r in table.iterrows():
+        lines.append(f"| {r['cell']} | {r['default test']} | {int(r['sims'])} | {r['null rate']:.3f} "
+                     f"({r['MC SE']:.3f}) | {r['band']} | {r['chi-square null']:.3f} ({r['chi-square SE']:.3f}) | "
+                     f"{r['delta']:.3g} | {r['power']:.3f} ({r['power SE']:.3f}), {int(r['power sims'])} | "
+                     f"{r['chi-square power']:.3f} |")
+    return "\n".join(lines) + "\n"
+
+
+def _write(table: pd.DataFrame, out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    order = {c: i for i, c in enumerate(CELLS)}
+    table = table.sort_values("cell", key=lambda s: s.map(order)).reset_index(drop=True)
+    for path, text in ((out, table.to_csv(index=False)), (out.with_suffix(".md"), markdown(table))):
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)  # a failed run leaves the previous table as it was
 
 
 def big_bootstrap(n_sim: int, peer_sims: int, runs: int = 50, items: int = 10_000) -> list[str]:
     """Time a parametric bootstrap on a 2 x runs x items log, and its peer (engine refits one by one)."""
+    from vrs_helpers import mixed
+    from vrs_helpers.mixed.bootstrap import bootstrap_plan
+
+    random = "(1|item) + (1|system:run)"
     t0 = time.perf_counter()
     d = evaluation_log(0, systems=2, runs=runs, items=items, delta=0.0)
     t_log = time.perf_counter() - t0
     t0 = time.perf_counter()
-    m1, m0 = mixed.fit(FULL, d, method="ML"), mixed.fit(NULL, d, method="ML")
+    m1, m0 = mixed.fit(f"score ~ system + {random}", d, method="ML"), mixed.fit(f"score ~ 1 + {random}", d,
+                                                                                method="ML")
     t_fit = time.perf_counter() - t0
     rows = len(d)
     del d
@@ -118,53 +203,49 @@ def big_bootstrap(n_sim: int, peer_sims: int, runs: int = 50, items: int = 10_00
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sims", type=int, default=2000, help="simulated data sets per cell (default 2000)")
-    ap.add_argument("--items", type=int, nargs="+", default=[100, 1000])
-    ap.add_argument("--runs", type=int, nargs="+", default=[3, 5, 10])
-    ap.add_argument("--power-sims", type=int, default=None, help="data sets under the alternative (default: --sims)")
-    ap.add_argument("--delta", type=float, default=0.025, help="system difference of the alternative (0.025)")
-    ap.add_argument("--test", choices=sorted(TESTS), default="kenward-roger", help="denominator df of the F test")
-    ap.add_argument("--pb-datasets", type=int, default=200,
-                    help="data sets per cell that also get the parametric bootstrap (default 200; 0: none)")
-    ap.add_argument("--pb-sims", type=int, default=199, help="bootstrap simulations per data set (default 199)")
+    ap.add_argument("--sims", type=int, default=1000, help="simulated logs per continuous cell (default 1000)")
+    ap.add_argument("--binary-sims", type=int, default=300, help="simulated logs per 0/1 cell (default 300)")
+    ap.add_argument("--power-sims", type=int, default=300,
+                    help="of those, how many also get a log under the alternative (default 300; at most --sims)")
+    ap.add_argument("--boot", type=int, default=199, help="bootstrap samples of a bootstrap test per log (199)")
+    ap.add_argument("--cells", nargs="+", default=list(CELLS), metavar="CELL",
+                    help=f"a subset of the cells (default all): {', '.join(map(repr, CELLS))}")
+    ap.add_argument("--workers", type=int, default=2, help="processes sharing a cell's simulations (default 2)")
+    ap.add_argument("--out", default="benchmarks/results/type_one_error.csv",
+                    help="the table (CSV; markdown beside it as .md); cells already in it are skipped")
+    ap.add_argument("--seed", type=int, default=2028)
+    ap.add_argument("--big-bootstrap", action="store_true", help="time the 10^6-row bootstrap instead")
     ap.add_argument("--big-sims", type=int, default=1000, help="simulations of the 10^6-row bootstrap (1000)")
     ap.add_argument("--peer-sims", type=int, default=10, help="simulations of its one-by-one peer (10)")
-    ap.add_argument("--skip-big", action="store_true", help="leave out the 10^6-row bootstrap")
     args = ap.parse_args(argv)
-    rows = []
-    warnings.simplefilter("ignore")
-    from tqdm import tqdm  # a text bar (tqdm.auto warns in a kernel without ipywidgets)
-
-    scenarios = (("null", 0.0, args.sims), (f"delta = {args.delta:g}", args.delta, args.power_sims or args.sims))
-    cells = [(items, runs, *sc) for items in args.items for runs in args.runs for sc in scenarios]
-    # one bar over the cells and one over each cell's simulations, on stderr when it is a terminal
-    with blas_limit(1), tqdm(total=len(cells), desc="type-I cells", unit="cell", disable=None) as bar:
-        for items, runs, scenario, delta, sims in cells:
-            seed = 1000 * items + runs + (0 if delta == 0 else 7)
-            label = f"items {items}, runs {runs}, {scenario}"
-
-            def simulate(rng, r=runs, i=items, dl=delta):
-                return evaluation_log(rng, systems=2, runs=r, items=i, delta=dl, run_sd=0.05, item_sd=0.1,
-                                      residual_sd=0.1)
-
-            t0 = time.perf_counter()
-            res = rejection_rates(simulate, tests(args.test), n_sim=sims, alpha=0.05, seed=seed,
-                                  progress=label)
-            rows += rows_of(res, items, runs, scenario, time.perf_counter() - t0)
-            n_pb = min(args.pb_datasets, sims)
-            if n_pb > 0:  # the first n_pb data sets of the cell (the same generators)
-                t0 = time.perf_counter()
-                res = rejection_rates(simulate, bootstrap_test(args.pb_sims), n_sim=n_pb, alpha=0.05,
-                                      seed=seed, progress=f"{label}, bootstrap")
-                rows += rows_of(res, items, runs, scenario, time.perf_counter() - t0,
-                                f" ({args.pb_sims} sims)")
-            bar.update()
-    table = pd.DataFrame(rows)
-    with pd.option_context("display.width", 200, "display.max_rows", None):
-        print(table.to_string(index=False))
-    if not args.skip_big:
-        print()
+    if args.big_bootstrap:
         print("\n".join(big_bootstrap(args.big_sims, args.peer_sims)))
+        return 0
+    unknown = [c for c in args.cells if c not in CELLS]
+    if unknown:
+        ap.error(f"unknown cell(s) {unknown}; the cells: {', '.join(map(repr, CELLS))}")
+    out = Path(args.out)
+    done = pd.read_csv(out) if out.exists() else pd.DataFrame(columns=COLUMNS)
+    from tqdm import tqdm
+
+    pool = ProcessPoolExecutor(args.workers) if args.workers > 1 else None
+    try:
+        with tqdm(args.cells, desc="type-I cells", unit="cell", disable=None) as bar:
+            for cell in bar:
+                sims = args.binary_sims if design(cell)["family"] == "binomial" else args.sims
+                have = done[done["cell"] == cell]
+                if len(have) and int(have["sims"].iloc[0]) >= sims:
+                    continue
+                bar.set_postfix_str(f"{cell}, {sims} sims")
+                row = run_cell(cell, sims, args.seed, args.boot, pool, min(args.power_sims, sims))
+                done = pd.concat([done[done["cell"] != cell], pd.DataFrame([row])], ignore_index=True)
+                _write(done, out)
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    table = done[done["cell"].isin(args.cells)]
+    with pd.option_context("display.width", 250, "display.max_rows", None, "display.max_columns", None):
+        print(table.to_string(index=False))
     return 0
 
 

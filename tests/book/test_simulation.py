@@ -138,3 +138,112 @@ def test_glrt_and_permutation_hold_alpha_under_the_null():
 
     assert permutation_p_value(s, 200) == permutation_test(s.baseline, s.replications.mean(axis=1),
                                                            n_resamples=200, seed=s.seed).p_value
+
+
+def test_system_by_item_variance_by_moments():
+    """The (1|system:item) part: the system x item mean square of the per-(system, item) means over R runs,
+    sum of the doubly centred means^2 / ((k - 1)(m - 1)), estimates system_item_sd^2 + residual_sd^2 / R
+    (run and item effects cancel in the double centring); with 3 systems x 2000 items its SE is ~3 %."""
+    R, m = 4, 2000
+    d = evaluation_log(2, systems=3, runs=R, items=m, run_sd=0.3, item_sd=0.5, residual_sd=0.2,
+                       system_item_sd=0.15)
+    cell = d.groupby(["system", "item"], observed=True)["score"].mean().unstack("item").to_numpy()
+    dc = cell - cell.mean(axis=0, keepdims=True) - cell.mean(axis=1, keepdims=True) + cell.mean()
+    ms = (dc ** 2).sum() / ((3 - 1) * (m - 1))
+    assert ms == pytest.approx(0.15 ** 2 + 0.2 ** 2 / R, rel=0.12)
+    # the runs of one system share g_si: the within-(system, item) variance over runs is residual + nothing else
+    centred = d["score"] - d.groupby(["system", "run"], observed=True)["score"].transform("mean")
+    within = centred - centred.groupby([d["system"], d["item"]], observed=True).transform("mean")
+    assert (within ** 2).sum() / (3 * m * (R - 1) - 3 * (R - 1)) == pytest.approx(0.2 ** 2, rel=0.05)
+
+
+def test_binary_scores_have_the_logistic_mean():
+    """0/1 scores with eta = mean + delta_s + a_sr + b_i + g_si: the rate of S1 - the mean of logistic(eta) over
+    eta ~ N(mean + delta, run_sd^2 + item_sd^2 + si^2), by Gauss-Hermite quadrature (independent of the draws) -
+    within 4 binomial SEs (with 200 runs x 300 items the run and item draws add to the SE: 4 SEs of the
+    run/item-level spread, computed here)."""
+    runs, items, mu, dl, s_run, s_item, s_si = 200, 300, 0.4, 0.5, 0.3, 0.6, 0.2
+    d = evaluation_log(4, systems=2, runs=runs, items=items, mean=mu, delta=dl, run_sd=s_run, item_sd=s_item,
+                       system_item_sd=s_si, family="binomial")
+    assert set(d["score"].unique()) <= {0.0, 1.0}
+    x, w = np.polynomial.hermite_e.hermegauss(80)
+    sd = np.sqrt(s_run ** 2 + s_item ** 2 + s_si ** 2)
+    expected = float(np.sum(w / (1 + np.exp(-(mu + dl + sd * x)))) / np.sqrt(2 * np.pi))
+    rate = d.loc[d["system"] == "S1", "score"].mean()
+    # the item and system-item effects are shared by all runs: var of the rate ~ slope^2 (s_item^2 + s_si^2) / items
+    slope = expected * (1 - expected)
+    se = np.sqrt(slope ** 2 * ((s_item ** 2 + s_si ** 2) / items + s_run ** 2 / runs) + 0.25 / (runs * items))
+    assert abs(rate - expected) < 4 * se
+    none = evaluation_log(5, runs=50, items=400, mean=-1.0, run_sd=0, item_sd=0, family="binomial")
+    p = 1 / (1 + np.exp(1.0))
+    assert abs(none["score"].mean() - p) < 4 * np.sqrt(p * (1 - p) / len(none))
+
+
+def test_missing_rows_and_the_first_version_draws():
+    """missing = 0.1 drops round(0.1 x rows) distinct rows; with the default arguments the log is the first
+    version's: item effects, run effects, then the noise, from the same generator (written out here)."""
+    full = evaluation_log(7, systems=3, runs=3, items=100)
+    part = evaluation_log(7, systems=3, runs=3, items=100, missing=0.1)
+    assert len(part) == 900 - 90
+    merged = part.merge(full, on=["system", "run", "item"], suffixes=("", "_full"))
+    assert len(merged) == 810 and np.allclose(merged["score"], merged["score_full"])
+    rng = np.random.default_rng(7)
+    item, run = rng.normal(0, 0.1, 100), rng.normal(0, 0.05, (3, 3))
+    y = np.array([0.0, 0.0, 0.0])[:, None, None] + run[:, :, None] + item + rng.normal(0, 0.1, (3, 3, 100))
+    np.testing.assert_array_equal(full["score"].to_numpy(), y.ravel())
+    with pytest.raises(VRSError, match="missing"):
+        evaluation_log(0, missing=1.0)
+    with pytest.raises(VRSError, match="family"):
+        evaluation_log(0, family="poisson")
+
+
+def test_kenward_roger_p_value_is_the_within_item_t_test():
+    """Every item has one baseline score and R scores of the other system: the system effect is estimated within
+    items only, d = mean_i (mean of the R scores - baseline score), with variance sigma^2 (1 + 1/R) / m, and sigma^2
+    by the within-item residual mean square on 4m - m - 1 df; Kenward-Roger's F is that t squared on those df
+    (balanced: exact), computed here with numpy."""
+    from vrs_helpers.book.simulation import baseline_and_replications, kenward_roger_p_value
+
+    s = baseline_and_replications(3, items=40, item_sd=0.2, residual_sd=0.05, delta=0.01, replications=3)
+    m, R = s.replications.shape
+    y = np.column_stack([s.baseline, s.replications])            # m x (1 + R)
+    d = (s.replications.mean(axis=1) - s.baseline).mean()
+    fitted = y.mean(axis=1, keepdims=True) + np.r_[-R, np.ones(R)][None, :] * d / (1 + R)
+    df = m * (1 + R) - m - 1
+    sigma2 = ((y - fitted) ** 2).sum() / df
+    t = d / np.sqrt(sigma2 * (1 + 1 / R) / m)
+    assert kenward_roger_p_value(s) == pytest.approx(2 * stats.t.sf(abs(t), df), rel=1e-6)
+
+
+def test_bootstrap_p_value_agrees_with_the_exact_test_within_monte_carlo_error():
+    """On one simulated test set the parametric-bootstrap LRT's p (999 simulations) lies within 3 Monte-Carlo SEs
+    of the exact within-item t test's p (Kenward-Roger, previous test), and is seeded with the data set."""
+    from vrs_helpers.book.simulation import baseline_and_replications, bootstrap_p_value, kenward_roger_p_value
+
+    s = baseline_and_replications(8, items=60, item_sd=0.1, residual_sd=0.05, delta=0.012)
+    exact = kenward_roger_p_value(s)
+    pb = bootstrap_p_value(s, n_sim=999)
+    assert 0.01 < exact < 0.5
+    assert abs(pb - exact) <= 3 * np.sqrt(exact * (1 - exact) / 999) + 1 / 1000
+    assert bootstrap_p_value(s, n_sim=99) == bootstrap_p_value(s, n_sim=99)
+
+
+def test_workflow_p_values_are_the_comparisons_own():
+    """workflow_p_values is compare_systems(replications=["run"]) as `vrs analyze` calls it: with two systems its
+    test's p, with three the smallest adjusted pairwise p (the family-wise decision), the chi-square GLRT beside."""
+    import warnings
+
+    from vrs_helpers.book.glrt import compare_systems
+    from vrs_helpers.book.simulation import workflow_p_values
+
+    for k in (2, 3):
+        d = evaluation_log(11, systems=k, runs=3, items=60, delta=0.02)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            c = compare_systems(d, "score", "system", "item", replications=["run"])
+        out = workflow_p_values(d)
+        expected = c.test.p_value if k == 2 else c.contrasts["p_value"].min()
+        assert out["default"] == pytest.approx(expected, rel=1e-9)
+        assert out["chisq"] == pytest.approx(c.glrt.p_value, rel=1e-9)
+    bad = evaluation_log(1, runs=1, items=20)   # one run per system: the comparison refuses it
+    assert np.isnan(workflow_p_values(bad)["default"])

@@ -191,3 +191,159 @@ def test_vrs_plan_bad_values_exit_2(capsys, extra, match):
     argv = ["plan"] + [x for kv in args.items() for x in kv]
     assert main(argv) == 2
     assert match in capsys.readouterr().err
+
+
+# ------------------------------------------------------------- crossed columns, detectable difference, boundary
+
+def _crossed_log(rng, n_seed, n_conf, m, delta, s_seed, s_conf, s_e, k=2):
+    """Brute force, written out with numpy: k systems x seeds x configurations x m items, every system with its own
+    seed and configuration effects (crossed within the system), item effects shared."""
+    shift = np.r_[0.0, np.full(k - 1, delta)]
+    a = rng.normal(0, s_seed, (k, n_seed, 1, 1))
+    b = rng.normal(0, s_conf, (k, 1, n_conf, 1))
+    it = rng.normal(0, 0.1, (1, 1, 1, m))
+    y = shift[:, None, None, None] + a + b + it + rng.normal(0, s_e, (k, n_seed, n_conf, m))
+    s, r, c, i = np.meshgrid(range(k), range(n_seed), range(n_conf), range(m), indexing="ij")
+    return pd.DataFrame({"system": [f"S{v}" for v in s.ravel()], "seed": r.ravel().astype(str),
+                         "config": c.ravel().astype(str), "item": i.ravel().astype(str), "score": y.ravel()})
+
+
+def test_crossed_columns_variance_of_a_system_mean_is_per_column():
+    """The variance of a system's mean with seeds x configurations crossed: s_seed^2 / n_seed + s_conf^2 / n_conf +
+    s_e^2 / (m N), checked against 20,000 brute-force draws of the system mean (its sample variance within 4 % =
+    more than 4 SEs, sqrt(2 / 20000) = 1 % relative); the planner of issue 20 summed the variances over N = n_seed
+    n_conf runs, 2.5x too small here."""
+    rng = np.random.default_rng(5)
+    n_seed, n_conf, m, s1, s2, se = 4, 3, 30, 0.05, 0.04, 0.1
+    reps = 20_000
+    a = rng.normal(0, s1, (reps, n_seed, 1))
+    b = rng.normal(0, s2, (reps, 1, n_conf))
+    e = rng.normal(0, se / math.sqrt(m), (reps, n_seed, n_conf))  # a run's mean of m residuals
+    brute = float(np.var((a + b + e).mean(axis=(1, 2)), ddof=1))
+    V, nu = pw.design_moments([n_seed, n_conf], m, [s1, s2], se)
+    assert V == pytest.approx(brute, rel=0.04)
+    summed = (s1 ** 2 + s2 ** 2) / (n_seed * n_conf) + se ** 2 / (m * n_seed * n_conf)
+    assert summed < 0.5 * brute
+    assert 2 <= nu <= 2 * (n_seed + n_conf - 2)   # between one column's df and the sum of both
+    # one column: the exact F test's df and the issue-20 closed form
+    assert pw.design_moments(3, m, 0.05, se) == pytest.approx(((0.05 ** 2 + se ** 2 / m) / 3, 4.0))
+
+
+def test_crossed_power_agrees_with_a_brute_force_simulation():
+    """2 systems x 4 seeds x 3 configurations x 20 items: the engine's Kenward-Roger test of `score ~ system +
+    (1|item) + (1|system:seed) + (1|system:config)` on 150 logs simulated above rejects within 3 Monte-Carlo SEs
+    (plus 0.03 for the df approximation) of the planned power; summing the run variances over the 12 runs, the
+    old planner's reading, is far outside."""
+    n_seed, n_conf, m, s1, s2, se, delta = 4, 3, 20, 0.05, 0.05, 0.1, 0.12
+    planned = pw.f_test_power(delta, [n_seed, n_conf], m, [s1, s2], se)
+    summed = pw.f_test_power(delta, n_seed * n_conf, m, math.hypot(s1, s2), se)
+    rng = np.random.default_rng(11)
+    n_sim, rejected = 150, 0
+    formula = "score ~ system + (1|item) + (1|system:seed) + (1|system:config)"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(n_sim):
+            fit = mixed.fit(formula, _crossed_log(rng, n_seed, n_conf, m, delta, s1, s2, se))
+            rejected += pw.TESTS["kenward-roger"](fit, np.array([[0.0, 1.0]])).p_value <= 0.05
+    rate = rejected / n_sim
+    se_mc = math.sqrt(planned * (1 - planned) / n_sim)
+    assert abs(rate - planned) <= 3 * se_mc + 0.03, (rate, planned)
+    assert summed - rate > 0.25, (summed, rate)
+
+
+def test_minimum_detectable_difference_has_the_target_power():
+    for runs, run_sd, k in [(3, 0.05, 2), (5, 0.02, 3), ([4, 3], [0.05, 0.03], 2)]:
+        mdd = pw.minimum_detectable_difference(runs, 300, run_sd, 0.1, systems=k)
+        assert pw.f_test_power(mdd, runs, 300, run_sd, 0.1, systems=k) == pytest.approx(0.8, abs=1e-9)
+        assert pw.f_test_power(0.95 * mdd, runs, 300, run_sd, 0.1, systems=k) < 0.8
+    # closed form by hand for one column: lambda solves ncf.sf(crit, 1, 4, lambda) = 0.8; mdd^2 = lambda * 2 V
+    from scipy.optimize import brentq
+    crit = stats.f.isf(0.05, 1, 4)
+    lam = brentq(lambda x: stats.ncf.sf(crit, 1, 4, x) - 0.8, 1e-6, 200)
+    V = (0.05 ** 2 + 0.01 / 300) / 3
+    assert pw.minimum_detectable_difference(3, 300, 0.05, 0.1) == pytest.approx(math.sqrt(lam * 2 * V), rel=1e-8)
+
+
+def test_variance_upper_bound_covers_with_its_level():
+    """The 80 % upper bound of a variance from SS ~ (s^2 + noise) chi2(df): covers the true s^2 in about 80 % of
+    20,000 draws (within 4 SEs), and is the chi-square quantile formula."""
+    rng = np.random.default_rng(3)
+    s2, noise, df = 0.0025, 0.0005, 4
+    ss = (s2 + noise) * rng.chisquare(df, 20_000)
+    cover = np.mean([pw.variance_upper_bound(v, df, noise) >= s2 for v in ss])
+    assert abs(cover - 0.8) <= 4 * math.sqrt(0.16 / 20_000)
+    assert pw.variance_upper_bound(0.01, 4, 0.0) == pytest.approx(0.01 / stats.chi2.ppf(0.2, 4))
+    assert pw.variance_upper_bound(1e-6, 4, 0.01) == 0.0
+
+
+def test_analysis_power_never_rests_on_a_zero_run_variance_unsaid():
+    """A log whose REML run variance is 0 (no run effect, 3 runs): summary.json's power says it planned with the
+    upper confidence bound, the verdict sentence says so, and no post-hoc power of the observed difference is
+    reported; the bound is the formula applied to the run means written out here."""
+    from vrs_helpers.book.simulation import evaluation_log
+    from vrs_helpers.evaluate.analysis import analyze
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        d = evaluation_log(3, runs=3, items=200, run_sd=0.0)
+        r = analyze(d, "score", "system", "item", replications=["run"], delta=0.03, n_resamples=100)
+    col = r.power["columns"]["run"]
+    assert col["sd_estimate"] == 0.0 and "upper confidence bound" in col["basis"]
+    z = d.groupby(["system", "run"], observed=True)["score"].mean()
+    ss = float(((z - z.groupby(level=0, observed=True).transform("mean")) ** 2).sum())
+    resid = float(r.comparison_random.model.variance_components["variance"]["Residual"])
+    assert col["sd"] ** 2 == pytest.approx(ss / stats.chi2.ppf(0.2, 4) - resid / 200, rel=1e-9)
+    assert r.power["planned_with_upper_bound"] == ["run"] and "observed" not in r.power
+    said = [v for v in r.verdict if v.startswith("Power")]
+    assert said and all("upper confidence bound" in v and "REML estimate of that run variance is 0" in v
+                        for v in said)
+    mdd = r.power["minimum_detectable_difference"]
+    si = r.power["system_item_sd"]   # the model's (1|system:item) share (issue 28), 0 or not
+    vc = r.comparison_random.model.variance_components["variance"]
+    assert si == pytest.approx(math.sqrt(vc.get("system:item", 0.0)))
+    assert pw.f_test_power(mdd, 3, 200, col["sd"], math.sqrt(resid), system_item_sd=si) == pytest.approx(0.8,
+                                                                                                        abs=1e-9)
+
+
+def test_vrs_plan_crossed_columns_and_a_zero_run_sd_said(capsys):
+    """`vrs plan --crossed config:SD:LEVELS` plans seeds x configurations per column (the power printed is the
+    crossed closed form, checked by the brute-force simulation above); a run SD of 0 is said in a NOTE line."""
+    code = main(["plan", "--runs", "4", "--items", "20", "--delta", "0.12", "--run-sd", "0.05", "--residual-sd",
+                 "0.1", "--crossed", "config:0.05:3"])
+    out = capsys.readouterr().out
+    assert code == 0 and "NOTE" not in out
+    line = next(ln for ln in out.splitlines() if ln.split()[:1] == ["4"])
+    assert float(line.split()[1]) == pytest.approx(pw.f_test_power(0.12, [4, 3], 20, [0.05, 0.05], 0.1), abs=5e-4)
+    assert main(["plan", "--items", "300", "--delta", "0.02", "--run-sd", "0", "--residual-sd", "0.1"]) == 0
+    assert "NOTE: the run SD is 0" in capsys.readouterr().out
+    assert main(["plan", "--items", "300", "--delta", "0.02", "--run-sd", "0.01", "--residual-sd", "0.1",
+                 "--crossed", "config:0.03"]) == 2
+    assert "NAME:SD:LEVELS" in capsys.readouterr().err
+
+
+def test_simulated_power_with_system_by_item_variation_agrees_with_the_quasi_f_closed_form():
+    """System x item SD 0.1 as large as the residual, run SD 0.005, 2 x 3 runs x 100 items: the engine's
+    Kenward-Roger test of the model with (1|system:item) on 200 simulated logs rejects within 3 Monte-Carlo SEs
+    (plus 0.03 for the df approximation) of the closed form with the system x item share (design_moments); the
+    closed form without that share (the issue-20 planner) promises far more."""
+    comps = pw.VarianceComponents(run_sd=0.005, item_sd=0.1, residual_sd=0.1)
+    planned = pw.f_test_power(0.035, 3, 100, 0.005, 0.1, system_item_sd=0.1)   # 0.52
+    ignored = pw.f_test_power(0.035, 3, 100, 0.005, 0.1)                       # 0.81
+    sim = pw.simulated_power(0.035, comps, runs=3, items=100, n_sim=200, seed=4, system_item_sd=0.1)
+    assert sim.n_failed == 0 and "system x item" in sim.design
+    assert abs(sim.power - planned) <= 3 * math.sqrt(planned * (1 - planned) / 200) + 0.03, (sim.power, planned)
+    assert ignored - sim.power > 0.2
+
+
+def test_simulated_power_of_binary_scores_is_seeded_and_grows_with_the_difference():
+    """0/1 scores through the workflow's comparison: the same seed gives the same p-values; a difference of 1.5
+    logits with 5 runs of 200 items is detected more often than none (20 logs each; items fixed, as
+    `--items fixed`: the GLMM bootstrap with (1|system:item) takes over a minute per log)."""
+    comps = pw.VarianceComponents(run_sd=0.2, item_sd=1.0, residual_sd=0.0)
+    kw = {"runs": 5, "items": 200, "n_sim": 20, "seed": 3, "family": "binomial", "n_boot": 19, "item_effects": "fixed"}
+    a, b = (pw.simulated_power(1.5, comps, **kw) for _ in range(2))
+    np.testing.assert_array_equal(a.p_values, b.p_values)
+    null = pw.simulated_power(0.0, comps, **kw)
+    assert a.power >= 0.8 and null.power < a.power and "0/1 scores" in a.design
+    with pytest.raises(pw.PlanningError, match="balanced"):
+        pw.simulated_power(0.5, comps, runs=[3, 4], family="binomial")

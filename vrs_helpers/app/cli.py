@@ -333,9 +333,16 @@ def _cmd_plan(args) -> int:
                             "--within-sd (items x repeats).")
 
     # the values reach the planner as typed: it checks them and says what is allowed (PlanningError, exit 2)
+    crossed = {}
+    for spec in args.crossed or []:  # NAME:SD:LEVELS (issue 28: crossed replication columns planned per column)
+        parts = spec.rsplit(":", 2)
+        if len(parts) != 3:
+            raise PlanningError(f"--crossed takes NAME:SD:LEVELS (e.g. config:0.03:2), got {spec!r}.")
+        crossed[parts[0]] = (parts[1], parts[2])
     table = power_table(args.runs, args.items, args.delta,
                         VarianceComponents(args.run_sd, args.item_sd, args.residual_sd),
-                        systems=args.systems, alpha=args.alpha, target=args.target)
+                        systems=args.systems, alpha=args.alpha, target=args.target, crossed=crossed,
+                        system_item_sd=args.system_item_sd)
     print(table.text())
     return 0
 
@@ -458,7 +465,7 @@ def main(argv: list[str] | None = None) -> int:
                         "(default): binomial when every score is 0 or 1, with a note")
     p.add_argument("--delta", type=float, default=None,
                    help="a system difference (in score units) to plan for: power of the runs-random test and runs "
-                        "per system needed for power 0.8, beside those of the observed difference")
+                        "per system needed for power 0.8, beside the smallest difference the design detects")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--show-code", action="store_true",
                    help="keep the code cells in report.html (default: the verdict, figures and text only)")
@@ -489,6 +496,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--systems", default="2", help="number of systems (default 2)")
     p.add_argument("--target", default="0.8", help="target power (default 0.8)")
     p.add_argument("--alpha", default="0.05", help="significance level (default 0.05)")
+    p.add_argument("--crossed", action="append", metavar="NAME:SD:LEVELS",
+                   help="another replication column crossed with the runs (e.g. config:0.03:2), its own SD and "
+                        "levels per system; repeatable")
+    p.add_argument("--system-item-sd", default="0", help="SD of system x item effects (default 0)")
     p.set_defaults(func=_cmd_plan)
 
     p = sub.add_parser("batch", help="run one notebook over a parameter grid (YAML) in parallel")

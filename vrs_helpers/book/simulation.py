@@ -32,19 +32,33 @@ class SimulationError(VRSError, ValueError):
 
 def evaluation_log(rng: np.random.Generator | int, systems: int = 2, runs: int = 3, items: int = 300,
                    delta: float | np.ndarray = 0.0, run_sd: float = 0.05, item_sd: float = 0.1,
-                   residual_sd: float = 0.1, mean: float = 0.0) -> pd.DataFrame:
+                   residual_sd: float = 0.1, mean: float = 0.0, system_item_sd: float = 0.0,
+                   family: str = "gaussian", missing: float = 0.0) -> pd.DataFrame:
     """One simulated evaluation log: ``systems`` systems (``S0``, ``S1``, ...), ``runs`` training runs each and the
     same ``items`` test items, one row per system, run and item.
 
     ``delta`` is the difference of each system to ``S0`` (a scalar: ``S1`` and later differ by ``delta``; or one
     value per system). The run effects are N(0, run_sd^2) per system and run (the ``(1|system:run)`` term), the item
-    effects N(0, item_sd^2) shared by all systems (``(1|item)``), the residuals N(0, residual_sd^2).
+    effects N(0, item_sd^2) shared by all systems (``(1|item)``), the system x item effects N(0, system_item_sd^2)
+    per system and item, shared by that system's runs (``(1|system:item)``: items that favour one system), the
+    residuals N(0, residual_sd^2):
+
+        eta_sri = mean + delta_s + a_sr + b_i + g_si,   score = eta_sri + e_sri (gaussian).
+
+    ``family="binomial"``: 0/1 scores, score ~ Bernoulli(logistic(eta_sri)) (the logistic GLMM; ``mean``, the SDs
+    and ``delta`` on the logit scale; ``residual_sd`` is not used). ``missing``: the fraction of rows dropped,
+    round(missing x rows) of them chosen at random (missing at random). With the default arguments the draws are
+    those of the first version of this function (same seed, same log).
     """
     rng = np.random.default_rng(rng)
     if systems < 1 or runs < 1 or items < 1:
         raise SimulationError(f"systems, runs and items must be >= 1, got {systems}, {runs}, {items}.")
-    if min(run_sd, item_sd, residual_sd) < 0:
+    if min(run_sd, item_sd, residual_sd, system_item_sd) < 0:
         raise SimulationError("standard deviations must be >= 0.")
+    if family not in ("gaussian", "binomial"):
+        raise SimulationError(f"family must be 'gaussian' or 'binomial', got {family!r}.")
+    if not 0 <= missing < 1:
+        raise SimulationError(f"missing must be a fraction in [0, 1), got {missing!r}.")
     shift = np.asarray(delta, dtype=float)
     if shift.ndim == 0:
         shift = np.r_[0.0, np.full(systems - 1, float(shift))]
@@ -52,12 +66,24 @@ def evaluation_log(rng: np.random.Generator | int, systems: int = 2, runs: int =
         raise SimulationError(f"delta must be a scalar or one value per system ({systems}), got shape {shift.shape}.")
     item_effect = rng.normal(0.0, item_sd, items)
     run_effect = rng.normal(0.0, run_sd, (systems, runs))
-    noise = rng.normal(0.0, residual_sd, (systems, runs, items))
-    score = mean + shift[:, None, None] + run_effect[:, :, None] + item_effect[None, None, :] + noise
+    eta = mean + shift[:, None, None] + run_effect[:, :, None] + item_effect[None, None, :]
+    if family == "gaussian":
+        score = eta + rng.normal(0.0, residual_sd, (systems, runs, items))
+    if system_item_sd > 0:
+        si = rng.normal(0.0, system_item_sd, (systems, 1, items))
+        eta = eta + si
+        if family == "gaussian":
+            score = score + si
+    if family == "binomial":
+        score = (rng.uniform(size=eta.shape) < 1.0 / (1.0 + np.exp(-eta))).astype(float)
     s, r, i = np.meshgrid(np.arange(systems), np.arange(runs), np.arange(items), indexing="ij")
-    return pd.DataFrame({"system": pd.Categorical([f"S{k}" for k in s.ravel()],
-                                                  categories=[f"S{k}" for k in range(systems)]),
-                         "run": r.ravel().astype(str), "item": i.ravel().astype(str), "score": score.ravel()})
+    out = pd.DataFrame({"system": pd.Categorical([f"S{k}" for k in s.ravel()],
+                                                 categories=[f"S{k}" for k in range(systems)]),
+                        "run": r.ravel().astype(str), "item": i.ravel().astype(str), "score": score.ravel()})
+    drop = int(round(missing * len(out)))
+    if drop:
+        out = out.drop(index=rng.choice(len(out), drop, replace=False)).reset_index(drop=True)
+    return out
 
 
 @dataclass
@@ -165,8 +191,74 @@ def glrt_p_value(sample: ReplicatedComparison) -> float:
     return lrt(null, full).p_value
 
 
+def kenward_roger_p_value(sample: ReplicatedComparison) -> float:
+    """The F test of the system difference with Kenward-Roger's df on the REML fit of ``score ~ system +
+    (1|item)`` (pbkrtest's ``KRmodcomp``): the small-sample counterpart of :func:`glrt_p_value` on the same model."""
+    from ..mixed.ddf import contrast_test
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SingularFitWarning)
+        full = fit("score ~ system + (1|item)", sample.data, method="REML")
+    return contrast_test(full, np.array([[0.0, 1.0]]), "system", ddf="kenward-roger").p_value
+
+
+def bootstrap_p_value(sample: ReplicatedComparison, n_sim: int = 199) -> float:
+    """The parametric-bootstrap likelihood ratio test (pbkrtest's ``PBmodcomp``) of the models of
+    :func:`glrt_p_value`: the statistic against ``n_sim`` simulations from the null fit, with the resampling seed
+    drawn with the data set (199: (199 + 1) x 0.05 is an integer, so the Monte-Carlo test has level 0.05)."""
+    from ..mixed import parametric_bootstrap_lrt
+
+    data = sample.data
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SingularFitWarning)
+        null = fit("score ~ 1 + (1|item)", data, method="ML")
+        full = fit("score ~ system + (1|item)", data, method="ML")
+        return parametric_bootstrap_lrt(null, full, n_sim=n_sim, seed=sample.seed).p_value
+
+
 def permutation_p_value(sample: ReplicatedComparison, n_resamples: int = 500) -> float:
     """The paired permutation test (book Algorithm 4.2) of the baseline against the mean of the other system's
     replications per item, with the resampling seed drawn with the data set."""
     return permutation_test(sample.baseline, sample.replications.mean(axis=1), n_resamples=n_resamples,
                             seed=sample.seed).p_value
+
+
+def workflow_p_values(data: pd.DataFrame, family: str = "gaussian", n_sim: int = 199, seed: int = 0,
+                      response: str = "score", system: str = "system", item: str = "item",
+                      run: str = "run", items: str = "random") -> dict:
+    """The p-values of the workflow's own comparison on one log: exactly what ``vrs analyze`` runs for the
+    runs-random reading, :func:`vrs_helpers.book.glrt.compare_systems` with ``replications=[run]`` and its
+    default test for the family (``n_sim`` simulations and ``seed`` where that test is a bootstrap); ``items`` as
+    ``vrs analyze --items`` (default "random": items like these, ``(1|system:item)`` where identifiable).
+
+    - ``default``: with two systems the p-value of that test (``comparison.test``); with three or more the
+      family-wise p-value of its pairwise decisions, the smallest adjusted p of the pairwise contrasts, so that
+      "some pair of systems differs" is declared exactly when ``default <= alpha``;
+    - ``chisq``: the chi-square likelihood ratio test of the same models (``comparison.glrt``, all systems at once).
+
+    - ``method``: how the default test is named (the outcome's ``method``).
+
+    A log the comparison refuses (an error of the package) or cannot fit gives NaN for both, counted apart by
+    :class:`RejectionRates` (its ``simulations`` column)."""
+    from .glrt import compare_systems
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            c = compare_systems(data, response, system, item, replications=[run], family=family, n_sim=n_sim,
+                                seed=seed, items=items)
+    except (VRSError, np.linalg.LinAlgError):
+        return {"default": float("nan"), "chisq": float("nan"), "method": "failed"}
+    k = data[system].nunique()
+    pairwise = pairwise_p_values(c) if k > 2 else None
+    default = float(np.min(pairwise)) if pairwise is not None else float(c.test.p_value)
+    small = "df" in c.contrasts.columns
+    method = (c.test.method if pairwise is None else
+              f"pairwise {'t on small-sample df' if small else 'Wald z'}, Tukey-adjusted: any pair differs")
+    return {"default": default, "chisq": float(c.glrt.p_value), "method": method}
+
+
+def pairwise_p_values(comparison) -> np.ndarray:
+    """The adjusted p-values of a comparison's pairwise decisions (its ``contrasts``: every pair of systems, the
+    adjustment of :func:`~vrs_helpers.book.glrt.compare_systems`)."""
+    return comparison.contrasts["p_value"].to_numpy(dtype=float)

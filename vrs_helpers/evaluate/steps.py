@@ -18,6 +18,7 @@ and the Dask backend.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -380,63 +381,153 @@ def pairwise_sentence(result) -> str | None:
 
 def power(result, w: Work) -> None:
     """Power planning of the runs-random reading (:func:`plan_power`) with the table's items."""
-    plan_power(result, len(computed(w.d[w.it].unique())), delta=w.spec.delta, target=w.spec.target_power)
+    plan_power(result, len(computed(w.d[w.it].unique())), delta=w.spec.delta, target=w.spec.target_power,
+               columns=dict(zip(w.reps, w.spec.replications, strict=True)), item=w.it)
 
 
-def plan_power(result, items: int, delta: float | None = None, target: float = 0.8):
+BOUND_LEVEL = 0.8  # the upper confidence bound a boundary (zero) run variance is replaced by (Browne 1995)
+
+
+def _column_plan(result, vc, system_col: str, safe: str, name: str, items: int, n_runs: int, level: float) -> dict:
+    """One replication column's planning values: its levels per system (the fewest), its REML variance and, when
+    that is 0 on the boundary, the ``level`` upper confidence bound from the spread of the column's level means
+    within each system (:func:`~vrs_helpers.evaluate.power.variance_upper_bound`)."""
+    from .power import variance_upper_bound
+
+    sys_name = result.system or "_system"
+    runs = result.runs
+    levels = runs.groupby(sys_name, observed=True)[name].nunique()
+    est = float(vc.get(f"{system_col}:{safe}", 0.0))
+    # a boundary estimate is 0 up to the optimizer's rounding (1e-28 on one backend, 0 on another): 0 below 1e-12
+    # of the residual variance, so both backends plan with the same numbers
+    est = est if est > 1e-12 * float(vc["Residual"]) else 0.0
+    out = {"levels": int(levels.min()), "sd_estimate": math.sqrt(est), "sd": math.sqrt(est), "basis": "REML estimate"}
+    if est > 0:
+        return out
+    means = runs.groupby([sys_name, name], observed=True)["mean"].mean()
+    dev = means - means.groupby(level=0, observed=True).transform("mean")
+    df = float((levels - 1).sum())
+    if df < 1:
+        return out
+    per_level = n_runs / max(out["levels"], 1)  # runs averaged in one level's mean
+    bound = variance_upper_bound(float((dev ** 2).sum()), df, float(vc["Residual"]) / items / per_level, level)
+    itself = "" if bound > 0 else ", itself 0: the runs vary no more than the residual noise explains"
+    out.update(sd=math.sqrt(bound), basis=f"{level:.0%} upper confidence bound (the REML estimate is 0, on the "
+                                          f"boundary; {df:g} df{itself})", df=df)
+    return out
+
+
+def plan_power(result, items: int, delta: float | None = None, target: float = 0.8, columns: dict | None = None,
+               item: str | None = None, level: float = BOUND_LEVEL):
     """Power planning of the runs-random reading (:mod:`vrs_helpers.evaluate.power`; the significance counterpart
-    of the decision study, book 3.3.3): from the REML fit of ``response ~ system + (1|item) + (1|system:R)...``
-    (its run variance: the sum of the ``system:R`` components; its residual variance) the power of the F test to
-    detect the observed system differences (the fixed effects) with the observed runs per system (the fewest) and
-    ``items`` items, and the runs per system that reach ``target``; the same for ``delta`` when given (every other
-    system ``delta`` from the baseline). Closed form of the balanced design (noncentral F); the verdict says so.
-    Gaussian responses only (a note otherwise)."""
-    from .power import PlanningError, f_test_power, runs_needed
+    of the decision study, book 3.3.3) from the REML fit of ``response ~ system + (1|item) (+ (1|system:item))
+    + (1|system:R)...``: per replication column R (``columns``: formula name -> the log's name) its own variance
+    and number of levels (crossed columns planned as crossed), the system x item variance when the model has it,
+    the residual variance and ``items``:
+
+    - the minimum detectable difference: the smallest difference the F test detects with power ``target`` with
+      the observed runs (post-hoc "observed power" from the observed difference is not reported: it is a function
+      of the p-value, Hoenig & Heisey 2001);
+    - for ``delta`` (every other system ``delta`` from the baseline), when given: its power, the levels of each
+      column and the items needed for ``target``.
+
+    A run variance estimated as 0 (on the boundary, usual with 3-5 runs) is replaced by its ``level`` upper
+    confidence bound, and the verdict and ``power["columns"]`` say so. Closed form of the balanced design
+    (noncentral F); gaussian responses only (a note otherwise: simulate with
+    :func:`~vrs_helpers.evaluate.power.simulated_power`)."""
+    from .power import PlanningError, f_test_power, items_needed, minimum_detectable_difference, runs_needed
 
     comp = result.comparison_random
     if comp is None or comp.model is None:
         return result
     if result.family != "gaussian":
-        result.notes.append("power planning is for continuous scores (the noncentral F of the LMM); not computed "
-                            "for binary scores")
+        result.notes.append("closed-form power planning is for continuous scores (the noncentral F of the LMM); "
+                            "for binary scores simulate it: vrs_helpers.evaluate.power.simulated_power("
+                            "family='binomial')")
         return result
     vc = comp.model.variance_components["variance"]
     system_col = comp.formula.split("~")[1].split("+")[0].strip()
-    item_col = comp.formula.split("(1|")[1].split(")")[0].strip()
-    # the run variance: the system:R components, not the system-by-item one (the closed form has no such term)
-    run_var = float(sum(v for k, v in vc.items() if str(k).startswith(f"{system_col}:")
-                        and str(k) != f"{system_col}:{item_col}"))
-    if comp.system_item:
-        result.notes.append("power planning: the closed form of the balanced design has no system-by-item "
-                            "variance; with it the power is lower than planned")
-    # a boundary estimate is 0 up to the optimizer's rounding (1e-28 on one backend, 0 on another): 0 below 1e-12
-    # of the residual variance, so both backends plan with the same numbers
-    run_var = run_var if run_var > 1e-12 * float(vc["Residual"]) else 0.0
-    residual_sd, run_sd = float(np.sqrt(vc["Residual"])), float(np.sqrt(run_var))
-    fe = comp.model.fixed_effects["estimate"]
-    observed = np.array([0.0] + [float(v) for k, v in fe.items() if k != "(Intercept)"])
+    if columns is None:
+        columns = {r: r for r in result.replications}
+    n_runs = int(result.runs.groupby(result.system or "_system", observed=True).size().min())
+    plans = {name: _column_plan(result, vc, system_col, safe, name, items, n_runs, level)
+             for safe, name in columns.items()}
+    residual_sd = float(np.sqrt(vc["Residual"]))
+    if item is None:  # the first random term is the item's (compare_systems' formula)
+        item = comp.formula.split("(1|")[1].split(")")[0].strip()
+    si_sd = float(np.sqrt(vc.get(f"{system_col}:{item}", 0.0)))
+    n = [p["levels"] for p in plans.values()]
+    sds = [p["sd"] for p in plans.values()]
+    runs, run_sd = (n[0], sds[0]) if len(n) == 1 else (n, sds)
     k = len(result.systems)
-    runs = int(result.runs.groupby(result.system or "_system", observed=True).size().min())
-    out = {"test": "F test of system (runs random), closed form of the balanced design (noncentral F)",
-           "run_sd": run_sd, "residual_sd": residual_sd, "items": int(items), "runs_per_system": runs,
-           "alpha": result.alpha, "target": target}
-    for name, d in [("observed", observed), ("delta", None if delta is None else
-                                              np.array([0.0] + [float(delta)] * (k - 1)))]:
-        if d is None:
-            continue
-        try:  # one run per system leaves the F test no denominator df: no power, only the runs needed
-            pw = f_test_power(d, runs, items, run_sd, residual_sd, k, result.alpha) if runs >= 2 else None
-            need = runs_needed(d, items, run_sd, residual_sd, k, result.alpha, target)
+    bounded = [c for c, p in plans.items() if p["basis"] != "REML estimate"]
+    out = {"test": "F test of system (runs random), closed form of the balanced design (noncentral F; with "
+                   "crossed replication columns or a system x item variance Satterthwaite's df from the expected "
+                   "mean squares)",
+           "columns": plans, "run_sd": sds[0], "residual_sd": residual_sd, "system_item_sd": si_sd,
+           "items": int(items), "runs_per_system": int(np.prod(n)), "alpha": result.alpha, "target": target,
+           "planned_with_upper_bound": bounded}
+    design = (f"{n[0]} runs per system" if len(n) == 1 else
+              " x ".join(f"{v} levels of {c}" for c, v in zip(plans, n, strict=True)) + " per system")
+    said = ""
+    if bounded:
+        said = (" Planned with the " + "; ".join(f"{plans[c]['basis'].split(' (')[0]} of the {c} SD "
+                                                  f"({plans[c]['sd']:.3g})" for c in bounded)
+                + (": the REML estimate of that run variance is 0" if len(bounded) == 1 else
+                   ": the REML estimates of those run variances are 0")
+                + ", a boundary estimate from few runs, and power computed from a zero run variance would promise "
+                  "more than the runs can deliver.")
+        result.notes.append("power planning:" + said)
+    whom = "the two systems" if k == 2 else "each other system and the baseline"
+    if min(n) < 2:  # no df for the runs of some system: what a design with 3 levels of each column would detect
+        try:
+            three = [3] * len(n)
+            mdd3 = minimum_detectable_difference(three[0] if len(n) == 1 else three, items, run_sd, residual_sd, k,
+                                                 result.alpha, target, si_sd)
         except PlanningError as e:
-            result.notes.append(f"power for the {name} difference: {e}")
-            continue
-        out[name] = {"differences": [float(v) for v in d[1:]], "power": pw, "runs_needed": need}
-        what = "the observed difference" if name == "observed" else f"a difference of {float(delta):g}"
-        more = (f"{need} runs per system would reach power {target:g}" if need is not None else
-                f"no number of runs up to 10,000 reaches power {target:g}")
-        now = (f"with {runs} runs per system and {items} items the F test detects {what} with probability "
-               f"{pw:.2f}" if pw is not None else f"for {what} with {items} items")
-        result.verdict.append(f"Power (closed form, balanced design): {now}; {more}.")
+            result.notes.append(f"minimum detectable difference: {e}")
+        else:
+            out["minimum_detectable_difference_3_levels"] = mdd3
+            result.verdict.append(
+                f"Power (closed form, balanced design): some system has a single level of "
+                f"{' / '.join(c for c, v in zip(plans, n, strict=True) if v < 2)}, so the runs-random test has "
+                f"nothing to measure run-to-run variation of that system by; with 3 per system and {items} items "
+                f"the smallest difference between {whom} the F test would detect with probability {target:g} is "
+                f"{mdd3:.4g}.{said}")
+    try:
+        if min(n) < 2:
+            raise PlanningError("one run per system leaves the F test no denominator df")
+        out["minimum_detectable_difference"] = minimum_detectable_difference(runs, items, run_sd, residual_sd, k,
+                                                                             result.alpha, target, si_sd)
+        result.verdict.append(
+            f"Power (closed form, balanced design): with {design} and {items} items the smallest difference "
+            f"between {whom} that the F test detects with probability {target:g} is "
+            f"{out['minimum_detectable_difference']:.4g}.{said}")
+    except PlanningError as e:
+        result.notes.append(f"minimum detectable difference: {e}")
+    if delta is not None:
+        d = np.array([0.0] + [float(delta)] * (k - 1))
+        try:
+            pw = f_test_power(d, runs, items, run_sd, residual_sd, k, result.alpha, si_sd) if min(n) >= 2 else None
+            need = {c: runs_needed(d, items, sds if len(n) > 1 else sds[0], residual_sd, k, result.alpha, target,
+                                   runs=n if len(n) > 1 else None, column=j, system_item_sd=si_sd)
+                    for j, c in enumerate(plans)}
+            m_need = items_needed(d, runs, run_sd, residual_sd, k, result.alpha, target, system_item_sd=si_sd) \
+                if min(n) >= 2 else None
+        except PlanningError as e:
+            result.notes.append(f"power for a difference of {float(delta):g}: {e}")
+        else:
+            first = next(iter(need.values()))
+            out["delta"] = {"differences": [float(v) for v in d[1:]], "power": pw, "runs_needed": first,
+                            "levels_needed": need, "items_needed": m_need}
+            now = (f"with {design} and {items} items the F test detects a difference of {float(delta):g} with "
+                   f"probability {pw:.2f}" if pw is not None else f"for a difference of {float(delta):g}")
+            more = "; ".join(f"{v} levels of {c}" if v is not None else f"no number of levels of {c} up to 10,000"
+                             for c, v in need.items())
+            items_txt = (f"{m_need} items" if m_need is not None else
+                         "no number of items (more items cannot make up for too few runs)")
+            result.verdict.append(f"Power (closed form, balanced design): {now}; power {target:g} needs {more} "
+                                  f"(the others as they are), or with these runs {items_txt}.{said}")
     result.power = out
     return result
 
