@@ -262,3 +262,20 @@ def test_random_slopes_go_through_the_engine():
     assert res.chi2 == pytest.approx(2 * (m1.loglik - m0.loglik), rel=1e-9)
     assert np.isfinite(res.reference).all() and (res.reference >= 0).all()
     assert res.p_value == pytest.approx(1 / 9)   # Days is a strong effect: no simulated statistic comes near
+
+
+def test_progress_bar_counts_the_simulations_and_changes_no_number(capsys, monkeypatch):
+    """``progress=True``: a bar over the simulations on stderr when it is a terminal (here forced on by tqdm's
+    ``disable=None`` path: stderr is patched to claim a terminal), counting up to n_sim; the reference is the same as
+    without it, and without ``progress`` nothing is written."""
+    import sys
+
+    m0, m1 = _fits(_log("three_seeds"))
+    quiet = mixed.parametric_bootstrap_lrt(m0, m1, n_sim=120, seed=5, batch_size=50)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    shown = mixed.parametric_bootstrap_lrt(m0, m1, n_sim=120, seed=5, batch_size=50, progress=True)
+    np.testing.assert_allclose(shown.reference, quiet.reference, rtol=1e-9, atol=1e-12)
+    err = capsys.readouterr().err
+    assert "parametric bootstrap LRT" in err and "/120 [" in err and "sim/s" in err
+    mixed.parametric_bootstrap_lrt(m0, m1, n_sim=120, seed=5, batch_size=50)
+    assert capsys.readouterr().err == ""

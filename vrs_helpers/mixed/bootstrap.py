@@ -121,9 +121,18 @@ class SeededBatches:
         """The generator of batch i: child i of SeedSequence(seed), independent of where the batch runs."""
         return np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(i,)))
 
-    def run(self) -> BootstrapLRTResult:
-        """All batches here, one after the other."""
-        return self.finish(np.concatenate([self.draw(i) for i in range(len(self.batches))]))
+    def run(self, progress: bool = False) -> BootstrapLRTResult:
+        """All batches here, one after the other. ``progress``: a text bar over the simulations on stderr when it is
+        a terminal (none in logs, CI and notebook kernels); the numbers do not depend on it."""
+        from tqdm import tqdm  # a text bar: tqdm.auto warns in a kernel without ipywidgets
+
+        draws = []
+        with tqdm(total=self.n_sim, desc=self.method, unit="sim", disable=None if progress else True,
+                  leave=False, dynamic_ncols=True) as bar:
+            for i, (_, size) in enumerate(self.batches):
+                draws.append(self.draw(i))
+                bar.update(size)
+        return self.finish(np.concatenate(draws))
 
     def finish(self, reference) -> BootstrapLRTResult:
         """The test from the simulated statistics in batch order (NaN: a draw that could not be refitted, counted
@@ -218,8 +227,8 @@ def bootstrap_plan(m0: MixedModelResult, m1: MixedModelResult, n_sim: int = 1000
 
 
 def parametric_bootstrap_lrt(m0: MixedModelResult, m1: MixedModelResult, n_sim: int = 1000, seed: int = 0,
-                             client=None, batch_size: int | None = None, tasks: int | None = None
-                             ) -> BootstrapLRTResult:
+                             client=None, batch_size: int | None = None, tasks: int | None = None,
+                             progress: bool = False) -> BootstrapLRTResult:
     """Parametric-bootstrap likelihood ratio test of the nested models m0 (restricted) and m1 (general), as
     pbkrtest's ``PBmodcomp(m1, m0, nsim = n_sim)`` (module docstring).
 
@@ -234,10 +243,12 @@ def parametric_bootstrap_lrt(m0: MixedModelResult, m1: MixedModelResult, n_sim: 
         levels); the draws depend on it, so a different batch size gives another (equally valid) p-value.
     client : None (here), or a Dask client, scheduler address or ``"local"`` (a LocalCluster of processes, closed
         afterwards): groups of consecutive batches (``tasks``, default two per worker) run as tasks there.
+    progress : a text bar over the simulations on stderr when it is a terminal (here only; the numbers do not
+        depend on it).
     """
     plan = bootstrap_plan(m0, m1, n_sim, seed, batch_size)
     if client is None:
-        return plan.run()
+        return plan.run(progress)
     from ..dask_support import require_dask, run_batches
 
     require_dask()

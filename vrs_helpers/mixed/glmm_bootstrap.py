@@ -488,7 +488,7 @@ def glmm_bootstrap_plan(m0: GeneralizedLinearMixedModel, m1: GeneralizedLinearMi
 
 def glmm_bootstrap_lrt(m0: GeneralizedLinearMixedModel, m1: GeneralizedLinearMixedModel, n_sim: int = 1000,
                        seed: int = 0, client=None, batch_size: int | None = None,
-                       tasks: int | None = None) -> BootstrapLRTResult:
+                       tasks: int | None = None, progress: bool = False) -> BootstrapLRTResult:
     """Parametric-bootstrap likelihood ratio test of nested GLMMs m0 (restricted) and m1 (general), as pbkrtest's
     ``PBmodcomp(m1, m0, nsim = n_sim)`` on glmer fits (module docstring).
 
@@ -500,6 +500,8 @@ def glmm_bootstrap_lrt(m0: GeneralizedLinearMixedModel, m1: GeneralizedLinearMix
     seed : the same seed and batch size give the same p-value, here or on a cluster.
     batch_size : responses refitted together (default 100, fewer for designs with many rows or levels).
     client : None (here), or a Dask client, scheduler address or ``"local"``: groups of batches run as tasks there.
+    progress : a text bar over the simulations on stderr when it is a terminal (here only; the numbers do not
+        depend on it).
 
     Returns a :class:`~vrs_helpers.mixed.bootstrap.BootstrapLRTResult`: ``p_value``, ``mc_se``, ``n_sim`` (the
     draws used), ``n_failed`` (draws whose refit did not converge: not used, and reported), ``p_chisq`` (the
@@ -507,7 +509,7 @@ def glmm_bootstrap_lrt(m0: GeneralizedLinearMixedModel, m1: GeneralizedLinearMix
     """
     plan = glmm_bootstrap_plan(m0, m1, n_sim, seed, batch_size)
     if client is None:
-        return plan.run()
+        return plan.run(progress)
     from ..dask_support import require_dask, run_batches
 
     require_dask()
