@@ -83,7 +83,8 @@ def _results_files(out: Path) -> pd.DataFrame:
 @pytest.mark.parametrize("adjust", ["holm", "bh"])
 def test_lm_eval_two_models_three_seeds_two_tasks(lm_logs, tmp_path, capsys, adjust):
     truth, out = lm_logs
-    printed = _analyze(capsys, out, "--out", tmp_path / "r", *(["--adjust", "bh"] if adjust == "bh" else []))
+    printed = _analyze(capsys, out, "--out", tmp_path / "r", "--n-sim", "99",
+                       *(["--adjust", "bh"] if adjust == "bh" else []))
     assert "lm-eval: 12 file(s); 2 system(s)" in printed and "runs per system 3" in printed
     s = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert s["read"]["tasks"] == ["arith", "logic_qa"] and s["adjust"]["method"] == adjust
@@ -103,6 +104,10 @@ def test_lm_eval_two_models_three_seeds_two_tasks(lm_logs, tmp_path, capsys, adj
     by_hand = ({"holm": [min(1, 2 * lo), max(min(1, 2 * lo), hi)], "bh": [min(2 * lo, hi), hi]}[adjust])
     np.testing.assert_allclose(np.sort(tasks["p_adjusted"].to_numpy()), by_hand, rtol=1e-9)
     assert (tasks["random"] == "(1|item) + (1|system:item) + (1|system:run)").all()
+    # 3 seeds per system: the verdict is the parametric-bootstrap LRT (99 simulations), the chi-square LRT beside it
+    assert tasks["method"].str.startswith("parametric bootstrap").all()
+    assert ((tasks["p_value"] * 100).round(6) % 1 == 0).all() and tasks["chi2_p_value"].notna().all()
+    assert s["pooled"]["method"].startswith("parametric bootstrap")
     assert s["pooled"]["formula"].startswith("score ~ task + system") and s["pooled"]["df"] == 1
     assert any("prompt_hash differs" in n for n in s["notes"])
     assert {(r["task"], r["a"], r["b"]) for r in s["paired"]} == {("arith", "model-b", "model-a"),
@@ -115,9 +120,10 @@ def test_helm_two_models_three_trials(tmp_path, capsys):
     truth = simulate_binary(11, systems=("openai/gpt2", "eleutherai/pythia-1b"), tasks=("mmlu:subject=anatomy",),
                             items=30, runs=3, run_sd=0.5)
     write_helm(truth, tmp_path)
-    _analyze(capsys, tmp_path / "benchmark_output", "--out", tmp_path / "r")
+    _analyze(capsys, tmp_path / "benchmark_output", "--out", tmp_path / "r", "--test", "chisq")
     s = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert s["read"]["format"] == "helm" and s["metric"] == "exact_match"
+    assert s["tasks"][0]["method"].startswith("GLRT") and any("liberal" in n for n in s["notes"])
     harness = pd.DataFrame(s["harness"]).set_index(["system", "run"])
     for (system, run), part in truth.groupby(["system", "run"]):   # mean exact_match per trial (10 digits)
         assert abs(harness.loc[(system, f"train_trial_index={int(run) - 1}"), "mean"] - part["score"].mean()) < 1e-9
@@ -139,3 +145,13 @@ def test_one_run_of_0_1_scores_gets_mcnemar(tmp_path, capsys):
     assert m["n01"] == int(((wide[m["a"]] == 0) & (wide[m["b"]] == 1)).sum())
     assert 0 < m["p_mid"] <= m["p_value"] <= 1
     assert s["tasks"][0]["random"] == "(1|item)"
+
+
+def test_a_test_that_does_not_apply_to_the_logs_exits_2(tmp_path, capsys):
+    """0/1 scores: Kenward-Roger is an LMM method; the error names the tests that apply, before any output."""
+    truth = simulate_binary(3, items=20, runs=3)
+    write_lm_eval(truth, tmp_path / "lm")
+    code = cli.main(["analyze", str(tmp_path / "lm"), "--out", str(tmp_path / "r"), "--test", "kenward-roger"])
+    err = capsys.readouterr().err
+    assert code == 2 and "bootstrap" in err and "chisq" in err and "Traceback" not in err
+    assert not (tmp_path / "r" / "summary.json").exists()

@@ -1,5 +1,5 @@
 """Several tasks of evaluation logs (evaluate/tasks.py): Holm and Benjamini-Hochberg against statsmodels, the
-per-task LRT against fits written out here, the pooled model's design, bad tasks named before any fit, and
+per-task LRT against fits written out here, the small-sample default where systems have runs, the pooled model's design, bad tasks named before any fit, and
 p-values that underflow written as "< 1e-300"."""
 
 import numpy as np
@@ -16,7 +16,9 @@ from vrs_helpers.evaluate.readers.writers import simulate_binary, write_every_ev
 from vrs_helpers.evaluate.scores import InputError
 from vrs_helpers.evaluate.steps import verdict_text
 from vrs_helpers.evaluate.tasks import adjust_pvalues, analyze_logs, random_part, system_lrt, validate_tasks
+from vrs_helpers.mixed.ddf import contrast_test
 from vrs_helpers.outcomes import p_text
+from vrs_helpers.registry import TestChoiceError
 
 
 @settings(max_examples=60, deadline=None)
@@ -81,6 +83,30 @@ def test_gaussian_scores_are_compared_by_ml_fits():
     assert test["formula"] == f
     m1, m0 = mixed.fit(f, d, method="ML"), mixed.fit(f.replace("system +", "1 +"), d, method="ML")
     assert test["chi2"] == pytest.approx(2 * (m1.loglik - m0.loglik), abs=1e-6)
+    # with runs the verdict is the registry's gaussian default on the REML fit (Kenward-Roger), the chi-square
+    # LRT beside it; --test chisq makes the LRT the verdict again
+    kr = contrast_test(mixed.fit(f, d), np.array([[0.0, 1.0]]), "system", ddf="kenward-roger")
+    assert test["method"] == kr.method and test["p_value"] == pytest.approx(kr.p_value, rel=1e-9)
+    assert test["test"]["den_df"] == pytest.approx(kr.den_df, rel=1e-3)
+    assert test["chi2_p_value"] != test["p_value"]
+    chisq = system_lrt(d, "gaussian", test="chisq")
+    assert chisq["p_value"] == chisq["chi2_p_value"] == pytest.approx(test["chi2_p_value"], rel=1e-12)
+    # items fixed: no system-by-item term (these items)
+    fixed = system_lrt(d, "gaussian", items="fixed")
+    assert fixed["formula"] == "score ~ system + (1|item) + (1|system:run)"
+    with pytest.raises(TestChoiceError, match="bootstrap"):
+        system_lrt(d.assign(score=(d["score"] > 0.5).astype(float)), "binomial", test="kenward-roger")
+
+
+def test_0_1_scores_with_runs_are_decided_by_the_parametric_bootstrap():
+    """3 runs per system: the GLMMs' bootstrap LRT decides; its observed statistic is the chi-square LRT's."""
+    d = simulate_binary(3, items=25, runs=3, run_sd=0.4)
+    out = system_lrt(d, "binomial", n_sim=49, seed=5)
+    assert out["method"].startswith("parametric bootstrap") and out["test"]["n_sim"] == 49
+    assert out["test"]["chi2"] == pytest.approx(out["chi2"], rel=1e-9)
+    # p = (c + 1) / (n_sim + 1) with c counted out of 49
+    assert round(out["p_value"] * 50) == pytest.approx(out["p_value"] * 50, abs=1e-9)
+    assert out["p_value"] == system_lrt(d, "binomial", n_sim=49, seed=5)["p_value"]   # seeded
 
 
 def test_a_bad_task_is_named_before_any_fit(tmp_path):

@@ -297,7 +297,8 @@ def _analyze_logs(args) -> int:
                          f"{', '.join(logs.description.systems)}.")
     print(f"Read {args.data}:\n{logs.describe()}", flush=True)
     summary = logs_report(logs, specs, notes, args.out, metric=metric, adjust=args.adjust, alpha=args.alpha,
-                          cluster=args.cluster, baseline=args.baseline, data_label=str(args.data))
+                          cluster=args.cluster, baseline=args.baseline, data_label=str(args.data),
+                          test=args.test, n_sim=args.n_sim, seed=args.seed, items=args.items)
     out = Path(args.out)
     print("\n".join(summary.get("verdict", [])))
     print(f"report: {out / 'report.html'}; summary: {out / 'summary.json'}, {out / 'summary.txt'}")

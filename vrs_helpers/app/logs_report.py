@@ -81,7 +81,8 @@ def read_logs(path, fmt: str = "auto", system: str | None = None, cluster: str |
 
 
 def logs_report(logs, specs, notes, out_dir, *, metric=None, adjust: str = "holm", alpha: float = 0.05,
-                cluster: str | None = None, baseline: str | None = None, data_label: str = "") -> dict:
+                cluster: str | None = None, baseline: str | None = None, data_label: str = "",
+                test: str | None = None, n_sim: int = 1000, seed: int = 0, items: str = "random") -> dict:
     """Analyse validated logs (:func:`read_logs`) with :func:`~vrs_helpers.evaluate.tasks.analyze_logs` and write
     ``summary.json``, ``summary.txt`` and ``report.html`` into ``out_dir`` (:func:`write_outputs`). Returns the
     summary."""
@@ -89,7 +90,8 @@ def logs_report(logs, specs, notes, out_dir, *, metric=None, adjust: str = "holm
     from ..evaluate.tasks import analyze_logs
 
     result = analyze_logs(logs, metric=metric, adjust=adjust, alpha=alpha, cluster=cluster, baseline=baseline,
-                          specs=specs)
+                          specs=specs, test=test, n_sim=n_sim, seed=seed,
+                          items=items)
     result.notes += [n for n in notes if n not in result.notes]
     for task, spec in specs.items():
         dropped = spec.design.n_dropped_nan

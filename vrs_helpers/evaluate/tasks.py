@@ -1,18 +1,22 @@
 """The analysis of evaluation logs (issue 29): every task of a harness run, a pooled model over the tasks, the
 verdicts adjusted across tasks, and the numbers the harness itself prints beside ours.
 
-A harness run is many benchmarks (tasks). For each task the systems are compared by the likelihood ratio test of
-the mixed model of book 4.3,
+A harness run is many benchmarks (tasks). For each task the systems are compared by a test of the mixed model of
+book 4.3,
 
     score ~ system + (1|item) [+ (1|system:item)] [+ (1|system:run)]   against   score ~ 1 + (same random part),
 
 with ``(1|system:item)`` where an item is scored more than once per system (repeats: Inspect epochs; or several
 runs) and ``(1|system:run)`` where a system has several runs (seeds, few-shot draws, prompt templates): runs shift
 every item together, repeats are independent draws per item (:mod:`vrs_helpers.evaluate.readers.base`). 0/1 scores
-are fitted as a logistic GLMM (lme4's ``glmer``, Laplace), other scores as a linear mixed model by ML; the LRT's
-chi-square on (systems - 1) df is lme4's ``anova(m0, m1)``. The pooled model adds ``task`` as a fixed effect with
-items nested in tasks (``(1|task:item)``). The per-task p-values are adjusted across tasks by Holm (1979; the
-default) or Benjamini-Hochberg (1995), one table of every task's verdict.
+are fitted as a logistic GLMM (lme4's ``glmer``, Laplace), other scores as a linear mixed model. The likelihood
+ratio test's chi-square on (systems - 1) df (lme4's ``anova(m0, m1)``) is always reported; it is the verdict's test
+where no system has several runs (the items carry the replication). Where systems have runs (3-5 seeds), its
+chi-square reference rejects too often, and the verdict uses the family's small-sample default of the
+runs-random reading (:mod:`vrs_helpers.registry`: Kenward-Roger's F test for continuous scores, the
+parametric-bootstrap LRT for 0/1 scores; ``vrs analyze --test`` chooses another). The pooled model adds ``task``
+as a fixed effect with items nested in tasks (``(1|task:item)``). The per-task p-values are adjusted across tasks
+by Holm (1979; the default) or Benjamini-Hochberg (1995), one table of every task's verdict.
 
 Every number a harness prints (:func:`~vrs_helpers.evaluate.harness_stats.harness_numbers`), Miller's (2024)
 clustered errors and paired difference, and McNemar's test sit beside the verdict, each with a sentence on which
@@ -86,22 +90,41 @@ def task_spec(logs, task: str, metric: str, dropna: bool = False) -> AnalysisSpe
         raise type(exc)(f"task {task!r}, metric {metric!r}: {exc}") from None
 
 
-def random_part(data: pd.DataFrame, item: str = "item") -> str:
+def random_part(data: pd.DataFrame, item: str = "item", items: str = "random") -> str:
     """The random effects a task's design identifies: ``(1|item)``, ``(1|system:item)`` when some (system, item)
-    has several scores (repeats or runs), ``(1|system:run)`` when some system has several runs."""
+    has several scores (repeats or runs) and ``items="random"`` (items like these; ``"fixed"``: these items, as
+    ``vrs analyze --items``), ``(1|system:run)`` when some system has several runs."""
+    if items not in ("random", "fixed"):
+        raise InputError(f"items must be 'random' or 'fixed' (items like these, or these items); got {items!r}.")
     terms = [f"(1|{item})"]
-    if data.groupby(["system", item]).size().max() > 1:
+    if items == "random" and data.groupby(["system", item]).size().max() > 1:
         terms.append(f"(1|system:{item})")
     if "run" in data.columns and data.groupby("system")["run"].nunique().max() > 1:
         terms.append("(1|system:run)")
     return " + ".join(terms)
 
 
-def system_lrt(data: pd.DataFrame, family: str, fixed: str = "", item: str = "item") -> dict:
-    """The likelihood ratio test of the system term: ``score ~ [fixed +] system + random`` against the model
-    without ``system`` (:func:`random_part`); a logistic GLMM for ``family == "binomial"``, else linear mixed
-    models by ML. Returns formula, chi2, df, p_value, method and the fit warnings (singular fits)."""
-    rand = random_part(data, item)
+def system_lrt(data: pd.DataFrame, family: str, fixed: str = "", item: str = "item", test: str | None = None,
+               n_sim: int = 1000, seed: int = 0, items: str = "random") -> dict:
+    """The test of the system term: ``score ~ [fixed +] system + random`` against the model without ``system``
+    (:func:`random_part`); a logistic GLMM for ``family == "binomial"``, else linear mixed models.
+
+    The chi-square likelihood ratio test (ML fits; the GLMMs' Laplace fits, as lme4's ``anova(m0, m1)``) is always
+    computed (``chi2``, ``df``, ``chi2_p_value``). The verdict's test (``method``, ``evidence``, ``p_value``) is
+    ``test`` (a test of :mod:`vrs_helpers.registry` that applies to the family) when given; otherwise, where a
+    system has several runs (``(1|system:run)``), the family's default small-sample test of the runs-random
+    reading (continuous scores: the F test with Kenward-Roger df on the REML fit; 0/1 scores: the
+    parametric-bootstrap LRT, ``n_sim`` simulations from the null fit, ``seed``), because with a few runs per
+    system the chi-square reference rejects too often; without runs the chi-square LRT (its reference is
+    accurate when the items, not a handful of runs, carry the replication). Returns formula, family, chi2, df,
+    chi2_p_value, method, evidence, p_value, the outcome's numbers (``test``) and the fit warnings (singular
+    fits)."""
+    from .. import registry
+    from ..book.glrt import Hypothesis
+
+    rand = random_part(data, item, items)
+    runs = "(1|system:run)" in rand
+    chosen = registry.choose(test, family) if (test is not None or runs) else registry.get("chisq")
     lead = f"{fixed} + " if fixed else ""
     f1, f0 = f"score ~ {lead}system + {rand}", f"score ~ {fixed or '1'} + {rand}"
     with warnings.catch_warnings(record=True) as caught:
@@ -110,10 +133,20 @@ def system_lrt(data: pd.DataFrame, family: str, fixed: str = "", item: str = "it
             m1, m0 = mixed.glmer(f1, data), mixed.glmer(f0, data)
         else:
             m1, m0 = mixed.fit(f1, data, method="ML"), mixed.fit(f0, data, method="ML")
-        test = mixed.lrt(m0, m1)
+        lrt = mixed.lrt(m0, m1)
+        outcome = lrt
+        if chosen.name != "chisq":
+            full = m1 if family == "binomial" else mixed.fit(f1, data)   # the Laplace fit; the REML fit
+            names, kept = list(full.fixed_effects.index), set(m0.fixed_effects.index)
+            cols = [i for i, n in enumerate(names) if n not in kept]     # the system columns
+            L = np.zeros((len(cols), len(names)))
+            L[np.arange(len(cols)), cols] = 1.0
+            outcome = chosen.run(Hypothesis(f1, f0, full, L, "system", data, lrt, family, n_sim, seed,
+                                            extra={"null_fit": m0 if family == "binomial" else None}))
     notes = list(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, mixed.SingularFitWarning)))
-    return {"formula": f1, "family": family, "chi2": float(test.chi2), "df": int(test.df),
-            "p_value": float(test.p_value), "method": test.method, "notes": notes}
+    return {"formula": f1, "family": family, "chi2": float(lrt.chi2), "df": int(lrt.df),
+            "chi2_p_value": float(lrt.p_value), "method": outcome.method, "evidence": outcome.evidence(),
+            "p_value": float(outcome.p_value), "test": outcome.as_dict(), "notes": notes}
 
 
 @dataclass
@@ -152,13 +185,14 @@ class LogsAnalysis:
 
     def text(self) -> str:
         """summary.txt: the verdict, the table of tasks and the harness numbers beside ours."""
-        cols = [c for c in ("task", "n_items", "random", "chi2", "df", "p_text", "p_adjusted_text", "decision")
+        cols = [c for c in ("task", "n_items", "random", "method", "evidence", "p_text", "p_adjusted_text",
+                            "decision")
                 if c in self.tasks.columns]
         parts = [*self.verdict, "", "Every task (" + ADJUSTMENTS[self.adjust] + "):",
                  self.tasks[cols].to_string(index=False)]
         if self.pooled:
-            parts.append(f"Pooled over tasks ({self.pooled['formula']}): chi2 = {self.pooled['chi2']:.4g}, df = "
-                         f"{self.pooled['df']}, p = {self.pooled['p_text']}.")
+            parts.append(f"Pooled over tasks ({self.pooled['formula']}): {self.pooled['method']}, "
+                         f"{self.pooled['evidence']}, p = {self.pooled['p_text']}.")
         for title, frame in (("The harness's numbers (reproduced from the per-item logs)", self.harness),
                              ("Miller (2024) error bars", self.miller), ("Paired differences", self.paired),
                              ("McNemar's test", self.mcnemar)):
@@ -188,8 +222,8 @@ class LogsAnalysis:
                 f"<h2>Every task</h2><p>{esc(ADJUSTMENTS[self.adjust])} across {len(self.tasks)} task(s).</p>",
                 self.tasks.drop(columns=["notes"], errors="ignore").to_html(**fmt)]
         if self.pooled:
-            body.append(f"<p>Pooled over tasks ({esc(self.pooled['formula'])}): chi2 = {self.pooled['chi2']:.4g}, "
-                        f"df = {self.pooled['df']}, p = {esc(self.pooled['p_text'])}.</p>")
+            body.append(f"<p>Pooled over tasks ({esc(self.pooled['formula'])}): {esc(self.pooled['method'])}, "
+                        f"{esc(self.pooled['evidence'])}, p = {esc(self.pooled['p_text'])}.</p>")
         for title, frame in (("The harness's numbers, reproduced from the per-item logs", self.harness),
                              ("The numbers the harness wrote in its files", self.reported),
                              ("Miller (2024): standard errors and confidence intervals", self.miller),
@@ -206,7 +240,7 @@ class LogsAnalysis:
                 "</style></head><body>" + "\n".join(body) + "</body></html>\n")
 
 
-def _task_row(task, spec, alpha) -> tuple[dict, pd.DataFrame]:
+def _task_row(task, spec, alpha, test=None, n_sim=1000, seed=0, items="random") -> tuple[dict, pd.DataFrame]:
     d = spec.table
     family = spec.families["score"]
     row = {"task": task, "family": family, "n_items": spec.design.n_items, "systems": spec.design.n_systems,
@@ -214,19 +248,21 @@ def _task_row(task, spec, alpha) -> tuple[dict, pd.DataFrame]:
     for s, v in d.groupby("system")["score"].mean().items():
         row[f"mean[{s}]"] = float(v)
     if spec.design.n_systems < 2:
-        return {**row, "random": random_part(d), "chi2": math.nan, "df": None, "p_value": math.nan,
+        return {**row, "random": random_part(d, items=items), "chi2": math.nan, "df": None, "p_value": math.nan,
                 "notes": "one system: nothing to compare"}, d
-    test = system_lrt(d, family)
-    return {**row, "random": random_part(d), "formula": test["formula"], "method": test["method"],
-            "chi2": test["chi2"], "df": test["df"], "p_value": test["p_value"], "notes": "; ".join(test["notes"])}, d
+    t = system_lrt(d, family, test=test, n_sim=n_sim, seed=seed, items=items)
+    return {**row, "random": random_part(d, items=items), "formula": t["formula"], "method": t["method"],
+            "evidence": t["evidence"], "chi2": t["chi2"], "df": t["df"], "chi2_p_value": t["chi2_p_value"],
+            "p_value": t["p_value"], "notes": "; ".join(t["notes"])}, d
 
 
-def pooled_test(tables: dict, family: str) -> dict:
+def pooled_test(tables: dict, family: str, test: str | None = None, n_sim: int = 1000, seed: int = 0,
+                items: str = "random") -> dict:
     """The pooled model over tasks: ``task`` a fixed effect, items nested in tasks (item ids ``task:item``), the
-    system tested by the LRT of :func:`system_lrt` with ``fixed="task"``."""
+    system tested as in :func:`system_lrt` with ``fixed="task"``."""
     d = pd.concat([t.assign(task=name) for name, t in tables.items()], ignore_index=True)
     d["item"] = d["task"].astype(str) + ":" + d["item"].astype(str)
-    test = system_lrt(d, family, fixed="task")
+    test = system_lrt(d, family, fixed="task", test=test, n_sim=n_sim, seed=seed, items=items)
     test["p_text"] = p_text(test["p_value"])
     test["items_nested_in"] = "task"
     return test
@@ -234,15 +270,17 @@ def pooled_test(tables: dict, family: str) -> dict:
 
 def analyze_logs(logs, metric: str | None = None, adjust: str = "holm", alpha: float = 0.05,
                  cluster: str | None = None, baseline: str | None = None, specs: dict | None = None,
-                 dropna: bool = False) -> LogsAnalysis:
+                 dropna: bool = False, test: str | None = None, n_sim: int = 1000,
+                 seed: int = 0, items: str = "random") -> LogsAnalysis:
     """Analyse :class:`~vrs_helpers.evaluate.readers.EvalLogs`: per task the mixed-model LRT of the systems
-    (:func:`system_lrt` on the validated :func:`task_spec`), p-values adjusted across tasks (``adjust``: ``holm``
-    or ``bh``, :func:`adjust_pvalues`), the pooled model (:func:`pooled_test`; when every task has the metric's
-    family and there are several tasks), and beside them the harness's own numbers
-    (:func:`~vrs_helpers.evaluate.harness_stats.harness_numbers`), Miller's errors per system, task and run, the
-    paired difference of each system against ``baseline`` (default: the first system) per task, and McNemar's
-    test where each of two systems has one run of 0/1 scores per item. ``specs``: the validated task specs when
-    they were built already (the CLI validates every task before any analysis)."""
+    (:func:`system_lrt` on the validated :func:`task_spec`: with runs, the family's small-sample default test or
+    ``test``; ``n_sim`` and ``seed`` for a parametric bootstrap; ``items`` as :func:`random_part`), p-values adjusted
+    across tasks (``adjust``: ``holm`` or ``bh``, :func:`adjust_pvalues`), the pooled model (:func:`pooled_test`; when
+    every task has the metric's family and there are several tasks), and beside them the harness's own numbers
+    (:func:`~vrs_helpers.evaluate.harness_stats.harness_numbers`), Miller's errors per system, task and run, the paired
+    difference of each system against ``baseline`` (default: the first system) per task, and McNemar's test where each
+    of two systems has one run of 0/1 scores per item. ``specs``: the validated task specs when they were built already
+    (the CLI validates every task before any analysis)."""
     adjust = str(adjust).lower()
     if adjust not in ADJUSTMENTS:
         raise InputError(f"adjust must be one of {', '.join(ADJUSTMENTS)}; got {adjust!r}.")
@@ -255,7 +293,7 @@ def analyze_logs(logs, metric: str | None = None, adjust: str = "holm", alpha: f
     specs = specs if specs is not None else validate_tasks(logs, metric, dropna=dropna)[0]
     rows, tables = [], {}
     for task, spec in specs.items():
-        row, d = _task_row(task, spec, alpha)
+        row, d = _task_row(task, spec, alpha, test, n_sim, seed, items)
         rows.append(row)
         tables[task] = d
     tasks = pd.DataFrame(rows)
@@ -267,7 +305,7 @@ def analyze_logs(logs, metric: str | None = None, adjust: str = "holm", alpha: f
     families = {s.families["score"] for s in specs.values()}
     pooled = None
     if len(specs) > 1 and len(families) == 1 and all(s.design.n_systems > 1 for s in specs.values()):
-        pooled = pooled_test(tables, families.pop())
+        pooled = pooled_test(tables, families.pop(), test, n_sim, seed, items)
     elif len(specs) > 1:
         notes.append("no pooled model: the tasks' scores are of different kinds (0/1 and continuous) or a task "
                      "has one system.")
@@ -294,10 +332,15 @@ def analyze_logs(logs, metric: str | None = None, adjust: str = "holm", alpha: f
                 mcn.append({"task": task, "a": present[1], "b": present[0], **m.to_frame().iloc[0].to_dict(),
                             "ignores": IGNORES["mcnemar"]})
     few = sorted({int(n) for s in specs.values() if s.replications for n in s.design.runs_per_system.values()})
-    if few and few[0] < 10:
+    chi2_verdicts = "method" in tasks.columns and tasks["method"].astype(str).str.startswith("GLRT").any()
+    if few and few[0] < 10 and chi2_verdicts:
         notes.append(f"with {few[0]} runs per system the chi-square reference of the LRT is liberal (it treats the "
-                     "run variance as known; README, 'What the runs-random verdict promises'): read a p-value near "
-                     "alpha with care, and plan more runs (vrs plan).")
+                     "run variance as known; README, 'What the default test promises'): read a p-value near alpha "
+                     "with care, and plan more runs (vrs plan).")
+    elif few:
+        notes.append(f"with {few[0]} run(s) per system the verdicts use a small-sample test of the runs-random "
+                     "model (the method in each task's row); the chi-square LRT (chi2, chi2_p_value) is beside it "
+                     "for comparison and is liberal with few runs.")
     verdict = _verdict(tasks, pooled, adjust, alpha)
     desc = logs.description.to_dict()
     desc["text"] = logs.describe()
@@ -329,17 +372,16 @@ def _verdict(tasks: pd.DataFrame, pooled, adjust: str, alpha: float) -> list:
     lines = []
     tested = tasks[tasks["p_value"].notna()]
     for _, r in tested.iterrows():
-        lines.append(f"Task {r['task']}: the systems {r['decision']} (mixed-model LRT chi2 = {r['chi2']:.4g}, df = "
-                     f"{r['df']}, p = {r['p_text']}, {adjust}-adjusted p = {r['p_adjusted_text']}; random effects "
-                     f"{r['random']}).")
+        lines.append(f"Task {r['task']}: the systems {r['decision']} ({r['method']}: {r['evidence']}, p = "
+                     f"{r['p_text']}, {adjust}-adjusted p = {r['p_adjusted_text']}; random effects {r['random']}).")
     if len(tested) > 1:
         n = int((tested["decision"] == "differ").sum())
         lines.append(f"{n} of {len(tested)} tasks show a difference at alpha = {alpha:g} after "
                      f"{'Holm' if adjust == 'holm' else 'Benjamini-Hochberg'} adjustment across tasks.")
     if pooled:
         word = "differ" if pooled["p_value"] < alpha else "show no significant difference"
-        lines.append(f"Pooled over tasks (task fixed, items nested in tasks): the systems {word} (chi2 = "
-                     f"{pooled['chi2']:.4g}, df = {pooled['df']}, p = {pooled['p_text']}).")
+        lines.append(f"Pooled over tasks (task fixed, items nested in tasks): the systems {word} ({pooled['method']}: "
+                     f"{pooled['evidence']}, p = {pooled['p_text']}).")
     if not lines:
         lines.append("One system: nothing to compare; the harness's numbers and the error bars are below.")
     return lines
