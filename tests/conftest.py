@@ -1,5 +1,6 @@
 """Test configuration: point the data registry at ../shared/data (never download in tests)."""
 
+import json
 import os
 from pathlib import Path
 
@@ -72,3 +73,19 @@ def assert_same_numbers(a, b, rel: float = 1e-8, abs_tol: float = 1e-12, path: s
         assert math.isclose(a, b, rel_tol=rel, abs_tol=abs_tol), f"{path}: {a!r} vs {b!r} (rel {rel:g})"
     else:
         assert a == b, f"{path}: {a!r} vs {b!r}"
+
+
+#: lmerTest/pbkrtest on the book's MT data, Marking vs PostEdit (tests/reference/mt_ter.R)
+MT_LMERTEST = json.loads((ROOT / "tests" / "reference" / "mt_ter_lmertest.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def mt_data():
+    """The book's MT data (TER per sentence), Marking vs PostEdit: the rows of ``MT_LMERTEST``."""
+    from vrs_helpers.book.data import load
+
+    d = load("mt_ter")
+    d = d[d["system"].isin(["Marking", "PostEdit"])].copy()
+    d["system"] = d["system"].astype(str)
+    assert len(d) == MT_LMERTEST["rows"]
+    return d

@@ -18,23 +18,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import requires_data
+from conftest import MT_LMERTEST, requires_data
 from vrs_helpers import registry
 from vrs_helpers.book.glrt import compare_systems
 from vrs_helpers.book.significance import SignificanceError
 
-MT = json.loads((Path(__file__).parent.parent / "reference" / "mt_ter_lmertest.json").read_text())
-
-
-@pytest.fixture(scope="module")
-def mt_data():
-    from vrs_helpers.book.data import load
-
-    d = load("mt_ter")
-    d = d[d["system"].isin(["Marking", "PostEdit"])].copy()
-    d["system"] = d["system"].astype(str)
-    assert len(d) == MT["rows"]
-    return d
+MT = MT_LMERTEST
 
 
 @requires_data

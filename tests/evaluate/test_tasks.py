@@ -1,6 +1,6 @@
-"""Several tasks of evaluation logs (evaluate/tasks.py): Holm and Benjamini-Hochberg against statsmodels, the
-per-task LRT against fits written out here, the small-sample default where systems have runs, the pooled model's design, bad tasks named before any fit, and
-p-values that underflow written as "< 1e-300"."""
+"""Several tasks of evaluation logs (evaluate/tasks.py): Holm and Benjamini-Hochberg against statsmodels, the per-task
+LRT against fits written out here, the small-sample default where systems have runs, the pooled model's design, bad
+tasks named before any fit, and p-values that underflow written as "< 1e-300"."""
 
 import numpy as np
 import pandas as pd

@@ -11,7 +11,6 @@ sufficient statistics, and Satterthwaite's Hessian computed once per model (issu
   the Hessian of the unprofiled REML deviance f(theta, sigma) by second differences, written out in the test.
 """
 
-import json
 import math
 import warnings
 from pathlib import Path
@@ -20,24 +19,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import requires_data
+from conftest import MT_LMERTEST, requires_data
 from vrs_helpers import mixed
 from vrs_helpers.mixed import ddf, nested, satterthwaite
 from vrs_helpers.mixed.deviance import Deviance
 
 REF_DIR = Path(__file__).parent.parent / "reference"
-MT = json.loads((REF_DIR / "mt_ter_lmertest.json").read_text())
-
-
-@pytest.fixture(scope="module")
-def mt_data():
-    from vrs_helpers.book.data import load
-
-    d = load("mt_ter")
-    d = d[d["system"].isin(["Marking", "PostEdit"])].copy()
-    d["system"] = d["system"].astype(str)
-    assert len(d) == MT["rows"]
-    return d
+MT = MT_LMERTEST
 
 
 @requires_data
