@@ -61,7 +61,7 @@ def test_restricted_statistics_equal_own_pass(formula):
 
 
 @pytest.mark.parametrize("formula", [f"y ~ 0 + sys + {R}",  # full dummy coding: sysa is not a column of WIDE
-                                     f"y ~ sys + (1|item)",  # another random part
+                                     "y ~ sys + (1|item)",  # another random part
                                      f"x ~ sys + {R}",  # another response
                                      f"y ~ sys + run + {R}"])  # a variable WIDE does not have
 def test_refused_when_not_a_submodel(formula):
