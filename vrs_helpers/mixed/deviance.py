@@ -24,6 +24,7 @@ import numpy as np
 from scipy import linalg, sparse
 
 from . import stacks as st
+from .dense_blocks import DenseBlocks as _DenseBlocks
 from .design import SufficientStats, lower_triangle
 from .errors import MixedModelError
 
@@ -165,94 +166,6 @@ class _PairSums:
             self.KT = self.K.T.tocsr()
         Y = (self.KT @ vals).reshape(-1, r, r)
         return Y + np.swapaxes(Y, 1, 2)
-
-
-def _equal_rows(G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(first, inverse): the index of the first of each set of equal rows of G and, per row, its set; rows are
-    grouped by a projection and the grouping checked exactly (np.unique(axis=0) sorts whole rows: 100x slower)."""
-    if not len(G):
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    key = G @ np.sqrt(np.arange(2.0, G.shape[1] + 2.0))
-    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    inverse = np.asarray(inverse).reshape(-1)
-    if not np.array_equal(G, G[first[inverse]]):  # two different rows with one projection: no grouping
-        return np.arange(len(G)), np.arange(len(G))
-    return first, inverse
-
-
-class _RowGroups:
-    """A dense matrix G = P G_u stored as its distinct rows G_u and the indicator P of each row's copy
-    (:func:`_equal_rows`): ``G @ X`` and ``G.T @ Y`` read G_u only (the runs-random model's 100 x 3 10^4 block of a
-    complete log: 2 rows instead of 100, read several times per evaluation)."""
-
-    def __init__(self, Gu: np.ndarray, inverse: np.ndarray):
-        self.Gu, self.inverse = Gu, inverse
-        self.shape = (len(inverse), Gu.shape[1])
-        self.P = np.zeros((len(inverse), len(Gu)))
-        self.P[np.arange(len(inverse)), inverse] = 1.0
-
-    def __matmul__(self, X):
-        return (self.Gu @ X)[self.inverse]
-
-    @property
-    def T(self):
-        return _RowGroupsT(self)
-
-    def toarray(self) -> np.ndarray:
-        return self.Gu[self.inverse]
-
-
-class _RowGroupsT:
-    """The transpose of a :class:`_RowGroups` matrix, for ``G.T @ Y``."""
-
-    def __init__(self, g: _RowGroups):
-        self.g, self.shape = g, g.shape[::-1]
-
-    def __matmul__(self, Y):
-        return self.g.Gu.T @ (self.g.P.T @ Y)
-
-
-class _DenseBlocks:
-    """G blockdiag(D_1..D_m) G' and its adjoint for a dense G (q x m r, level-major columns), from the r column sets
-    G_a = G[:, a::r] stored contiguous: r^2 contiguous elementwise products and r matrix products per call (the
-    same products on strided slices of G cost about twice as much: the runs-random model's 100 x 3 10^4 block).
-
-    Rows of G that are equal are computed once: G = P G_u with G_u its u distinct rows and P (q x u) the indicator
-    of each row's copy, so G D G' = P (G_u D G_u') P' and G_:l' K G_:l = G_u,:l' (P'K P) G_u,:l. In an evaluation
-    log where every run scored the same items once, the rows of the runs of one system are equal (u = the number
-    of systems instead of the number of runs): the cost falls by (q / u)^2."""
-
-    def __init__(self, G: np.ndarray, r: int):
-        self.r = r
-        self.inverse = self.P = self.grouped = None
-        first, inverse = _equal_rows(G)
-        if len(first) < 0.75 * G.shape[0]:
-            self.grouped = _RowGroups(G[first], inverse)
-            G, self.inverse, self.P = self.grouped.Gu, inverse, self.grouped.P
-        self.cols = [np.ascontiguousarray(G[:, a::r]) for a in range(r)]
-
-    def __call__(self, D: np.ndarray) -> np.ndarray:
-        """D: m x r x r (levels first; for r = 1 also the m diagonal values)."""
-        r, cols = self.r, self.cols
-        D = np.asarray(D).reshape(-1, r, r)
-        out = np.zeros((cols[0].shape[0],) * 2)
-        for b in range(r):
-            acc = cols[0] * D[:, 0, b]
-            for a in range(1, r):
-                acc += cols[a] * D[:, a, b]
-            out += acc @ cols[b].T
-        return out if self.inverse is None else out[np.ix_(self.inverse, self.inverse)]
-
-    def adjoint(self, Kmat: np.ndarray, r: int) -> np.ndarray:
-        """Per level l the r x r block G_:l' Kmat G_:l for a symmetric q x q Kmat (m x r x r)."""
-        if self.P is not None:
-            Kmat = self.P.T @ Kmat @ self.P
-        KG = [Kmat @ c for c in self.cols]
-        out = np.empty((self.cols[0].shape[1], r, r))
-        for a in range(r):
-            for b in range(a, r):
-                out[:, a, b] = out[:, b, a] = np.einsum("il,il->l", self.cols[a], KG[b])
-        return out
 
 
 def _sandwich(G, d: np.ndarray) -> np.ndarray:
