@@ -509,9 +509,23 @@ class BlockDeviance:
     """Profiled deviance for any random terms: term k has Lambda_k = I_{m_k} (x) T_k with T_k lower triangular
     (r_k x r_k), parametrized by its lower triangle in column-major order, as lme4's theta."""
 
+    #: what the deviance keeps of the data (not of the method): made once per statistics object and shared by the
+    #: deviances of its REML and ML fits and Kenward-Roger's test (none of them changes these arrays)
+    _DATA = ("r", "tri", "tslices", "n_theta", "lower", "big", "others", "q_o", "slices", "Gb", "Go", "Gob", "gdg",
+             "Rb", "eye_b", "Ro", "MtM", "eye_o")
+
     def __init__(self, s: SufficientStats, reml: bool):
         self.s = s
         self.reml = reml
+        self._memo: dict = {}
+        made = s.__dict__.get("_block_deviance")
+        if made is not None:
+            self.__dict__.update(made)
+            return
+        self._build(s)
+        s._block_deviance = {k: self.__dict__[k] for k in self._DATA}
+
+    def _build(self, s: SufficientStats) -> None:
         sizes = s.sizes
         self.r = [t.r for t in s.terms]
         K = len(sizes)
@@ -566,7 +580,6 @@ class BlockDeviance:
                    if self.others else np.zeros((0, p + 1)))
         self.MtM = np.block([[s.XtX, s.Xty[:, None]], [s.Xty[None, :], np.array([[s.yty]])]])
         self.eye_o = np.eye(self.q_o)
-        self._memo: dict = {}
 
     def start(self) -> np.ndarray:
         """lme4's starting value: identity T_k (1 on the diagonal, 0 below)."""
