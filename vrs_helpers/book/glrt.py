@@ -75,7 +75,7 @@ def replication_problem(column: str, levels, system: str) -> str | None:
 def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, by: str | None = None,
                     covariate: str | None = None, adjust: str = "tukey", replications=(), family: str = "gaussian",
                     trials: str | None = None, test: str | None = None, n_sim: int = 1000,
-                    seed: int = 0, items: str = "random") -> SystemComparison:
+                    seed: int = 0, items: str = "random", models=None) -> SystemComparison:
     """Do systems differ — overall, within the levels of a binned data property (``by``), or in their slope over
     a continuous property (``covariate``)? Fits the LMM with a random intercept per test item (sentence) by REML
     for the contrasts and tests the system terms with a GLRT on ML refits.
@@ -125,6 +125,9 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
     means carry ``probability`` = logistic(emmean) and its interval. ``family="auto"`` picks binomial for a 0/1
     response (:func:`vrs_helpers.book.binary.detect_family`) and notes it. The GLMM is fitted in memory (a dask
     DataFrame is collected first).
+
+    ``models``: a :class:`vrs_helpers.mixed.ModelCache` of ``data`` whose accumulations and fits the linear mixed
+    models share with other readings of the same data (None: one for this call, shared by its models).
     """
     from .. import mixed
     from ..mixed.marginal import emmeans
@@ -177,9 +180,10 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
                          "with few runs per system it rejects more often than alpha; the parametric-bootstrap LRT "
                          "(the default) keeps its level")
     else:
-        full = mixed.fit(formula, data)
+        models = mixed.ModelCache(data) if models is None else models
+        full = models.fit(formula)
         null_fit = None
-        glrt = mixed.lrt(mixed.fit(null, data), full)
+        glrt = mixed.lrt(models.fit(null, "ML"), full)  # the null's REML fit would only be refitted by ML
     f_test = None
     if replications and by is None and covariate is None:
         # runs as a random effect: with 3-5 runs per system the chi-square GLRT rejects far more often than alpha;
@@ -219,7 +223,7 @@ def random_part(data, system: str, item: str, replications=(), items: str = "ran
 
 
 def interaction_test(data, response: str, system: str, item: str, prop: str, replications=(),
-                     family: str = "gaussian", items: str = "random", ddf: str | None = None):
+                     family: str = "gaussian", items: str = "random", ddf: str | None = None, models=None):
     """Does the system difference depend on the data property ``prop``? ``response ~ system + P`` against
     ``response ~ system * P`` (the same random terms as :func:`compare_systems`: a numeric P as a slope, a
     categorical one per level). This is not the ICLR paper's eq. 6/7 test (``system * P`` vs ``P``, which drops the
@@ -228,7 +232,8 @@ def interaction_test(data, response: str, system: str, item: str, prop: str, rep
 
     With ``replications`` (runs random) and continuous scores: the F test of the interaction columns on the REML
     fit with Kenward-Roger's (default; ``ddf="satterthwaite"``) small-sample df; otherwise the chi-square GLRT of
-    the two fits (ML; the GLMMs' Laplace fits for binary scores). Returns the test's outcome."""
+    the two fits (ML; the GLMMs' Laplace fits for binary scores). Returns the test's outcome. ``models``: as in
+    :func:`compare_systems`."""
     from .. import mixed
     from ..mixed.ddf import contrast_test
     from .binary import binomial_response
@@ -240,14 +245,15 @@ def interaction_test(data, response: str, system: str, item: str, prop: str, rep
     if family == "binomial":
         return mixed.lrt(mixed.glmer(reduced, data, family="binomial"), mixed.glmer(formula, data,
                                                                                     family="binomial"))
-    full = mixed.fit(formula, data)
+    models = mixed.ModelCache(data) if models is None else models
+    full = models.fit(formula)
     if replications:
         names = list(full.fixed_effects.index)
         cols = [i for i, n in enumerate(names) if ":" in n]
         L = np.zeros((len(cols), len(names)))
         L[np.arange(len(cols)), cols] = 1.0
         return contrast_test(full, L, f"{system}:{prop}", ddf=ddf or registry.ddf_default())
-    return mixed.lrt(mixed.fit(reduced, data), full)
+    return mixed.lrt(models.fit(reduced, "ML"), full)
 
 
 def system_item_replicated(data, system: str, item: str) -> bool:

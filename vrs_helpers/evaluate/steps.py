@@ -27,7 +27,7 @@ import pandas as pd
 
 from .. import mixed
 from ..book.binary import latent_variance_components
-from ..book.glrt import compare_systems, interaction_test
+from ..book.glrt import compare_systems, interaction_test, random_part
 from ..book.reliability import decision_study, phi
 from ..book.significance import bootstrap_test, permutation_test, resampling_test_dask
 from ..errors import VRSError
@@ -98,6 +98,7 @@ class Work:
     family: str
     test: str | None
     client: object = None
+    models: object = None  # mixed.ModelCache of d: the readings' linear mixed models from shared accumulations
 
     @property
     def lazy(self) -> bool:
@@ -129,8 +130,24 @@ def prepare(spec, response: str, client=None) -> Work:
     d[sy] = d[sy].astype(pd.CategoricalDtype(systems))
     if hasattr(d, "dask"):
         d = d.persist()  # the validated columns stay on the workers for the passes below
-    return Work(spec, response, d, names[response], sy, names[spec.item], [names[r] for r in spec.replications],
-                names, back, systems, spec.families[response], spec.tests.get(response), client)
+    w = Work(spec, response, d, names[response], sy, names[spec.item], [names[r] for r in spec.replications],
+             names, back, systems, spec.families[response], spec.tests.get(response), client)
+    w.models = mixed.ModelCache(d)
+    if w.family == "gaussian" and len(systems) >= 2:
+        w.models.plan(*_planned(w))
+    return w
+
+
+def _planned(w: Work) -> list[str]:
+    """The widest linear mixed models of the readings on ``w.d`` (per numeric data property the system-by-property
+    models with runs as replications and with runs random): every model of :func:`significance` and
+    :func:`conditional` on ``w.d`` has its fixed columns among theirs, so each random part is accumulated once."""
+    parts = [random_part(w.d, w.sy, w.it)[0]] + ([random_part(w.d, w.sy, w.it, w.reps, w.spec.items)[0]]
+                                                 if w.reps else [])
+    numeric = [w.names[p] for p in w.spec.properties if pd.api.types.is_numeric_dtype(w.d[w.names[p]].dtype)]
+    return [f"{w.y} ~ {w.sy}" + "".join(f" * {pn}" for pn in numeric[:1]) + "".join(f" + {w.sy} * {pn}"
+                                                                                    for pn in numeric[1:])
+            + f" + {rand}" for rand in parts]
 
 
 # ------------------------------------------------------------------------------------------------- the steps
@@ -175,7 +192,7 @@ def significance(result, w: Work) -> None:
     item, and with a random intercept per run of each system tested by the spec's registered test."""
     if len(w.systems) < 2:
         return
-    fam = {"family": w.family}
+    fam = {"family": w.family, "models": w.models}
     result.comparison = compare_systems(w.d, w.y, w.sy, w.it, **fam)
     result.comparison.contrasts = w.rename_back(result.comparison.contrasts)
     result.comparison.means = w.rename_back(result.comparison.means)
@@ -215,14 +232,17 @@ def conditional(result, w: Work) -> None:
         return
     for p in w.spec.properties:
         pn = w.names[p]
-        d = w.d if pd.api.types.is_numeric_dtype(w.d[pn].dtype) else w.d.assign(**{pn: w.d[pn].astype(str)})
-        if pd.api.types.is_numeric_dtype(w.d[pn].dtype):
-            c = compare_systems(w.d, w.y, w.sy, w.it, covariate=pn, family=w.family)
+        numeric = pd.api.types.is_numeric_dtype(w.d[pn].dtype)
+        d = w.d if numeric else w.d.assign(**{pn: w.d[pn].astype(str)})
+        models = w.models if numeric else mixed.ModelCache(d)  # the binned property's models share theirs
+        if numeric:
+            c = compare_systems(w.d, w.y, w.sy, w.it, covariate=pn, family=w.family, models=models)
         else:
-            c = compare_systems(d, w.y, w.sy, w.it, by=pn, family=w.family)
+            c = compare_systems(d, w.y, w.sy, w.it, by=pn, family=w.family, models=models)
         ddf = w.test if w.test in ("kenward-roger", "satterthwaite") else None
         try:
-            result.interactions[p] = interaction_test(d, w.y, w.sy, w.it, pn, w.reps, w.family, w.spec.items, ddf)
+            result.interactions[p] = interaction_test(d, w.y, w.sy, w.it, pn, w.reps, w.family, w.spec.items, ddf,
+                                                      models=models)
         except VRSError as e:  # reported; the joint test still stands
             result.notes.append(f"the interaction test of system x {p}: {e}")
         c.contrasts, c.means = w.rename_back(c.contrasts), w.rename_back(c.means)

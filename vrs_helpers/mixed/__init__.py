@@ -10,7 +10,8 @@ lower-triangular theta, ``(0 + x|g)``, ``(1 + x||g)``; factors as lme4 codes the
 - :mod:`.accumulate` - one pass over the rows (DataFrame, chunks, pyarrow Dataset, dask DataFrame) into mergeable
   :class:`PartialStats`, keyed by level labels (a dask DataFrame: one per partition on its cluster);
 - :mod:`.factor_slopes` - random slopes of factors coded as lme4 codes them;
-- :mod:`.deviance` - the profiled REML/ML deviance (lme4 JSS eq. 34/41) with a blocked, sparse Cholesky;
+- :mod:`.deviance` - the profiled REML/ML deviance (lme4 JSS eq. 34/41) with a blocked, sparse Cholesky
+  (:mod:`.dense_blocks`: its dense cross blocks, equal rows computed once);
 - :mod:`.model` - the :class:`MixedModel` base of the model objects (MixedModels.jl's) and their :class:`OptSummary`;
 - :mod:`.results` - the linear mixed model, :class:`LinearMixedModel` (lme4's lmer), fitted by :mod:`.optimizer`;
   :func:`fit` and :func:`fit_stats` build and fit one;
@@ -25,6 +26,8 @@ lower-triangular theta, ``(0 + x|g)``, ``(1 + x||g)``; factors as lme4 codes the
   :mod:`.separation` - all-correct / all-wrong groups: :func:`check_separation`;
 - :mod:`.simulate`, :mod:`.batch`, :mod:`.bootstrap` - responses simulated as sufficient statistics, batched refits
   and the parametric-bootstrap LRT (pbkrtest's PBmodcomp): :func:`parametric_bootstrap_lrt`;
+- :mod:`.shared` - one accumulation shared by the models of one data set that differ in their fixed effects, and
+  their fits kept: :class:`ModelCache`, :func:`restrict`;
 - :mod:`.numdiff` - the finite differences every numerical derivative of the engine uses.
 """
 
@@ -40,10 +43,11 @@ from .likelihood_ratio import LRTResult, lrt
 from .model import MixedModel, OptSummary
 from .results import LinearMixedModel, MixedModelResult, fit, fit_stats
 from .separation import check_separation
+from .shared import ModelCache, restrict
 
 __all__ = ["fit", "fit_stats", "accumulate", "accumulate_dask", "lrt", "MixedModel", "LinearMixedModel",
            "GeneralizedLinearMixedModel", "OptSummary", "MixedModelResult", "LRTResult", "families",
            "SufficientStats", "MixedModelError", "SingularFitWarning", "ConvergenceWarning", "AliasedFactorsWarning",
            "SINGULAR_TOL", "Deviance", "BlockDeviance", "design_rows", "PartialStats", "merge_all",
            "glmer", "GLMMResult", "parametric_bootstrap_lrt", "BootstrapLRTResult", "glmm_bootstrap_lrt",
-           "check_separation"]
+           "check_separation", "ModelCache", "restrict"]

@@ -49,7 +49,22 @@ def _cross(s, k: int, j: int):
 
 
 def find(s) -> NestedPlan | None:
-    """The nested pair that merging helps (module docstring), or None."""
+    """The nested pair that merging helps (module docstring), or None; found once per statistics object (the fits
+    and tests of one model share the plan and its merged statistics, :func:`merged`)."""
+    if "_nested_plan" not in s.__dict__:
+        s._nested_plan = _find(s)
+    return s._nested_plan
+
+
+def merged(s, plan: NestedPlan):
+    """:func:`block_stats` of ``s`` with ``plan`` (:func:`find`'s), made once per statistics object."""
+    got = s.__dict__.get("_nested_block")
+    if got is None or got[0] is not plan:
+        got = s._nested_block = (plan, block_stats(s, plan))
+    return got[1]
+
+
+def _find(s) -> NestedPlan | None:
     if len(s.terms) < 2:
         return None
     sizes = s.sizes
@@ -142,7 +157,7 @@ class NestedDeviance:
 
     def __init__(self, s, reml: bool, plan: NestedPlan):
         self.s, self.reml, self.plan = s, reml, plan
-        self.block = block_stats(s, plan)
+        self.block = merged(s, plan)
         self.inner = BlockDeviance(self.block, reml)
         keep = [k for k in range(len(s.terms)) if k != plan.inner]
         self.position = {k: j for j, k in enumerate(keep)}  # old term -> merged term index
@@ -273,4 +288,4 @@ def block_view(s, theta) -> BlockView | None:
     return BlockView(dev.block, dev.expand(np.asarray(theta, dtype=float)), patterns)
 
 
-__all__ = ["BlockView", "NestedDeviance", "NestedPlan", "block_stats", "block_view", "deviance", "find"]
+__all__ = ["BlockView", "NestedDeviance", "NestedPlan", "block_stats", "block_view", "deviance", "find", "merged"]

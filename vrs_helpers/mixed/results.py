@@ -253,6 +253,15 @@ class LinearMixedModel(MixedModel):
     # --- likelihood ratio tests (:func:`vrs_helpers.mixed.likelihood_ratio.lrt`)
     lrt_method = "GLRT (chi-square)"
 
+    def ml_fit(self) -> LinearMixedModel:
+        """The model fitted by ML: itself for an ML fit, else its statistics refitted by ML once and kept (lme4's
+        anova refits REML fits; the tests of one comparison share the refit)."""
+        if self.method == "ML":
+            return self
+        if self.__dict__.get("_ml") is None:
+            self._ml = fit_stats(self.stats, "ML")
+        return self._ml
+
     def _check_comparable(self, other: LinearMixedModel) -> None:
         s0, s1 = self.stats, other.stats
         if (s0.formula.response != s1.formula.response or s0.n != s1.n
@@ -280,9 +289,7 @@ class LinearMixedModel(MixedModel):
         m0, m1 = self, general
         if m0.method == "REML" or m1.method == "REML":
             if set(m0.stats.fixed_names) != set(m1.stats.fixed_names):
-                m0 = fit_stats(m0.stats, "ML") if m0.method == "REML" else m0
-                m1 = fit_stats(m1.stats, "ML") if m1.method == "REML" else m1
-                return m0, m1, True
+                return m0.ml_fit(), m1.ml_fit(), True
             if m0.method != m1.method:
                 raise MixedModelError("One model is REML and the other ML; fit both with the same method.")
         return m0, m1, False
