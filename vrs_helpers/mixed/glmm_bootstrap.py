@@ -43,6 +43,7 @@ from . import numdiff
 from .bootstrap import BootstrapLRTResult, SeededBatches
 from .errors import MixedModelError
 from .glmm import GeneralizedLinearMixedModel
+from .laplace_blocks import LaplaceBlocks
 from .likelihood_ratio import lrt
 
 BATCH_SIZE = 100  # simulated responses refitted together (fewer where a batch's arrays would exceed ~2e7 numbers)
@@ -94,35 +95,14 @@ class BatchLaplace:
     def __init__(self, d: GLMMDesign):
         self.d = d
         self.K, self.p = len(d.sizes), d.X.shape[1]
-        self.m0 = d.sizes[0]
-        self.q2 = int(sum(d.sizes[1:]))
-        self.offs = np.concatenate([[0], np.cumsum(d.sizes)]).astype(np.int64)
-        self.loc = [c + self.offs[k] - self.m0 for k, c in enumerate(d.codes)]  # position among the other levels
+        self.blocks = LaplaceBlocks(d.codes, d.sizes)
+        self.offs = self.blocks.offs
         self.cols = [c + self.offs[k] for k, c in enumerate(d.codes)]  # position among all levels
         self.binomial = d.family == "binomial"
         self.ones = [bool(np.all(d.X[:, j] == 1.0)) for j in range(self.p)]
-        self._keys: dict = {}
-
-    def _key(self, B: int, k: int, j: int | None = None) -> np.ndarray:
-        """Flat bincount keys of a batch of B responses: (response, level of term k) or (response, level pair)."""
-        hit = self._keys.get((B, k, j))
-        if hit is None:
-            sizes, codes = self.d.sizes, self.d.codes
-            if j is None:
-                width, key = sizes[k], codes[k]
-            else:
-                width, key = sizes[k] * sizes[j], codes[k] * sizes[j] + codes[j]
-            hit = (np.arange(B)[:, None] * width + key[None, :]).ravel()
-            if len(self._keys) > 64:
-                self._keys.clear()
-            self._keys[(B, k, j)] = hit
-        return hit
 
     def _bincount(self, k: int, v, j: int | None = None):
-        B = v.shape[0]
-        width = self.d.sizes[k] * (1 if j is None else self.d.sizes[j])
-        out = np.bincount(self._key(B, k, j), weights=v.ravel(), minlength=B * width)
-        return out.reshape((B, self.d.sizes[k]) if j is None else (B, self.d.sizes[k], self.d.sizes[j]))
+        return self.blocks.bincount(k, v, j)
 
     # --- Z Lambda u and Lambda'Z'r for a batch (B x q modes, B x n row values)
     def zl(self, theta, u):
@@ -132,7 +112,7 @@ class BatchLaplace:
         return out
 
     def zlt(self, theta, r):
-        return np.concatenate([theta[:, k:k + 1] * self._bincount(k, r) for k in range(self.K)], axis=1)
+        return np.concatenate([theta[:, k:k + 1] * v for k, v in enumerate(self.blocks.level_sums(r))], axis=1)
 
     # --- the family (canonical links)
     def mu(self, eta):
@@ -153,53 +133,17 @@ class BatchLaplace:
         w = self.d.wt * (mu * (1.0 - mu) if self.binomial else mu)
         return w, (w * (1.0 - 2.0 * mu) if self.binomial else w)  # Fisher weight, its derivative in eta
 
-    # --- L L' = I + Lambda'Z'WZ Lambda by blocks
+    # --- L L' = I + Lambda'Z'WZ Lambda by blocks (:mod:`.laplace_blocks`: a nested pair eliminated together)
     def factor(self, theta, w):
-        """The blocks of L L' (the largest term's diagonal d0, B D^-1, the Schur complement S), and the weighted
-        counts per level of each term (each row has one level of every term: they are the pair counts' margins)."""
-        B = w.shape[0]
-        if self.K == 1:
-            counts = [self._bincount(0, w)]
-            return (1.0 + theta[:, :1] ** 2 * counts[0], None, None), counts
-        pairs = [None] + [self._bincount(0, w, k) for k in range(1, self.K)]  # (B, m0, m_k)
-        counts = [pairs[1].sum(axis=2)] + [pairs[k].sum(axis=1) for k in range(1, self.K)]
-        d0 = 1.0 + theta[:, :1] ** 2 * counts[0]
-        R = np.zeros((B, self.q2, self.q2))
-        Bm = np.empty((B, self.m0, self.q2))
-        diag = np.arange(self.q2)
-        for k in range(1, self.K):
-            a, b = self.offs[k] - self.m0, self.offs[k + 1] - self.m0
-            R[:, diag[a:b], diag[a:b]] = 1.0 + theta[:, k:k + 1] ** 2 * counts[k]
-            Bm[:, :, a:b] = (theta[:, :1] * theta[:, k:k + 1])[:, :, None] * pairs[k]
-            for j in range(k + 1, self.K):
-                c, e = self.offs[j] - self.m0, self.offs[j + 1] - self.m0
-                P = (theta[:, k:k + 1] * theta[:, j:j + 1])[:, :, None] * self._bincount(k, w, j)
-                R[:, a:b, c:e] = P
-                R[:, c:e, a:b] = np.swapaxes(P, 1, 2)
-        Bd = Bm / d0[:, :, None]
-        S = R - np.swapaxes(Bm, 1, 2) @ Bd
-        return (d0, Bd, S), counts
+        """The blocks of L L' (:class:`.laplace_blocks.Factor`) and the weighted counts per level of each term."""
+        return self.blocks.factor(theta, w)
 
     def logdet(self, fac):
-        d0, _, S = fac
-        out = np.log(d0).sum(axis=1)
-        if S is not None:
-            sign, ld = np.linalg.slogdet(S)
-            out = np.where(sign > 0, out + ld, np.nan)
-        return out
+        return self.blocks.logdet(fac)
 
     def solve(self, fac, g):
         """(L L')^-1 g for g of shape (B, q) or (B, q, c)."""
-        d0, Bd, S = fac
-        vec = g.ndim == 2
-        g = g[:, :, None] if vec else g
-        g0 = g[:, :self.m0]
-        if S is None:
-            x = g0 / d0[:, :, None]
-        else:
-            x2 = np.linalg.solve(S, g[:, self.m0:] - np.swapaxes(Bd, 1, 2) @ g0)
-            x = np.concatenate([g0 / d0[:, :, None] - Bd @ x2, x2], axis=1)
-        return x[:, :, 0] if vec else x
+        return self.blocks.solve(fac, g)
 
     # --- PIRLS and the Laplace deviance
     def pirls(self, theta, beta, y, u, maxit: int = 50):
@@ -286,29 +230,13 @@ class BatchLaplace:
 
     def _diag_terms(self, theta, fac):
         """Per row and term k: [(L L')^-1 Lambda'z_i] at the row's level of term k (B x n each)."""
-        d0, Bd, S = fac
-        c0 = self.d.codes[0]
-        if S is None:
-            return [theta[:, :1] / d0[:, c0]]
-        Sinv = np.linalg.inv(S)
-        F = Bd @ Sinv  # D^-1 B S^-1
-        p00 = (1.0 / d0 + (F * Bd).sum(axis=2))[:, c0]
-        Q0 = theta[:, :1] * p00
-        Qk = []
-        for k in range(1, self.K):
-            p0k = -F[:, c0, self.loc[k]]
-            Q0 = Q0 + theta[:, k:k + 1] * p0k
-            qk = theta[:, :1] * p0k
-            for j in range(1, self.K):
-                qk = qk + theta[:, j:j + 1] * Sinv[:, self.loc[k], self.loc[j]]
-            Qk.append(qk)
-        return [Q0, *Qk]
+        return self.blocks.diag_terms(theta, fac)
 
 
 def _take(state, ok):
     """The rows ``ok`` of a batch's state (theta, y, u, mu, factor, counts)."""
     theta, y, u, mu, fac, counts = state
-    return theta[ok], y[ok], u[ok], mu[ok], tuple(None if a is None else a[ok] for a in fac), [c[ok] for c in counts]
+    return theta[ok], y[ok], u[ok], mu[ok], fac.take(ok), [c[ok] for c in counts]
 
 
 def minimize(lap: BatchLaplace, y: np.ndarray, x0: np.ndarray, Hinv0: np.ndarray, u0: np.ndarray | None = None,
@@ -350,7 +278,7 @@ def minimize(lap: BatchLaplace, y: np.ndarray, x0: np.ndarray, Hinv0: np.ndarray
             i = idx[pending]
             dx = alpha[pending, None] * step[pending]
             xt = x[i] + dx
-            ft, st = lap.value(xt[:, :K], xt[:, K:], y[i], u[i] + np.einsum("bqc,bc->bq", J[i], dx))
+            ft, st = lap.value(xt[:, :K], xt[:, K:], y[i], u[i] + (J[i] @ dx[:, :, None])[:, :, 0])
             ok = ft <= f[i] + 1e-4 * alpha[pending] * slope[pending]
             if ok.any():
                 j = i[ok]
@@ -425,7 +353,7 @@ class GLMMBootstrapPlan(SeededBatches):
         _, size = self.batches[i]
         y = self.simulate(self.rng(i), size)
         dev = []
-        with warnings.catch_warnings(), blas_limit(sum(self.designs[1].sizes[1:]) + self.designs[1].X.shape[1]):
+        with warnings.catch_warnings(), blas_limit(LaplaceBlocks(self.designs[1].codes, self.designs[1].sizes).q2 + self.designs[1].X.shape[1]):
             warnings.simplefilter("ignore", RuntimeWarning)
             # the null model from its estimates (the simulation's parameters), the full model from the null refit
             # (its extra parameters at 0, or at the full fit's variance), the modes from the null refit's
@@ -474,8 +402,8 @@ def glmm_bootstrap_plan(m0: GeneralizedLinearMixedModel, m1: GeneralizedLinearMi
         x_hat = np.concatenate([m.theta.to_numpy(), m.fixed_effects["estimate"].to_numpy()])
         starts.append((x_hat, _hessian(BatchLaplace(d), np.asarray(m.objective.y, dtype=float), x_hat)))
     if batch_size is None:
-        d = designs[1]
-        width = d.n * 12 + d.sizes[0] * max(int(sum(d.sizes[1:])), 1) * 3
+        d, blocks = designs[1], LaplaceBlocks(designs[1].codes, designs[1].sizes)
+        width = d.n * 12 + blocks.m * blocks.r * max(blocks.q2, 1) * 3 + blocks.q2 ** 2
         batch_size = int(max(5, min(BATCH_SIZE, 20_000_000 // max(width, 1))))
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
         raise MixedModelError(f"batch_size must be a positive integer, got {batch_size!r}.")

@@ -1,0 +1,321 @@
+"""L L' = I + Lambda' Z' W Z Lambda of a random-intercept GLMM for a batch of weight vectors, factored by blocks,
+with a nested pair of terms eliminated together (the Laplace deviance's factor: :mod:`.glmm_bootstrap` refits
+batches of simulated responses with it, :mod:`.laplace` fits a model with a nested pair with it).
+
+Blocks (lme4's / MixedModels.jl's blocked Cholesky): the levels of a "big" part are eliminated first, its block of
+L L' being block diagonal; the other terms' levels form a dense Schur complement S = R - B' D^-1 B (B the cross
+block). Without a nested pair the big part is the term with the most levels and D is diagonal. In the runs-random
+model with the system-by-item term, ``score ~ system + (1|item) + (1|system:item) + (1|system:run)``, that term is
+system:item, and the dense block would hold every item (300 items: a 306 x 306 matrix per response and evaluation,
+the whole cost of the GLMM bootstrap). But every level of system:item lies in one item, so the two terms are
+eliminated together, as :mod:`.nested` does for the LMM: per item ("outer" level) its intercept and the levels of
+system:item ("inner") within it, r = 1 + (inner levels per outer level) positions, and the block of L L' there is an
+arrowhead matrix
+
+    D_o = [[a_o, b_o'], [b_o, diag(c_o)]],   a_o = 1 + theta_out^2 w_o,  b_ol = theta_out theta_in w_l,
+                                             c_ol = 1 + theta_in^2 w_l
+
+(w_o, w_l the weighted row counts of the levels: an inner level's rows are all in its outer level, and two inner
+levels share no row). Its determinant and inverse are closed-form with the Schur complement s_o = a_o - sum_l
+b_ol^2 / c_ol: det D_o = s_o prod_l c_ol, D_o^-1 = [[1/s, -b'/(c s)], [-b/(c s), diag(1/c) + b b'/(c c' s)]]
+(elementwise in c). The model is the same, only the levels are regrouped; an outer level with fewer inner levels
+than another is padded (c = 1, b = 0: an identity row that no row of the data touches).
+
+Used whenever the term with the most levels is nested in another term (every level of it within one level of the
+other) and padding at most doubles the big part (:func:`find_nested`); otherwise the big part is that one term
+(r = 1: D diagonal). Every array carries the batch as its first axis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class NestedLevels:
+    """Term ``inner`` nested in term ``outer`` (indices into the model's terms): inner level l lies in outer level
+    ``parent[l]`` at position ``slot[l]`` (1..r-1) of that level's block."""
+
+    inner: int
+    outer: int
+    parent: np.ndarray
+    slot: np.ndarray
+    r: int
+
+
+def find_nested(codes: list, sizes: list) -> NestedLevels | None:
+    """The term with the most levels nested in another term, from the rows' level codes (per term, codes
+    0..size-1), or None. Among several outer terms the one with the most levels; an outer term whose blocks would
+    more than double the big part by padding (very unequal numbers of inner levels per outer level) is skipped."""
+    if len(sizes) < 2:
+        return None
+    b = int(np.argmax(sizes))
+    inner = np.asarray(codes[b])
+    best = None
+    for a in range(len(sizes)):
+        if a == b:
+            continue
+        outer = np.asarray(codes[a])
+        parent = np.full(sizes[b], -1, dtype=np.int64)
+        parent[inner] = outer
+        if (parent < 0).any() or not np.array_equal(parent[inner], outer):
+            continue  # an inner level in two outer levels (or a level without rows)
+        counts = np.bincount(parent, minlength=sizes[a])
+        r = int(counts.max()) + 1
+        if sizes[a] * r > 2 * (sizes[a] + sizes[b]):
+            continue
+        if best is None or sizes[a] > sizes[best[0]]:
+            best = (a, parent, counts, r)
+    if best is None:
+        return None
+    a, parent, counts, r = best
+    order = np.argsort(parent, kind="stable")
+    start = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    slot = np.empty(len(parent), dtype=np.int64)
+    slot[order] = np.arange(len(parent)) - start[parent[order]] + 1
+    return NestedLevels(b, a, parent, slot, r)
+
+
+def _slot_sum(v):
+    """v (B, m, r - 1, ...) summed over its slots (axis 2): a few whole-array additions (numpy's reduction over a
+    short middle axis is slow)."""
+    out = np.zeros(v.shape[:2] + v.shape[3:])
+    for sl in range(v.shape[2]):
+        out += v[:, :, sl]
+    return out
+
+
+@dataclass
+class Factor:
+    """L L' of a batch by blocks (module docstring): the big part's arrowhead blocks (a, b, c; s their Schur
+    complements), X = D^-1 B (its outer rows ``Xo``, inner rows ``Xi``; None without other terms) and the dense
+    Schur complement ``S`` (None without other terms)."""
+
+    a: np.ndarray  # (B, m)
+    b: np.ndarray  # (B, m, r - 1)
+    c: np.ndarray  # (B, m, r - 1)
+    s: np.ndarray  # (B, m): a - sum b^2 / c
+    Xo: np.ndarray | None  # (B, m, q2)
+    Xi: np.ndarray | None  # (B, m, r - 1, q2)
+    S: np.ndarray | None  # (B, q2, q2)
+
+    def take(self, ok) -> Factor:
+        """The responses ``ok`` of the batch."""
+        return Factor(*(None if v is None else v[ok] for v in (self.a, self.b, self.c, self.s, self.Xo, self.Xi,
+                                                                self.S)))
+
+
+class LaplaceBlocks:
+    """The block structure of a random-intercept model's L L' (module docstring) from its rows' level codes (per
+    term, the largest first or not) and the terms' numbers of levels; modes and right-hand sides are in the terms'
+    order (term 0's levels, then term 1's, ...)."""
+
+    def __init__(self, codes: list, sizes: list, nested: bool = True):
+        self.codes = [np.asarray(c, dtype=np.int64) for c in codes]
+        self.sizes = [int(m) for m in sizes]
+        self.K = len(sizes)
+        self.offs = np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
+        self.q = int(self.offs[-1])
+        plan = find_nested(self.codes, self.sizes) if nested else None
+        self.plan = plan
+        self.outer = plan.outer if plan else int(np.argmax(self.sizes))
+        self.inner = plan.inner if plan else None
+        self.r = plan.r if plan else 1
+        self.m = self.sizes[self.outer]
+        self.others = [k for k in range(self.K) if k not in (self.outer, self.inner)]
+        loc, start = {}, 0
+        for k in self.others:
+            loc[k] = self.codes[k] + start
+            start += self.sizes[k]
+        self.loc, self.q2 = loc, start  # a row's position among the dense levels, per other term
+        self.pos_outer = np.arange(self.offs[self.outer], self.offs[self.outer + 1])
+        self.pos_inner = None if plan is None else np.arange(self.offs[self.inner], self.offs[self.inner + 1])
+        self.pos_others = (np.concatenate([np.arange(self.offs[k], self.offs[k + 1]) for k in self.others])
+                           if self.others else np.zeros(0, dtype=np.int64))
+        self.row_o = self.codes[self.outer]
+        if plan is not None:
+            self.row_s = plan.slot[self.codes[self.inner]] - 1  # the row's slot among the inner positions
+        self._keys: dict = {}
+
+    # --- weighted counts per level and level pair, for a batch (B x n values)
+    def _key(self, B: int, k: int, j: int | None = None) -> np.ndarray:
+        """Flat bincount keys of B responses: (response, level of term k) or (response, level pair of k and j). The
+        keys of the first B' responses are a prefix of those of B: one array per (k, j), for the largest B seen."""
+        n = len(self.codes[k])
+        hit = self._keys.get((k, j))
+        if hit is None or len(hit) < B * n:
+            if j is None:
+                width, key = self.sizes[k], self.codes[k]
+            else:
+                width, key = self.sizes[k] * self.sizes[j], self.codes[k] * self.sizes[j] + self.codes[j]
+            hit = (np.arange(B)[:, None] * width + key[None, :]).ravel()
+            self._keys[(k, j)] = hit
+        return hit[:B * n]
+
+    def bincount(self, k: int, v, j: int | None = None):
+        """Per response the sums of v over the levels of term k (B x m_k), or over the level pairs of terms k and j
+        (B x m_k x m_j)."""
+        B = v.shape[0]
+        width = self.sizes[k] * (1 if j is None else self.sizes[j])
+        out = np.bincount(self._key(B, k, j), weights=v.ravel(), minlength=B * width)
+        return out.reshape((B, self.sizes[k]) if j is None else (B, self.sizes[k], self.sizes[j]))
+
+    def _to_slots(self, v):
+        """Values per inner level (B, m_i, ...) placed at their outer level and slot (B, m, r - 1, ...), 0 elsewhere."""
+        out = np.zeros((v.shape[0], self.m, self.r - 1) + v.shape[2:])
+        out[:, self.plan.parent, self.plan.slot - 1] = v
+        return out
+
+    def level_sums(self, v) -> list:
+        """Per term k (the terms' order) the sums of v (B x n) over its levels (B x m_k): the outer term's from the
+        inner term's where a nested pair is merged."""
+        out = [None if k == self.outer and self.inner is not None else self.bincount(k, v) for k in range(self.K)]
+        if self.inner is not None:
+            out[self.outer] = _slot_sum(self._to_slots(out[self.inner]))
+        return out
+
+    # --- the factor
+    def factor(self, theta, w):
+        """The blocks of L L' at theta (B x K) with weights w (B x n), and the weighted counts per level of every
+        term (B x m_k each). The counts come from one pass over the rows per other term: the level-pair counts of
+        the big part's finest term (the inner term, or the outer one) with it, whose margins are the counts."""
+        B = w.shape[0]
+        o, i, r = self.outer, self.inner, self.r
+        fine = o if i is None else i
+        pairs = {k: self.bincount(fine, w, k) for k in self.others}  # (B, m_fine, m_k)
+        counts = [None] * self.K
+        if self.others:
+            counts[fine] = pairs[self.others[0]] @ np.ones(self.sizes[self.others[0]])
+            for k in self.others:
+                counts[k] = pairs[k].sum(axis=1)
+        else:
+            counts[fine] = self.bincount(fine, w)
+        if i is not None:
+            counts[o] = _slot_sum(self._to_slots(counts[i]))
+        a = 1.0 + theta[:, o:o + 1] ** 2 * counts[o]
+        b = np.zeros((B, self.m, r - 1))
+        c = np.ones((B, self.m, r - 1))
+        if i is not None:
+            p, sl = self.plan.parent, self.plan.slot - 1
+            b[:, p, sl] = (theta[:, o:o + 1] * theta[:, i:i + 1]) * counts[i]
+            c[:, p, sl] = 1.0 + theta[:, i:i + 1] ** 2 * counts[i]
+        s = a - _slot_sum(b * b / c)
+        if not self.others:
+            return Factor(a, b, c, s, None, None, None), counts
+        R = np.zeros((B, self.q2, self.q2))
+        Bo = np.empty((B, self.m, self.q2))
+        Bi = np.zeros((B, self.m, r - 1, self.q2))
+        diag = np.arange(self.q2)
+        starts = np.concatenate([[0], np.cumsum([self.sizes[k] for k in self.others])])
+        for e, k in enumerate(self.others):
+            lo, hi = starts[e], starts[e + 1]
+            R[:, diag[lo:hi], diag[lo:hi]] = 1.0 + theta[:, k:k + 1] ** 2 * counts[k]
+            if i is None:
+                Bo[:, :, lo:hi] = (theta[:, o:o + 1] * theta[:, k:k + 1])[:, :, None] * pairs[k]
+            else:
+                slots = self._to_slots(pairs[k])  # (B, m, r - 1, m_k)
+                Bi[:, :, :, lo:hi] = (theta[:, i:i + 1] * theta[:, k:k + 1])[:, :, None, None] * slots
+                Bo[:, :, lo:hi] = (theta[:, o:o + 1] * theta[:, k:k + 1])[:, :, None] * _slot_sum(slots)
+            for f, j in enumerate(self.others[e + 1:], start=e + 1):
+                lo2, hi2 = starts[f], starts[f + 1]
+                P = (theta[:, k:k + 1] * theta[:, j:j + 1])[:, :, None] * self.bincount(k, w, j)
+                R[:, lo:hi, lo2:hi2] = P
+                R[:, lo2:hi2, lo:hi] = np.swapaxes(P, 1, 2)
+        Xo, Xi = self._arrow_solve(b, c, s, Bo, Bi)
+        S = R - np.swapaxes(Bo, 1, 2) @ Xo - np.swapaxes(self._flat(Bi), 1, 2) @ self._flat(Xi)
+        return Factor(a, b, c, s, Xo, Xi, S), counts
+
+    @staticmethod
+    def _flat(v):
+        """(B, m, r - 1, c) as (B, m (r - 1), c)."""
+        return v.reshape(v.shape[0], -1, v.shape[3])
+
+    @staticmethod
+    def _arrow_solve(b, c, s, g0, g1):
+        """D^-1 [g0; g1] block by block (the arrowhead inverse): g0 (B, m, ...), g1 (B, m, r - 1, ...)."""
+        extra = (None,) * (g0.ndim - 2)
+        bc = (b / c)[(Ellipsis,) + extra]
+        x0 = (g0 - _slot_sum(bc * g1)) / s[(Ellipsis,) + extra]
+        x1 = (g1 - b[(Ellipsis,) + extra] * x0[:, :, None]) / c[(Ellipsis,) + extra]
+        return x0, x1
+
+    def logdet(self, fac: Factor):
+        """log det(L L') per response (NaN where L L' is not positive definite)."""
+        out = np.log(fac.s).sum(axis=1) + np.log(fac.c).sum(axis=(1, 2))
+        bad = ~(fac.s > 0).all(axis=1)
+        if fac.S is not None:
+            sign, ld = np.linalg.slogdet(fac.S)
+            out = out + ld
+            bad |= sign <= 0
+        return np.where(bad, np.nan, out)
+
+    def solve(self, fac: Factor, g):
+        """(L L')^-1 g for g of shape (B, q) or (B, q, c), in the terms' order."""
+        vec = g.ndim == 2
+        g = g[:, :, None] if vec else g
+        B, cols = g.shape[0], g.shape[2]
+        g0 = g[:, self.pos_outer]
+        g1 = np.zeros((B, self.m, self.r - 1, cols))
+        if self.inner is not None:
+            g1[:, self.plan.parent, self.plan.slot - 1] = g[:, self.pos_inner]
+        y0, y1 = self._arrow_solve(fac.b, fac.c, fac.s, g0, g1)
+        out = np.empty_like(g)
+        if fac.S is not None:
+            g2 = g[:, self.pos_others]
+            # x2 = S^-1 (g2 - X'[g0; g1]) (D symmetric: B' D^-1 = X')
+            Xi = self._flat(fac.Xi)
+            x2 = np.linalg.solve(fac.S, g2 - np.swapaxes(fac.Xo, 1, 2) @ g0
+                                 - np.swapaxes(Xi, 1, 2) @ self._flat(g1))
+            y0 = y0 - fac.Xo @ x2
+            y1 = y1 - (Xi @ x2).reshape(y1.shape)
+            out[:, self.pos_others] = x2
+        out[:, self.pos_outer] = y0
+        if self.inner is not None:
+            out[:, self.pos_inner] = y1[:, self.plan.parent, self.plan.slot - 1]
+        return out[:, :, 0] if vec else out
+
+    def diag_terms(self, theta, fac: Factor) -> list:
+        """Per term k (the terms' order) and row i: [(L L')^-1 Lambda' z_i] at row i's level of term k (B x n
+        each), from the blocks of the inverse: D^-1 + X S^-1 X' on the big part, -X S^-1 across, S^-1 on the
+        dense levels (X = D^-1 B), at the positions each row uses."""
+        o, i = self.outer, self.inner
+        ro = self.row_o
+        s_row = fac.s[:, ro]
+        Q = [None] * self.K
+        th = [theta[:, k:k + 1] for k in range(self.K)]
+        # D^-1 at the row's positions: (0, 0) 1/s; (0, l) -b/(c s); (l, l) 1/c + b^2/(c^2 s)
+        m00 = 1.0 / s_row
+        if i is not None:
+            rs = self.row_s
+            b_row, c_row = fac.b[:, ro, rs], fac.c[:, ro, rs]
+            m0l = -b_row / (c_row * s_row)
+            mll = 1.0 / c_row + b_row * b_row / (c_row * c_row * s_row)
+        if fac.S is not None:
+            Sinv = np.linalg.inv(fac.S)
+            Fo = fac.Xo @ Sinv  # (B, m, q2)
+            m00 = m00 + np.einsum("bmj,bmj->bm", Fo, fac.Xo)[:, ro]
+            if i is not None:
+                Fi = (self._flat(fac.Xi) @ Sinv).reshape(fac.Xi.shape)
+                m0l = m0l + np.einsum("bmlj,bmj->bml", fac.Xi, Fo)[:, ro, rs]
+                mll = mll + np.einsum("bmlj,bmlj->bml", Fi, fac.Xi)[:, ro, rs]
+        Q[o] = th[o] * m00 + (th[i] * m0l if i is not None else 0.0)
+        if i is not None:
+            Q[i] = th[o] * m0l + th[i] * mll
+        for k in self.others:
+            lk = self.loc[k]
+            cross_o = -Fo[:, ro, lk]
+            Q[o] = Q[o] + th[k] * cross_o
+            qk = th[o] * cross_o
+            if i is not None:
+                cross_i = -Fi[:, ro, rs, lk]
+                Q[i] = Q[i] + th[k] * cross_i
+                qk = qk + th[i] * cross_i
+            for j in self.others:
+                qk = qk + th[j] * Sinv[:, lk, self.loc[j]]
+            Q[k] = qk
+        return Q
+
+
+__all__ = ["Factor", "LaplaceBlocks", "NestedLevels", "find_nested"]
