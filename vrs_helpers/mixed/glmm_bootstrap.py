@@ -161,36 +161,47 @@ class BatchLaplace:
         w, _ = self.weights(mu)
         fac, counts = self.factor(theta, w)
         for _ in range(maxit):
-            du = self.solve(fac, self.zlt(theta, self.d.wt * (y - mu)) - u)
+            # only the responses not yet converged are computed (their factor is put back into the batch's)
+            act = np.flatnonzero(~done)
+            if not len(act):
+                break
+            full = len(act) == B
+            th, ya, ua = theta[act], y[act], u[act]
+            du = self.solve(fac if full else fac.take(act), self.zlt(th, self.d.wt * (ya - mu[act])) - ua)
             size = np.abs(du).max(axis=1)
-            k = np.where(done, 0.0, 1.0)
-            careful = np.flatnonzero(~done & ~(size <= CAREFUL))
+            k = np.ones(len(act))
+            careful = np.flatnonzero(~(size <= CAREFUL))
             if len(careful):
                 i = careful
-                deta = self.zl(theta[i], du[i])
-                obj = self.m2ll(y[i], eta[i], mu[i]) + (u[i] * u[i]).sum(axis=1)
+                deta = self.zl(th[i], du[i])
+                ea = eta[act[i]]
+                obj = self.m2ll(ya[i], ea, mu[act[i]]) + (ua[i] * ua[i]).sum(axis=1)
                 ki, pending = np.ones(len(i)), np.ones(len(i), dtype=bool)
                 for _h in range(40):
                     if not pending.any():
                         break
                     j = np.flatnonzero(pending)
-                    eta_n = eta[i[j]] + ki[j, None] * deta[j]
-                    u_n = u[i[j]] + ki[j, None] * du[i[j]]
-                    new = self.m2ll(y[i[j]], eta_n, self.mu(eta_n)) + (u_n * u_n).sum(axis=1)
+                    eta_n = ea[j] + ki[j, None] * deta[j]
+                    u_n = ua[i[j]] + ki[j, None] * du[i[j]]
+                    new = self.m2ll(ya[i[j]], eta_n, self.mu(eta_n)) + (u_n * u_n).sum(axis=1)
                     ok = new <= obj[j] + 1e-11 * (np.abs(obj[j]) + 1.0)
                     pending[j[ok]] = False
                     ki[j[~ok]] *= 0.5
                 ki[pending] = 0.0  # no decrease: stop there
                 k[i] = ki
-            u += k[:, None] * du
-            eta = xb + self.zl(theta, u)
-            mu = self.mu(eta)
+            ua = ua + k[:, None] * du
+            ea = xb[act] + self.zl(th, ua)
+            ma = self.mu(ea)
+            u[act], eta[act], mu[act] = ua, ea, ma
             step = k * size
-            done |= (step < 1e-10) | ((k == 1.0) & (step < 1e-3))
-            w, _ = self.weights(mu)
-            fac, counts = self.factor(theta, w)
-            if done.all():
-                break
+            done[act] = (step < 1e-10) | ((k == 1.0) & (step < 1e-3))
+            fa, ca = self.factor(th, self.weights(ma)[0])
+            if full:
+                fac, counts = fa, ca
+            else:
+                fac.put(act, fa)
+                for c, v in zip(counts, ca, strict=True):
+                    c[act] = v
         obj = self.m2ll(y, eta, mu) + (u * u).sum(axis=1)
         return u, eta, mu, obj, fac, counts, done & np.isfinite(obj)
 

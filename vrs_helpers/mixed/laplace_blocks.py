@@ -106,6 +106,13 @@ class Factor:
         return Factor(*(None if v is None else v[ok] for v in (self.a, self.b, self.c, self.s, self.Xo, self.Xi,
                                                                 self.S)))
 
+    def put(self, idx, other: Factor) -> None:
+        """Set the responses ``idx`` of the batch to ``other``'s."""
+        for name in ("a", "b", "c", "s", "Xo", "Xi", "S"):
+            v = getattr(self, name)
+            if v is not None:
+                v[idx] = getattr(other, name)
+
 
 class LaplaceBlocks:
     """The block structure of a random-intercept model's L L' (module docstring) from its rows' level codes (per
@@ -130,13 +137,23 @@ class LaplaceBlocks:
             loc[k] = self.codes[k] + start
             start += self.sizes[k]
         self.loc, self.q2 = loc, start  # a row's position among the dense levels, per other term
-        self.pos_outer = np.arange(self.offs[self.outer], self.offs[self.outer + 1])
-        self.pos_inner = None if plan is None else np.arange(self.offs[self.inner], self.offs[self.inner + 1])
         self.pos_others = (np.concatenate([np.arange(self.offs[k], self.offs[k + 1]) for k in self.others])
                            if self.others else np.zeros(0, dtype=np.int64))
+        self.sl_outer = slice(self.offs[self.outer], self.offs[self.outer + 1])
         self.row_o = self.codes[self.outer]
+        # flat indices (np.take is much faster than fancy indexing with several index arrays): an inner level's
+        # position among the (outer level, slot) pairs; the row's pair; the row's (pair or outer level, dense level)
         if plan is not None:
-            self.row_s = plan.slot[self.codes[self.inner]] - 1  # the row's slot among the inner positions
+            r1 = self.r - 1
+            self.sl_inner = slice(self.offs[self.inner], self.offs[self.inner + 1])
+            self.inner_flat = plan.parent * r1 + plan.slot - 1
+            gather = np.full(self.m * r1, len(plan.parent), dtype=np.int64)  # pads: a zero appended
+            gather[self.inner_flat] = np.arange(len(plan.parent))
+            self.gather, self.padded = gather, bool((gather == len(plan.parent)).any())
+            self.row_flat = self.row_o * r1 + plan.slot[self.codes[self.inner]] - 1
+        self.row_dense = {k: (self.row_o * self.q2 + self.loc[k],
+                              None if plan is None else self.row_flat * self.q2 + self.loc[k]) for k in self.others}
+        self.row_pair = {(k, j): self.loc[k] * self.q2 + self.loc[j] for k in self.others for j in self.others}
         self._keys: dict = {}
 
     # --- weighted counts per level and level pair, for a batch (B x n values)
@@ -256,10 +273,14 @@ class LaplaceBlocks:
         vec = g.ndim == 2
         g = g[:, :, None] if vec else g
         B, cols = g.shape[0], g.shape[2]
-        g0 = g[:, self.pos_outer]
-        g1 = np.zeros((B, self.m, self.r - 1, cols))
+        g0 = g[:, self.sl_outer]
         if self.inner is not None:
-            g1[:, self.plan.parent, self.plan.slot - 1] = g[:, self.pos_inner]
+            gi = g[:, self.sl_inner]
+            if self.padded:
+                gi = np.concatenate([gi, np.zeros((B, 1, cols))], axis=1)
+            g1 = gi.take(self.gather, axis=1).reshape(B, self.m, self.r - 1, cols)
+        else:
+            g1 = np.zeros((B, self.m, 0, cols))
         y0, y1 = self._arrow_solve(fac.b, fac.c, fac.s, g0, g1)
         out = np.empty_like(g)
         if fac.S is not None:
@@ -271,9 +292,9 @@ class LaplaceBlocks:
             y0 = y0 - fac.Xo @ x2
             y1 = y1 - (Xi @ x2).reshape(y1.shape)
             out[:, self.pos_others] = x2
-        out[:, self.pos_outer] = y0
+        out[:, self.sl_outer] = y0
         if self.inner is not None:
-            out[:, self.pos_inner] = y1[:, self.plan.parent, self.plan.slot - 1]
+            out[:, self.sl_inner] = self._flat(y1).take(self.inner_flat, axis=1)
         return out[:, :, 0] if vec else out
 
     def diag_terms(self, theta, fac: Factor) -> list:
@@ -281,39 +302,42 @@ class LaplaceBlocks:
         each), from the blocks of the inverse: D^-1 + X S^-1 X' on the big part, -X S^-1 across, S^-1 on the
         dense levels (X = D^-1 B), at the positions each row uses."""
         o, i = self.outer, self.inner
+        B = theta.shape[0]
         ro = self.row_o
-        s_row = fac.s[:, ro]
+        s_row = fac.s.take(ro, axis=1)
         Q = [None] * self.K
         th = [theta[:, k:k + 1] for k in range(self.K)]
         # D^-1 at the row's positions: (0, 0) 1/s; (0, l) -b/(c s); (l, l) 1/c + b^2/(c^2 s)
         m00 = 1.0 / s_row
         if i is not None:
-            rs = self.row_s
-            b_row, c_row = fac.b[:, ro, rs], fac.c[:, ro, rs]
+            rf = self.row_flat
+            b_row, c_row = fac.b.reshape(B, -1).take(rf, axis=1), fac.c.reshape(B, -1).take(rf, axis=1)
             m0l = -b_row / (c_row * s_row)
             mll = 1.0 / c_row + b_row * b_row / (c_row * c_row * s_row)
         if fac.S is not None:
             Sinv = np.linalg.inv(fac.S)
             Fo = fac.Xo @ Sinv  # (B, m, q2)
-            m00 = m00 + np.einsum("bmj,bmj->bm", Fo, fac.Xo)[:, ro]
+            m00 = m00 + np.einsum("bmj,bmj->bm", Fo, fac.Xo).take(ro, axis=1)
             if i is not None:
                 Fi = (self._flat(fac.Xi) @ Sinv).reshape(fac.Xi.shape)
-                m0l = m0l + np.einsum("bmlj,bmj->bml", fac.Xi, Fo)[:, ro, rs]
-                mll = mll + np.einsum("bmlj,bmlj->bml", Fi, fac.Xi)[:, ro, rs]
+                m0l = m0l + np.einsum("bmlj,bmj->bml", fac.Xi, Fo).reshape(B, -1).take(rf, axis=1)
+                mll = mll + np.einsum("bmlj,bmlj->bml", Fi, fac.Xi).reshape(B, -1).take(rf, axis=1)
+            Fo, Sinv = Fo.reshape(B, -1), Sinv.reshape(B, -1)
+            Fi = Fi.reshape(B, -1) if i is not None else None
         Q[o] = th[o] * m00 + (th[i] * m0l if i is not None else 0.0)
         if i is not None:
             Q[i] = th[o] * m0l + th[i] * mll
         for k in self.others:
-            lk = self.loc[k]
-            cross_o = -Fo[:, ro, lk]
+            at_o, at_i = self.row_dense[k]
+            cross_o = -Fo.take(at_o, axis=1)
             Q[o] = Q[o] + th[k] * cross_o
             qk = th[o] * cross_o
             if i is not None:
-                cross_i = -Fi[:, ro, rs, lk]
+                cross_i = -Fi.take(at_i, axis=1)
                 Q[i] = Q[i] + th[k] * cross_i
                 qk = qk + th[i] * cross_i
             for j in self.others:
-                qk = qk + th[j] * Sinv[:, lk, self.loc[j]]
+                qk = qk + th[j] * Sinv.take(self.row_pair[k, j], axis=1)
             Q[k] = qk
         return Q
 
