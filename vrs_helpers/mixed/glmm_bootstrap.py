@@ -32,7 +32,7 @@ and the batch size only - not on where the batches run: here, or as Dask tasks (
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import ClassVar
 
 import numpy as np
@@ -335,6 +335,52 @@ def _hessian(lap: BatchLaplace, y: np.ndarray, x: np.ndarray) -> np.ndarray:
     return (V / lam) @ V.T
 
 
+def pairwise_z(lap: BatchLaplace, y: np.ndarray, x: np.ndarray, D: np.ndarray, u: np.ndarray | None = None):
+    """Wald z of the contrasts ``D beta`` (rows of D over the fixed effects) for every response of a batch at its
+    (theta, beta) = ``x``, with the fixed effects' covariance given theta: V = (X'WX - X'WZ Lambda (L L')^-1
+    Lambda'Z'WX)^-1, W the GLM weights at the conditional modes (the inverse of the Schur complement of the
+    penalized system's Hessian; lme4's ``vcov(use.hessian = FALSE)``, MixedModels.jl's GLMM standard errors).
+    ``u``: the modes to start PIRLS from (a refit's). NaN where the modes or V are not defined."""
+    K, p = lap.K, lap.p
+    u = np.zeros((len(y), lap.d.q)) if u is None else u
+    dev, (theta, _, _, mu, fac, _) = lap.value(x[:, :K], x[:, K:], y, u)
+    w, _ = lap.weights(mu)
+    X = lap.d.X
+    C = np.stack([lap.zlt(theta, w * X[:, j][None, :]) for j in range(p)], axis=2)  # Lambda'Z'WX (B, q, p)
+    M = (X.T[None] * w[:, None, :]) @ X - np.swapaxes(C, 1, 2) @ lap.solve(fac, C)
+    ok = np.isfinite(dev) & np.isfinite(M).all(axis=(1, 2))
+    M[~ok] = np.eye(p)
+    V = np.linalg.inv(M)
+    se = np.sqrt(np.einsum("ij,bjk,ik->bi", D, V, D))
+    z = (x[:, K:] @ D.T) / se
+    z[~ok] = np.nan
+    return z
+
+
+@dataclass(repr=False)
+class GLMMBootstrapResult(BootstrapLRTResult):
+    """A GLMM bootstrap LRT (:class:`~vrs_helpers.mixed.bootstrap.BootstrapLRTResult`) that also calibrated the
+    pairwise contrasts D beta on the same simulations (``pairs`` given): ``z_pairs`` their observed Wald z (the
+    covariance given theta, :func:`pairwise_z`), ``max_abs_z`` per simulation the largest |z| over the pairs of its
+    full-model refit (NaN where a refit failed). :attr:`pairwise_p` is the single-step max-T adjustment."""
+
+    z_pairs: np.ndarray | None = field(default=None, repr=False)
+    max_abs_z: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def pairwise_p(self) -> np.ndarray | None:
+        """Single-step max-T adjusted p of each pair (Westfall & Young 1993, Algorithm 2.5; here with the
+        parametric bootstrap from the null fit, under which every pair is equal): (1 + #{b: max_pairs |z*_b| >=
+        |z_j|}) / (1 + B) over the B simulations whose refits converged. Family-wise: under the complete null
+        P(some adjusted p <= alpha) <= alpha up to Monte-Carlo error."""
+        if self.z_pairs is None or self.max_abs_z is None:
+            return None
+        ref = self.max_abs_z[np.isfinite(self.max_abs_z) & np.isfinite(self.reference)]
+        obs = np.abs(self.z_pairs)
+        tol = 1e-7 * (1.0 + obs)  # a draw equal to the observed |z| within the optimizer's tolerance counts
+        return (1 + (ref[None, :] >= (obs - tol)[:, None]).sum(axis=1)) / (1 + len(ref))
+
+
 @dataclass
 class GLMMBootstrapPlan(SeededBatches):
     """The seeded batches of :func:`glmm_bootstrap_lrt` (module docstring). ``draw(i)`` refits batch i and returns
@@ -345,6 +391,8 @@ class GLMMBootstrapPlan(SeededBatches):
     null: tuple = field(repr=False)  # (theta, beta) of m0: the simulation and the start of its refits
     starts: tuple = field(repr=False)  # (x0, Hinv0) per model: the start and the initial inverse Hessian
     embedding: tuple = field(repr=False)  # the null's parameters and modes in the full model's (_embedding)
+    pairs: np.ndarray | None = field(default=None, repr=False)  # contrasts D of the full model's fixed effects
+    z_pairs: np.ndarray | None = field(default=None, repr=False)  # their observed Wald z (pairwise_z)
     method: ClassVar[str] = "parametric bootstrap LRT (GLMM, Laplace)"
 
     def simulate(self, rng: np.random.Generator, size: int) -> np.ndarray:
@@ -374,9 +422,26 @@ class GLMMBootstrapPlan(SeededBatches):
             x_index, x_default, u_index = self.embedding
             x1 = np.where(x_index >= 0, x[:, np.maximum(x_index, 0)], x_default)
             u1 = np.where(u_index >= 0, u[:, np.maximum(u_index, 0)], 0.0)
-            f, _, ok, _ = minimize(BatchLaplace(self.designs[1]), y, x1, self.starts[1][1], u1)
+            lap1 = BatchLaplace(self.designs[1])
+            f, x, ok, u = minimize(lap1, y, x1, self.starts[1][1], u1)
             dev.append(np.where(ok, f, np.nan))
-        return np.maximum(dev[0] - dev[1], 0.0)
+            stat = np.maximum(dev[0] - dev[1], 0.0)
+            if self.pairs is None:
+                return stat
+            # the pairwise contrasts of the full refit: max |z| over the pairs (the max-T reference)
+            top = np.abs(pairwise_z(lap1, y, x, self.pairs, u)).max(axis=1)
+        return np.column_stack([stat, np.where(np.isfinite(stat), top, np.nan)])
+
+    def finish(self, reference) -> GLMMBootstrapResult:
+        """The test from the simulated statistics in batch order (with ``pairs``: two columns, the LRT statistic
+        and the max |z| of the pairs)."""
+        reference = np.asarray(reference, dtype=float)
+        top = None
+        if reference.ndim == 2:
+            reference, top = reference[:, 0], reference[:, 1]
+        res = super().finish(reference)
+        return GLMMBootstrapResult(**{f.name: getattr(res, f.name) for f in fields(BootstrapLRTResult)},
+                                   z_pairs=self.z_pairs if top is not None else None, max_abs_z=top)
 
 
 def _embedding(m0: GeneralizedLinearMixedModel, m1: GeneralizedLinearMixedModel) -> tuple:
@@ -399,7 +464,7 @@ def _embedding(m0: GeneralizedLinearMixedModel, m1: GeneralizedLinearMixedModel)
 
 
 def glmm_bootstrap_plan(m0: GeneralizedLinearMixedModel, m1: GeneralizedLinearMixedModel, n_sim: int = 1000,
-                        seed: int = 0, batch_size: int | None = None) -> GLMMBootstrapPlan:
+                        seed: int = 0, batch_size: int | None = None, pairs=None) -> GLMMBootstrapPlan:
     """The batches of :func:`glmm_bootstrap_lrt` (see :class:`GLMMBootstrapPlan`)."""
     if isinstance(n_sim, bool) or not isinstance(n_sim, (int, np.integer)) or n_sim < 1:
         raise MixedModelError(f"n_sim must be a positive integer, got {n_sim!r}.")
@@ -420,14 +485,25 @@ def glmm_bootstrap_plan(m0: GeneralizedLinearMixedModel, m1: GeneralizedLinearMi
         raise MixedModelError(f"batch_size must be a positive integer, got {batch_size!r}.")
     batches = [(a, min(batch_size, n_sim - a)) for a in range(0, int(n_sim), int(batch_size))]
     null = (m0.theta.to_numpy().copy(), m0.fixed_effects["estimate"].to_numpy().copy())
-    return GLMMBootstrapPlan(designs, null, tuple(starts), _embedding(m0, m1), observed=float(test.chi2),
+    z_pairs = None
+    if pairs is not None:
+        pairs = np.atleast_2d(np.asarray(pairs, dtype=float))
+        if pairs.shape[1] != designs[1].X.shape[1]:
+            raise MixedModelError(f"pairs must have one column per fixed effect of the full model "
+                                  f"({designs[1].X.shape[1]}), got {pairs.shape[1]}.")
+        y1 = np.asarray(m1.objective.y, dtype=float)[None, :]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            z_pairs = pairwise_z(BatchLaplace(designs[1]), y1, starts[1][0][None, :], pairs)[0]
+    return GLMMBootstrapPlan(designs, null, tuple(starts), _embedding(m0, m1), pairs, z_pairs,
+                             observed=float(test.chi2),
                              df=int(test.df), n_sim=int(n_sim), seed=int(seed), batches=batches, formula0=m0.formula,
                              formula1=m1.formula)
 
 
 def glmm_bootstrap_lrt(m0: GeneralizedLinearMixedModel, m1: GeneralizedLinearMixedModel, n_sim: int = 1000,
                        seed: int = 0, client=None, batch_size: int | None = None,
-                       tasks: int | None = None, progress: bool = False) -> BootstrapLRTResult:
+                       tasks: int | None = None, progress: bool = False, pairs=None) -> GLMMBootstrapResult:
     """Parametric-bootstrap likelihood ratio test of nested GLMMs m0 (restricted) and m1 (general), as pbkrtest's
     ``PBmodcomp(m1, m0, nsim = n_sim)`` on glmer fits (module docstring).
 
@@ -441,12 +517,15 @@ def glmm_bootstrap_lrt(m0: GeneralizedLinearMixedModel, m1: GeneralizedLinearMix
     client : None (here), or a Dask client, scheduler address or ``"local"``: groups of batches run as tasks there.
     progress : a text bar over the simulations on stderr when it is a terminal (here only; the numbers do not
         depend on it).
+    pairs : optional contrasts D (one row per pair, one column per fixed effect of the full model): each
+        simulation's full-model refit also gives the Wald z of D beta, and the result's ``pairwise_p`` are the
+        single-step max-T adjusted p-values of the observed pairs (:class:`GLMMBootstrapResult`; no extra refits).
 
-    Returns a :class:`~vrs_helpers.mixed.bootstrap.BootstrapLRTResult`: ``p_value``, ``mc_se``, ``n_sim`` (the
+    Returns a :class:`GLMMBootstrapResult` (a :class:`~vrs_helpers.mixed.bootstrap.BootstrapLRTResult`): ``p_value``, ``mc_se``, ``n_sim`` (the
     draws used), ``n_failed`` (draws whose refit did not converge: not used, and reported), ``p_chisq`` (the
     chi-square p of the same statistic, for comparison).
     """
-    plan = glmm_bootstrap_plan(m0, m1, n_sim, seed, batch_size)
+    plan = glmm_bootstrap_plan(m0, m1, n_sim, seed, batch_size, pairs)
     if client is None:
         return plan.run(progress)
     from ..dask_support import require_dask, run_batches
@@ -455,5 +534,5 @@ def glmm_bootstrap_lrt(m0: GeneralizedLinearMixedModel, m1: GeneralizedLinearMix
     return plan.finish(run_batches(plan, client, tasks, close=isinstance(client, str)))
 
 
-__all__ = ["BatchLaplace", "GLMMBootstrapPlan", "GLMMDesign", "glmm_bootstrap_lrt", "glmm_bootstrap_plan",
-           "minimize"]
+__all__ = ["BatchLaplace", "GLMMBootstrapPlan", "GLMMBootstrapResult", "GLMMDesign", "glmm_bootstrap_lrt",
+           "glmm_bootstrap_plan", "minimize", "pairwise_z"]

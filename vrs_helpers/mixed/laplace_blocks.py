@@ -81,8 +81,10 @@ def find_nested(codes: list, sizes: list) -> NestedLevels | None:
 def _slot_sum(v):
     """v (B, m, r - 1, ...) summed over its slots (axis 2): a few whole-array additions (numpy's reduction over a
     short middle axis is slow)."""
-    out = np.zeros(v.shape[:2] + v.shape[3:])
-    for sl in range(v.shape[2]):
+    if v.shape[2] == 0:
+        return np.zeros(v.shape[:2] + v.shape[3:])
+    out = v[:, :, 0].copy()
+    for sl in range(1, v.shape[2]):
         out += v[:, :, sl]
     return out
 
@@ -90,25 +92,26 @@ def _slot_sum(v):
 @dataclass
 class Factor:
     """L L' of a batch by blocks (module docstring): the big part's arrowhead blocks (a, b, c; s their Schur
-    complements), X = D^-1 B (its outer rows ``Xo``, inner rows ``Xi``; None without other terms) and the dense
-    Schur complement ``S`` (None without other terms)."""
+    complements), the cross block B to the other terms' levels (its rows at the outer positions ``Bo``, at the inner
+    ones ``Bi``; None without other terms) and the dense Schur complement ``S`` (None without other terms)."""
 
     a: np.ndarray  # (B, m)
     b: np.ndarray  # (B, m, r - 1)
     c: np.ndarray  # (B, m, r - 1)
     s: np.ndarray  # (B, m): a - sum b^2 / c
-    Xo: np.ndarray | None  # (B, m, q2)
-    Xi: np.ndarray | None  # (B, m, r - 1, q2)
+    Bo: np.ndarray | None  # (B, m, q2)
+    Bi: np.ndarray | None  # (B, m, r - 1, q2)
     S: np.ndarray | None  # (B, q2, q2)
+
+    _names = ("a", "b", "c", "s", "Bo", "Bi", "S")
 
     def take(self, ok) -> Factor:
         """The responses ``ok`` of the batch."""
-        return Factor(*(None if v is None else v[ok] for v in (self.a, self.b, self.c, self.s, self.Xo, self.Xi,
-                                                                self.S)))
+        return Factor(*(None if getattr(self, n) is None else getattr(self, n)[ok] for n in self._names))
 
     def put(self, idx, other: Factor) -> None:
         """Set the responses ``idx`` of the batch to ``other``'s."""
-        for name in ("a", "b", "c", "s", "Xo", "Xi", "S"):
+        for name in self._names:
             v = getattr(self, name)
             if v is not None:
                 v[idx] = getattr(other, name)
@@ -157,73 +160,86 @@ class LaplaceBlocks:
         self._keys: dict = {}
 
     # --- weighted counts per level and level pair, for a batch (B x n values)
-    def _key(self, B: int, k: int, j: int | None = None) -> np.ndarray:
-        """Flat bincount keys of B responses: (response, level of term k) or (response, level pair of k and j). The
-        keys of the first B' responses are a prefix of those of B: one array per (k, j), for the largest B seen."""
-        n = len(self.codes[k])
-        hit = self._keys.get((k, j))
+    def _keyed(self, name, row_key: np.ndarray, width: int, v):
+        """Per response the sums of v (B x n) by ``row_key`` (each row's index in 0..width-1): B x width. The flat
+        keys of B responses (response x width + key) are cached per ``name``; those of the first B' responses are
+        a prefix of them."""
+        B, n = v.shape
+        hit = self._keys.get(name)
         if hit is None or len(hit) < B * n:
-            if j is None:
-                width, key = self.sizes[k], self.codes[k]
-            else:
-                width, key = self.sizes[k] * self.sizes[j], self.codes[k] * self.sizes[j] + self.codes[j]
-            hit = (np.arange(B)[:, None] * width + key[None, :]).ravel()
-            self._keys[(k, j)] = hit
-        return hit[:B * n]
+            hit = (np.arange(B)[:, None] * width + row_key[None, :]).ravel()
+            self._keys[name] = hit
+        return np.bincount(hit[:B * n], weights=v.ravel(), minlength=B * width).reshape(B, width)
 
     def bincount(self, k: int, v, j: int | None = None):
         """Per response the sums of v over the levels of term k (B x m_k), or over the level pairs of terms k and j
         (B x m_k x m_j)."""
-        B = v.shape[0]
-        width = self.sizes[k] * (1 if j is None else self.sizes[j])
-        out = np.bincount(self._key(B, k, j), weights=v.ravel(), minlength=B * width)
-        return out.reshape((B, self.sizes[k]) if j is None else (B, self.sizes[k], self.sizes[j]))
+        if j is None:
+            return self._keyed((k,), self.codes[k], self.sizes[k], v)
+        out = self._keyed((k, j), self.codes[k] * self.sizes[j] + self.codes[j], self.sizes[k] * self.sizes[j], v)
+        return out.reshape(v.shape[0], self.sizes[k], self.sizes[j])
 
-    def _to_slots(self, v):
-        """Values per inner level (B, m_i, ...) placed at their outer level and slot (B, m, r - 1, ...), 0 elsewhere."""
-        out = np.zeros((v.shape[0], self.m, self.r - 1) + v.shape[2:])
-        out[:, self.plan.parent, self.plan.slot - 1] = v
-        return out
+    def _slots(self, v, k: int | None = None):
+        """Sums of v over the inner term's levels in the blocks' layout (B, m, r - 1) - with term k: over the
+        pairs of an inner level and a level of k (B, m, r - 1, m_k) - 0 at the padded slots."""
+        B, m, r1 = v.shape[0], self.m, self.r - 1
+        if k is None:
+            return self._keyed("slots", self.row_flat, m * r1, v).reshape(B, m, r1)
+        mk = self.sizes[k]
+        return self._keyed(("slots", k), self.row_flat * mk + self.codes[k], m * r1 * mk, v).reshape(B, m, r1, mk)
+
+    def _levels(self, slots):
+        """Per inner level (B, m_i) from the blocks' layout (B, m, r - 1)."""
+        return slots.reshape(slots.shape[0], -1).take(self.inner_flat, axis=1)
 
     def level_sums(self, v) -> list:
         """Per term k (the terms' order) the sums of v (B x n) over its levels (B x m_k): the outer term's from the
         inner term's where a nested pair is merged."""
-        out = [None if k == self.outer and self.inner is not None else self.bincount(k, v) for k in range(self.K)]
+        out = [None if k in (self.outer, self.inner) and self.inner is not None else self.bincount(k, v)
+               for k in range(self.K)]
         if self.inner is not None:
-            out[self.outer] = _slot_sum(self._to_slots(out[self.inner]))
+            sl = self._slots(v)
+            out[self.inner], out[self.outer] = self._levels(sl), _slot_sum(sl)
         return out
 
     # --- the factor
     def factor(self, theta, w):
         """The blocks of L L' at theta (B x K) with weights w (B x n), and the weighted counts per level of every
-        term (B x m_k each). The counts come from one pass over the rows per other term: the level-pair counts of
-        the big part's finest term (the inner term, or the outer one) with it, whose margins are the counts."""
+        term (B x m_k each). The counts come from one pass over the rows per other term k: the counts of the pairs
+        (big part's finest level, level of k), whose margins are the counts. The Schur complement from the arrowhead
+        inverse D^-1 = diag(0, 1/c) + v v' / s, v = (1, -b/c): B'D^-1 B = sum over the outer levels of
+        Bi' diag(1/c) Bi + w w' / s, w = Bo - sum_l (b_l / c_l) Bi_l."""
         B = w.shape[0]
         o, i, r = self.outer, self.inner, self.r
-        fine = o if i is None else i
-        pairs = {k: self.bincount(fine, w, k) for k in self.others}  # (B, m_fine, m_k)
+        m, r1 = self.m, r - 1
         counts = [None] * self.K
+        pairs = {}
+        for k in self.others:  # (B, m, r - 1, m_k) with a nested pair, else (B, m, m_k)
+            pairs[k] = self._slots(w, k) if i is not None else self.bincount(o, w, k)
+            flat = pairs[k].reshape(B, -1, self.sizes[k])
+            counts[k] = flat.sum(axis=1)
         if self.others:
-            counts[fine] = pairs[self.others[0]] @ np.ones(self.sizes[self.others[0]])
-            for k in self.others:
-                counts[k] = pairs[k].sum(axis=1)
+            k0 = self.others[0]
+            fine = pairs[k0].reshape(B, -1, self.sizes[k0]) @ np.ones(self.sizes[k0])
         else:
-            counts[fine] = self.bincount(fine, w)
+            fine = self._slots(w).reshape(B, -1) if i is not None else self.bincount(o, w)
         if i is not None:
-            counts[o] = _slot_sum(self._to_slots(counts[i]))
+            cs = fine.reshape(B, m, r1)
+            counts[i], counts[o] = self._levels(cs), _slot_sum(cs)
+        else:
+            counts[o] = fine
         a = 1.0 + theta[:, o:o + 1] ** 2 * counts[o]
-        b = np.zeros((B, self.m, r - 1))
-        c = np.ones((B, self.m, r - 1))
         if i is not None:
-            p, sl = self.plan.parent, self.plan.slot - 1
-            b[:, p, sl] = (theta[:, o:o + 1] * theta[:, i:i + 1]) * counts[i]
-            c[:, p, sl] = 1.0 + theta[:, i:i + 1] ** 2 * counts[i]
+            b = (theta[:, o:o + 1] * theta[:, i:i + 1])[:, :, None] * cs
+            c = 1.0 + theta[:, i:i + 1, None] ** 2 * cs  # 1 at a padded slot (no rows)
+        else:
+            b, c = np.zeros((B, m, 0)), np.ones((B, m, 0))
         s = a - _slot_sum(b * b / c)
         if not self.others:
             return Factor(a, b, c, s, None, None, None), counts
         R = np.zeros((B, self.q2, self.q2))
-        Bo = np.empty((B, self.m, self.q2))
-        Bi = np.zeros((B, self.m, r - 1, self.q2))
+        Bo = np.empty((B, m, self.q2))
+        Bi = np.empty((B, m, r1, self.q2))
         diag = np.arange(self.q2)
         starts = np.concatenate([[0], np.cumsum([self.sizes[k] for k in self.others])])
         for e, k in enumerate(self.others):
@@ -232,17 +248,17 @@ class LaplaceBlocks:
             if i is None:
                 Bo[:, :, lo:hi] = (theta[:, o:o + 1] * theta[:, k:k + 1])[:, :, None] * pairs[k]
             else:
-                slots = self._to_slots(pairs[k])  # (B, m, r - 1, m_k)
-                Bi[:, :, :, lo:hi] = (theta[:, i:i + 1] * theta[:, k:k + 1])[:, :, None, None] * slots
-                Bo[:, :, lo:hi] = (theta[:, o:o + 1] * theta[:, k:k + 1])[:, :, None] * _slot_sum(slots)
+                Bi[:, :, :, lo:hi] = (theta[:, i:i + 1] * theta[:, k:k + 1])[:, :, None, None] * pairs[k]
+                Bo[:, :, lo:hi] = (theta[:, o:o + 1] * theta[:, k:k + 1])[:, :, None] * _slot_sum(pairs[k])
             for f, j in enumerate(self.others[e + 1:], start=e + 1):
                 lo2, hi2 = starts[f], starts[f + 1]
                 P = (theta[:, k:k + 1] * theta[:, j:j + 1])[:, :, None] * self.bincount(k, w, j)
                 R[:, lo:hi, lo2:hi2] = P
                 R[:, lo2:hi2, lo:hi] = np.swapaxes(P, 1, 2)
-        Xo, Xi = self._arrow_solve(b, c, s, Bo, Bi)
-        S = R - np.swapaxes(Bo, 1, 2) @ Xo - np.swapaxes(self._flat(Bi), 1, 2) @ self._flat(Xi)
-        return Factor(a, b, c, s, Xo, Xi, S), counts
+        wv = (Bo - _slot_sum((b / c)[:, :, :, None] * Bi)) / np.sqrt(s)[:, :, None]
+        Bc = self._flat(Bi / np.sqrt(c)[:, :, :, None])
+        S = R - np.swapaxes(Bc, 1, 2) @ Bc - np.swapaxes(wv, 1, 2) @ wv
+        return Factor(a, b, c, s, Bo, Bi, S), counts
 
     @staticmethod
     def _flat(v):
@@ -251,11 +267,10 @@ class LaplaceBlocks:
 
     @staticmethod
     def _arrow_solve(b, c, s, g0, g1):
-        """D^-1 [g0; g1] block by block (the arrowhead inverse): g0 (B, m, ...), g1 (B, m, r - 1, ...)."""
-        extra = (None,) * (g0.ndim - 2)
-        bc = (b / c)[(Ellipsis,) + extra]
-        x0 = (g0 - _slot_sum(bc * g1)) / s[(Ellipsis,) + extra]
-        x1 = (g1 - b[(Ellipsis,) + extra] * x0[:, :, None]) / c[(Ellipsis,) + extra]
+        """D^-1 [g0; g1] block by block (the arrowhead inverse): g0 (B, m, k), g1 (B, m, r - 1, k)."""
+        bc = (b / c)[:, :, :, None]
+        x0 = (g0 - _slot_sum(bc * g1)) / s[:, :, None]
+        x1 = (g1 - b[:, :, :, None] * x0[:, :, None]) / c[:, :, :, None]
         return x0, x1
 
     def logdet(self, fac: Factor):
@@ -269,7 +284,8 @@ class LaplaceBlocks:
         return np.where(bad, np.nan, out)
 
     def solve(self, fac: Factor, g):
-        """(L L')^-1 g for g of shape (B, q) or (B, q, c), in the terms' order."""
+        """(L L')^-1 g for g of shape (B, q) or (B, q, c), in the terms' order: y = D^-1 g on the big part, the
+        dense levels x2 = S^-1 (g2 - B'y), then the big part y - D^-1 B x2."""
         vec = g.ndim == 2
         g = g[:, :, None] if vec else g
         B, cols = g.shape[0], g.shape[2]
@@ -284,13 +300,11 @@ class LaplaceBlocks:
         y0, y1 = self._arrow_solve(fac.b, fac.c, fac.s, g0, g1)
         out = np.empty_like(g)
         if fac.S is not None:
-            g2 = g[:, self.pos_others]
-            # x2 = S^-1 (g2 - X'[g0; g1]) (D symmetric: B' D^-1 = X')
-            Xi = self._flat(fac.Xi)
-            x2 = np.linalg.solve(fac.S, g2 - np.swapaxes(fac.Xo, 1, 2) @ g0
-                                 - np.swapaxes(Xi, 1, 2) @ self._flat(g1))
-            y0 = y0 - fac.Xo @ x2
-            y1 = y1 - (Xi @ x2).reshape(y1.shape)
+            Bi = self._flat(fac.Bi)
+            x2 = np.linalg.solve(fac.S, g[:, self.pos_others] - np.swapaxes(fac.Bo, 1, 2) @ y0
+                                 - np.swapaxes(Bi, 1, 2) @ self._flat(y1))
+            z0, z1 = self._arrow_solve(fac.b, fac.c, fac.s, fac.Bo @ x2, (Bi @ x2).reshape(y1.shape))
+            y0, y1 = y0 - z0, y1 - z1
             out[:, self.pos_others] = x2
         out[:, self.sl_outer] = y0
         if self.inner is not None:
@@ -316,12 +330,13 @@ class LaplaceBlocks:
             mll = 1.0 / c_row + b_row * b_row / (c_row * c_row * s_row)
         if fac.S is not None:
             Sinv = np.linalg.inv(fac.S)
-            Fo = fac.Xo @ Sinv  # (B, m, q2)
-            m00 = m00 + np.einsum("bmj,bmj->bm", Fo, fac.Xo).take(ro, axis=1)
+            Xo, Xi = self._arrow_solve(fac.b, fac.c, fac.s, fac.Bo, fac.Bi)  # X = D^-1 B
+            Fo = Xo @ Sinv  # (B, m, q2)
+            m00 = m00 + np.einsum("bmj,bmj->bm", Fo, Xo).take(ro, axis=1)
             if i is not None:
-                Fi = (self._flat(fac.Xi) @ Sinv).reshape(fac.Xi.shape)
-                m0l = m0l + np.einsum("bmlj,bmj->bml", fac.Xi, Fo).reshape(B, -1).take(rf, axis=1)
-                mll = mll + np.einsum("bmlj,bmlj->bml", Fi, fac.Xi).reshape(B, -1).take(rf, axis=1)
+                Fi = (self._flat(Xi) @ Sinv).reshape(Xi.shape)
+                m0l = m0l + np.einsum("bmlj,bmj->bml", Xi, Fo).reshape(B, -1).take(rf, axis=1)
+                mll = mll + np.einsum("bmlj,bmlj->bml", Fi, Xi).reshape(B, -1).take(rf, axis=1)
             Fo, Sinv = Fo.reshape(B, -1), Sinv.reshape(B, -1)
             Fi = Fi.reshape(B, -1) if i is not None else None
         Q[o] = th[o] * m00 + (th[i] * m0l if i is not None else 0.0)
