@@ -361,11 +361,16 @@ def pairwise_z(lap: BatchLaplace, y: np.ndarray, x: np.ndarray, D: np.ndarray, u
 class GLMMBootstrapResult(BootstrapLRTResult):
     """A GLMM bootstrap LRT (:class:`~vrs_helpers.mixed.bootstrap.BootstrapLRTResult`) that also calibrated the
     pairwise contrasts D beta on the same simulations (``pairs`` given): ``z_pairs`` their observed Wald z (the
-    covariance given theta, :func:`pairwise_z`), ``max_abs_z`` per simulation the largest |z| over the pairs of its
+    covariance given theta, :func:`pairwise_z`), ``z_simulated`` per simulation (rows) the z of the pairs of its
     full-model refit (NaN where a refit failed). :attr:`pairwise_p` is the single-step max-T adjustment."""
 
     z_pairs: np.ndarray | None = field(default=None, repr=False)
-    max_abs_z: np.ndarray | None = field(default=None, repr=False)
+    z_simulated: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def max_abs_z(self) -> np.ndarray | None:
+        """Per simulation the largest |z| over the pairs (NaN where a refit failed): the max-T reference."""
+        return None if self.z_simulated is None else np.abs(self.z_simulated).max(axis=1)
 
     @property
     def pairwise_p(self) -> np.ndarray | None:
@@ -373,9 +378,10 @@ class GLMMBootstrapResult(BootstrapLRTResult):
         parametric bootstrap from the null fit, under which every pair is equal): (1 + #{b: max_pairs |z*_b| >=
         |z_j|}) / (1 + B) over the B simulations whose refits converged. Family-wise: under the complete null
         P(some adjusted p <= alpha) <= alpha up to Monte-Carlo error."""
-        if self.z_pairs is None or self.max_abs_z is None:
+        if self.z_pairs is None or self.z_simulated is None:
             return None
-        ref = self.max_abs_z[np.isfinite(self.max_abs_z) & np.isfinite(self.reference)]
+        top = self.max_abs_z
+        ref = top[np.isfinite(top) & np.isfinite(self.reference)]
         obs = np.abs(self.z_pairs)
         tol = 1e-7 * (1.0 + obs)  # a draw equal to the observed |z| within the optimizer's tolerance counts
         return (1 + (ref[None, :] >= (obs - tol)[:, None]).sum(axis=1)) / (1 + len(ref))
@@ -428,20 +434,20 @@ class GLMMBootstrapPlan(SeededBatches):
             stat = np.maximum(dev[0] - dev[1], 0.0)
             if self.pairs is None:
                 return stat
-            # the pairwise contrasts of the full refit: max |z| over the pairs (the max-T reference)
-            top = np.abs(pairwise_z(lap1, y, x, self.pairs, u)).max(axis=1)
-        return np.column_stack([stat, np.where(np.isfinite(stat), top, np.nan)])
+            # the pairwise contrasts' z of the full refit (the max-T reference: their largest |z|)
+            z = pairwise_z(lap1, y, x, self.pairs, u)
+        return np.column_stack([stat, np.where(np.isfinite(stat)[:, None], z, np.nan)])
 
     def finish(self, reference) -> GLMMBootstrapResult:
-        """The test from the simulated statistics in batch order (with ``pairs``: two columns, the LRT statistic
-        and the max |z| of the pairs)."""
+        """The test from the simulated statistics in batch order (with ``pairs``: the LRT statistic, then the z of
+        each pair)."""
         reference = np.asarray(reference, dtype=float)
-        top = None
+        z = None
         if reference.ndim == 2:
-            reference, top = reference[:, 0], reference[:, 1]
+            reference, z = reference[:, 0], reference[:, 1:]
         res = super().finish(reference)
         return GLMMBootstrapResult(**{f.name: getattr(res, f.name) for f in fields(BootstrapLRTResult)},
-                                   z_pairs=self.z_pairs if top is not None else None, max_abs_z=top)
+                                   z_pairs=self.z_pairs if z is not None else None, z_simulated=z)
 
 
 def _embedding(m0: GeneralizedLinearMixedModel, m1: GeneralizedLinearMixedModel) -> tuple:
