@@ -100,7 +100,7 @@ class Factor:
     c: np.ndarray  # (B, m, r - 1)
     s: np.ndarray  # (B, m): a - sum b^2 / c
     Bo: np.ndarray | None  # (B, m, q2)
-    Bi: np.ndarray | None  # (B, m, r - 1, q2)
+    Bi: np.ndarray | None  # (B, m, r - 1, width): slot l's columns LaplaceBlocks.cols[l]
     S: np.ndarray | None  # (B, q2, q2)
 
     _names = ("a", "b", "c", "s", "Bo", "Bi", "S")
@@ -154,6 +154,21 @@ class LaplaceBlocks:
             gather[self.inner_flat] = np.arange(len(plan.parent))
             self.gather, self.padded = gather, bool((gather == len(plan.parent)).any())
             self.row_flat = self.row_o * r1 + plan.slot[self.codes[self.inner]] - 1
+        # the dense levels each slot's rows touch (a system's runs for system:item in item): the cross block's rows
+        # at slot l are stored only in the columns cols[l] (Factor.Bi: B x m x (r - 1) x width, padded with zeros)
+        self.cols, self.width, self.row_local = [], 0, {}
+        if plan is not None and self.others:
+            slot_row = self.row_flat % r1
+            dense = np.concatenate([self.loc[k] for k in self.others])
+            slot_all = np.tile(slot_row, len(self.others))
+            self.cols = [np.unique(dense[slot_all == sl]) for sl in range(r1)]
+            self.width = max(len(c) for c in self.cols)
+            local = np.full((r1, self.q2), -1, dtype=np.int64)
+            for sl, c in enumerate(self.cols):
+                local[sl, c] = np.arange(len(c))
+            self.row_local = {k: local[slot_row, self.loc[k]] for k in self.others}
+        self.term_of = np.concatenate([np.full(self.sizes[k], k) for k in self.others]).astype(np.int64) \
+            if self.others else np.zeros(0, dtype=np.int64)  # the term of each dense level
         self.row_dense = {k: (self.row_o * self.q2 + self.loc[k],
                               None if plan is None else self.row_flat * self.q2 + self.loc[k]) for k in self.others}
         self.row_pair = {(k, j): self.loc[k] * self.q2 + self.loc[j] for k in self.others for j in self.others}
@@ -181,12 +196,12 @@ class LaplaceBlocks:
 
     def _slots(self, v, k: int | None = None):
         """Sums of v over the inner term's levels in the blocks' layout (B, m, r - 1) - with term k: over the
-        pairs of an inner level and a level of k (B, m, r - 1, m_k) - 0 at the padded slots."""
+        pairs of an inner level and a level of k, in the slot's columns (B, m, r - 1, width) - 0 at the pads."""
         B, m, r1 = v.shape[0], self.m, self.r - 1
         if k is None:
             return self._keyed("slots", self.row_flat, m * r1, v).reshape(B, m, r1)
-        mk = self.sizes[k]
-        return self._keyed(("slots", k), self.row_flat * mk + self.codes[k], m * r1 * mk, v).reshape(B, m, r1, mk)
+        wd = self.width
+        return self._keyed(("slots", k), self.row_flat * wd + self.row_local[k], m * r1 * wd, v).reshape(B, m, r1, wd)
 
     def _levels(self, slots):
         """Per inner level (B, m_i) from the blocks' layout (B, m, r - 1)."""
@@ -213,16 +228,26 @@ class LaplaceBlocks:
         o, i, r = self.outer, self.inner, self.r
         m, r1 = self.m, r - 1
         counts = [None] * self.K
-        pairs = {}
-        for k in self.others:  # (B, m, r - 1, m_k) with a nested pair, else (B, m, m_k)
-            pairs[k] = self._slots(w, k) if i is not None else self.bincount(o, w, k)
-            flat = pairs[k].reshape(B, -1, self.sizes[k])
-            counts[k] = flat.sum(axis=1)
-        if self.others:
-            k0 = self.others[0]
-            fine = pairs[k0].reshape(B, -1, self.sizes[k0]) @ np.ones(self.sizes[k0])
+        q2 = self.q2
+        if i is not None and self.others:
+            # (inner level, dense level) counts in each slot's columns, and their sums per outer level and column
+            P = sum(self._slots(w, k) for k in self.others)  # (B, m, r - 1, width): the terms' columns differ
+            fine = self._slots(w, self.others[0]) @ np.ones(self.width) if len(self.others) > 1 else \
+                P @ np.ones(self.width)
+            Po = np.zeros((B, m, q2))
+            for sl, cl in enumerate(self.cols):
+                Po[:, :, cl] += P[:, :, sl, :len(cl)]
+            dense_counts = Po.sum(axis=1)
+        elif self.others:
+            Po = np.concatenate([self.bincount(o, w, k) for k in self.others], axis=2)  # (B, m, q2)
+            dense_counts = Po.sum(axis=1)
+            fine = Po[:, :, :self.sizes[self.others[0]]] @ np.ones(self.sizes[self.others[0]])
         else:
             fine = self._slots(w).reshape(B, -1) if i is not None else self.bincount(o, w)
+        start = 0
+        for k in self.others:
+            counts[k] = dense_counts[:, start:start + self.sizes[k]]
+            start += self.sizes[k]
         if i is not None:
             cs = fine.reshape(B, m, r1)
             counts[i], counts[o] = self._levels(cs), _slot_sum(cs)
@@ -237,27 +262,38 @@ class LaplaceBlocks:
         s = a - _slot_sum(b * b / c)
         if not self.others:
             return Factor(a, b, c, s, None, None, None), counts
-        R = np.zeros((B, self.q2, self.q2))
-        Bo = np.empty((B, m, self.q2))
-        Bi = np.empty((B, m, r1, self.q2))
-        diag = np.arange(self.q2)
+        th_dense = theta[:, self.term_of]  # (B, q2)
+        R = np.zeros((B, q2, q2))
+        diag = np.arange(q2)
+        R[:, diag, diag] = 1.0 + th_dense ** 2 * dense_counts
         starts = np.concatenate([[0], np.cumsum([self.sizes[k] for k in self.others])])
         for e, k in enumerate(self.others):
             lo, hi = starts[e], starts[e + 1]
-            R[:, diag[lo:hi], diag[lo:hi]] = 1.0 + theta[:, k:k + 1] ** 2 * counts[k]
-            if i is None:
-                Bo[:, :, lo:hi] = (theta[:, o:o + 1] * theta[:, k:k + 1])[:, :, None] * pairs[k]
-            else:
-                Bi[:, :, :, lo:hi] = (theta[:, i:i + 1] * theta[:, k:k + 1])[:, :, None, None] * pairs[k]
-                Bo[:, :, lo:hi] = (theta[:, o:o + 1] * theta[:, k:k + 1])[:, :, None] * _slot_sum(pairs[k])
             for f, j in enumerate(self.others[e + 1:], start=e + 1):
                 lo2, hi2 = starts[f], starts[f + 1]
-                P = (theta[:, k:k + 1] * theta[:, j:j + 1])[:, :, None] * self.bincount(k, w, j)
-                R[:, lo:hi, lo2:hi2] = P
-                R[:, lo2:hi2, lo:hi] = np.swapaxes(P, 1, 2)
-        wv = (Bo - _slot_sum((b / c)[:, :, :, None] * Bi)) / np.sqrt(s)[:, :, None]
-        Bc = self._flat(Bi / np.sqrt(c)[:, :, :, None])
-        S = R - np.swapaxes(Bc, 1, 2) @ Bc - np.swapaxes(wv, 1, 2) @ wv
+                Pkj = (theta[:, k:k + 1] * theta[:, j:j + 1])[:, :, None] * self.bincount(k, w, j)
+                R[:, lo:hi, lo2:hi2] = Pkj
+                R[:, lo2:hi2, lo:hi] = np.swapaxes(Pkj, 1, 2)
+        Bo = (theta[:, o:o + 1] * th_dense)[:, None, :] * Po
+        if i is None:
+            Bi = np.zeros((B, m, 0, 0))
+            wv = Bo / np.sqrt(s)[:, :, None]
+            S = R - np.swapaxes(wv, 1, 2) @ wv
+            return Factor(a, b, c, s, Bo, Bi, S), counts
+        th_cols = np.stack([np.pad(th_dense[:, cl], ((0, 0), (0, self.width - len(cl)))) for cl in self.cols],
+                           axis=1)  # (B, r - 1, width)
+        Bi = (theta[:, i:i + 1, None] * th_cols)[:, None] * P
+        wv = Bo.copy()
+        Bc = Bi / np.sqrt(c)[:, :, :, None]
+        bc = (b / c)[:, :, :, None] * Bi
+        S = R.copy()
+        for sl, cl in enumerate(self.cols):
+            nl = len(cl)
+            wv[:, :, cl] -= bc[:, :, sl, :nl]
+            X = Bc[:, :, sl, :nl]
+            S[:, cl[:, None], cl[None, :]] -= np.swapaxes(X, 1, 2) @ X
+        wv /= np.sqrt(s)[:, :, None]
+        S -= np.swapaxes(wv, 1, 2) @ wv
         return Factor(a, b, c, s, Bo, Bi, S), counts
 
     @staticmethod
@@ -300,10 +336,14 @@ class LaplaceBlocks:
         y0, y1 = self._arrow_solve(fac.b, fac.c, fac.s, g0, g1)
         out = np.empty_like(g)
         if fac.S is not None:
-            Bi = self._flat(fac.Bi)
-            x2 = np.linalg.solve(fac.S, g[:, self.pos_others] - np.swapaxes(fac.Bo, 1, 2) @ y0
-                                 - np.swapaxes(Bi, 1, 2) @ self._flat(y1))
-            z0, z1 = self._arrow_solve(fac.b, fac.c, fac.s, fac.Bo @ x2, (Bi @ x2).reshape(y1.shape))
+            rhs = g[:, self.pos_others] - np.swapaxes(fac.Bo, 1, 2) @ y0
+            for sl, cl in enumerate(self.cols):
+                rhs[:, cl] -= np.swapaxes(fac.Bi[:, :, sl, :len(cl)], 1, 2) @ y1[:, :, sl]
+            x2 = np.linalg.solve(fac.S, rhs)
+            bx = np.empty_like(y1)
+            for sl, cl in enumerate(self.cols):
+                bx[:, :, sl] = fac.Bi[:, :, sl, :len(cl)] @ x2[:, cl]
+            z0, z1 = self._arrow_solve(fac.b, fac.c, fac.s, fac.Bo @ x2, bx)
             y0, y1 = y0 - z0, y1 - z1
             out[:, self.pos_others] = x2
         out[:, self.sl_outer] = y0
@@ -330,7 +370,10 @@ class LaplaceBlocks:
             mll = 1.0 / c_row + b_row * b_row / (c_row * c_row * s_row)
         if fac.S is not None:
             Sinv = np.linalg.inv(fac.S)
-            Xo, Xi = self._arrow_solve(fac.b, fac.c, fac.s, fac.Bo, fac.Bi)  # X = D^-1 B
+            Bi = np.zeros((B, self.m, self.r - 1, self.q2))  # the cross block's inner rows in all columns
+            for sl, cl in enumerate(self.cols):
+                Bi[:, :, sl, cl] = fac.Bi[:, :, sl, :len(cl)]
+            Xo, Xi = self._arrow_solve(fac.b, fac.c, fac.s, fac.Bo, Bi)  # X = D^-1 B
             Fo = Xo @ Sinv  # (B, m, q2)
             m00 = m00 + np.einsum("bmj,bmj->bm", Fo, Xo).take(ro, axis=1)
             if i is not None:
