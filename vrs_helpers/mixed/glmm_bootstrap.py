@@ -16,13 +16,23 @@ statistic's distribution under the fitted null model:
 The refits are batched: a batch of simulated responses is refitted at once, every array carrying the batch as its
 first axis. For each response the Laplace deviance and its analytic gradient in (theta, beta) (as :mod:`.laplace`
 computes them: PIRLS for the conditional modes with step halving; log det(L L') from L L' = I + Lambda'Z'WZ Lambda
-factored by blocks - the largest term's diagonal, a dense Schur complement on the other terms' levels - and the
-gradient by the envelope theorem and the implicit function theorem) are computed for the whole batch with numpy;
+factored by blocks (:mod:`.laplace_blocks`: the largest term's diagonal - or, when it is nested in another term as
+system:item in item, both terms' arrowhead blocks per outer level - and a dense Schur complement on the other terms'
+levels) and the gradient by the envelope theorem and the implicit function theorem) are computed for the whole
+batch with numpy; PIRLS iterates only the responses whose modes have not converged;
 the optimizer is quasi-Newton (BFGS) with the inverse Hessian started at the inverse of the observed fit's
 Hessian. Warm starts: m0's refit starts at m0's estimates (the simulation's parameters), m1's at m0's refit (its
 extra fixed effects at 0), the conditional modes at each new point predicted from du/d(theta, beta) (as the engine
 predicts them). Converged: the Newton decrement g'H^-1 g below :data:`TOL` (deviance units); a refit that does not
 get there in :data:`MAX_ITER` iterations, or whose deviance is not finite, has failed.
+
+Pairwise decisions (``pairs``: contrasts D of the full model's fixed effects, e.g. every pair of 3+ systems): each
+simulation's full-model refit also gives the Wald z of D beta (:func:`pairwise_z`, the fixed effects' covariance
+given theta), and the observed pairs get the single-step max-T adjusted p = (1 + #{k: max_pairs |z*_k| >= |z|}) /
+(1 + K_valid) (Westfall & Young 1993, "Resampling-based multiple testing", Algorithm 2.5; here the resampling is
+the parametric bootstrap from the null fit, under which all systems are equal): family-wise, calibrated on the
+design's own small-sample distribution (the Tukey-adjusted Wald z is liberal with 3 runs per system), at no extra
+refits.
 
 Batch i draws from its own generator (``SeedSequence(seed, spawn_key=(i,))``), so the p-value depends on the seed
 and the batch size only - not on where the batches run: here, or as Dask tasks (``client=``, as
@@ -418,17 +428,17 @@ class GLMMBootstrapPlan(SeededBatches):
         _, size = self.batches[i]
         y = self.simulate(self.rng(i), size)
         dev = []
-        with warnings.catch_warnings(), blas_limit(LaplaceBlocks(self.designs[1].codes, self.designs[1].sizes).q2 + self.designs[1].X.shape[1]):
+        lap0, lap1 = BatchLaplace(self.designs[0]), BatchLaplace(self.designs[1])
+        with warnings.catch_warnings(), blas_limit(lap1.blocks.q2 + lap1.p):
             warnings.simplefilter("ignore", RuntimeWarning)
             # the null model from its estimates (the simulation's parameters), the full model from the null refit
             # (its extra parameters at 0, or at the full fit's variance), the modes from the null refit's
             x_null, Hinv0 = self.starts[0]
-            f, x, ok, u = minimize(BatchLaplace(self.designs[0]), y, x_null, Hinv0)
+            f, x, ok, u = minimize(lap0, y, x_null, Hinv0)
             dev.append(np.where(ok, f, np.nan))
             x_index, x_default, u_index = self.embedding
             x1 = np.where(x_index >= 0, x[:, np.maximum(x_index, 0)], x_default)
             u1 = np.where(u_index >= 0, u[:, np.maximum(u_index, 0)], 0.0)
-            lap1 = BatchLaplace(self.designs[1])
             f, x, ok, u = minimize(lap1, y, x1, self.starts[1][1], u1)
             dev.append(np.where(ok, f, np.nan))
             stat = np.maximum(dev[0] - dev[1], 0.0)
@@ -527,9 +537,10 @@ def glmm_bootstrap_lrt(m0: GeneralizedLinearMixedModel, m1: GeneralizedLinearMix
         simulation's full-model refit also gives the Wald z of D beta, and the result's ``pairwise_p`` are the
         single-step max-T adjusted p-values of the observed pairs (:class:`GLMMBootstrapResult`; no extra refits).
 
-    Returns a :class:`GLMMBootstrapResult` (a :class:`~vrs_helpers.mixed.bootstrap.BootstrapLRTResult`): ``p_value``, ``mc_se``, ``n_sim`` (the
-    draws used), ``n_failed`` (draws whose refit did not converge: not used, and reported), ``p_chisq`` (the
-    chi-square p of the same statistic, for comparison).
+    Returns a :class:`GLMMBootstrapResult` (a :class:`~vrs_helpers.mixed.bootstrap.BootstrapLRTResult`):
+    ``p_value``, ``mc_se``, ``n_sim`` (the draws used), ``n_failed`` (draws whose refit did not converge: not used,
+    and reported), ``p_chisq`` (the chi-square p of the same statistic, for comparison); with ``pairs`` also
+    ``pairwise_p``, ``z_pairs`` and ``z_simulated``.
     """
     plan = glmm_bootstrap_plan(m0, m1, n_sim, seed, batch_size, pairs)
     if client is None:
