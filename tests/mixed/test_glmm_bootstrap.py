@@ -211,3 +211,119 @@ def test_a_glmm_that_did_not_converge_says_so(monkeypatch):
         m = mixed.glmer(REF["binary"]["formula_full"], d)
     assert not m.converged and not np.isfinite(m.fixed_effects.loc["systemnew", "se"])
     assert list(mixed.check_separation(d, "correct", "system")["system"]) == ["new"]
+
+
+# --- the runs-random model with (1|system:item) (the nested pair eliminated together) and the max-T adjustment of
+# the pairwise contrasts (single-step max-T, Westfall & Young 1993, on the bootstrap's own simulations)
+RAND = "(1|item) + (1|system:item) + (1|system:run)"
+_LOGS: dict = {}
+
+
+def _log_fits(systems):
+    if systems not in _LOGS:
+        from vrs_helpers.book.simulation import evaluation_log
+
+        d = evaluation_log(11, systems=systems, runs=3, items=80, family="binomial", mean=0.5, run_sd=0.35,
+                           item_sd=1.0, system_item_sd=0.5)
+        _LOGS[systems] = (d, mixed.glmer(f"score ~ 1 + {RAND}", d), mixed.glmer(f"score ~ system + {RAND}", d))
+    return _LOGS[systems]
+
+
+def _pairs(m1):
+    """Every pairwise difference of the systems' fixed-effect rows (treatment coding: intercept + indicator)."""
+    p = len(m1.fixed_effects)
+    rows = np.vstack([np.eye(p)[0]] + [np.eye(p)[0] + np.eye(p)[j] for j in range(1, p)])
+    return np.array([rows[a] - rows[b] for a in range(p) for b in range(a + 1, p)])
+
+
+def test_nested_model_batched_deviance_gradient_and_refits_equal_the_engine():
+    _, m0, m1 = _log_fits(3)
+    for m in (m0, m1):
+        lap = gb.BatchLaplace(gb.GLMMDesign.of(m))
+        assert lap.blocks.plan is not None and lap.blocks.r == 4  # item with its 3 system:item levels
+        x = _point(m, 1.1)
+        K = lap.K
+        dev, state = lap.value(x[None, :K], x[None, K:], m.objective.y[None, :], np.zeros((1, lap.d.q)))
+        g, _ = lap.gradient(state)
+        m.objective.u, m.objective.pred = np.zeros(lap.d.q), None
+        d_ref, g_ref = m.objective.laplace(x[:K], x[K:], grad=True)
+        assert dev[0] - 2.0 * m.objective.const.sum() == pytest.approx(d_ref, abs=1e-8 * abs(d_ref))
+        np.testing.assert_allclose(g[0], g_ref, atol=1e-6 * max(1.0, np.abs(g_ref).max()))
+        y = np.repeat(m.objective.y[None, :], 2, axis=0)
+        f, _, ok, _ = gb.minimize(lap, y, _point(m, 1.2), gb._hessian(lap, m.objective.y, _point(m, 1.0)))
+        assert ok.all()
+        np.testing.assert_allclose(f - 2.0 * m.objective.const.sum(), m.deviance, atol=1e-6)
+
+
+def test_pairwise_z_is_the_wald_z_with_the_covariance_given_theta():
+    """Against V = (X'WX - X'WZ Lambda (Lambda'Z'WZ Lambda + I)^-1 Lambda'Z'WX)^-1 from one-hot Z, at the fit's
+    conditional modes (computed here by Newton's method on the dense penalized objective)."""
+    d, _, m1 = _log_fits(3)
+    lap = gb.BatchLaplace(gb.GLMMDesign.of(m1))
+    x = _point(m1, 1.0)
+    D = _pairs(m1)
+    z = gb.pairwise_z(lap, m1.objective.y[None, :], x[None, :], D)[0]
+    K, obj = lap.K, m1.objective
+    theta, beta = x[:K], x[K:]
+    ZL = np.hstack([np.eye(n)[c] * t for c, n, t in zip(obj.codes, obj.sizes, theta, strict=True)])
+    u = np.zeros(ZL.shape[1])
+    for _ in range(50):  # the conditional modes: Newton on -2 log p(y | u) + |u|^2
+        mu = 1 / (1 + np.exp(-(obj.X @ beta + ZL @ u)))
+        w = obj.wt * mu * (1 - mu)
+        step = np.linalg.solve(ZL.T @ (w[:, None] * ZL) + np.eye(len(u)), ZL.T @ (obj.wt * (obj.y - mu)) - u)
+        u += step
+        if np.abs(step).max() < 1e-12:
+            break
+    mu = 1 / (1 + np.exp(-(obj.X @ beta + ZL @ u)))
+    w = obj.wt * mu * (1 - mu)
+    C = ZL.T @ (w[:, None] * obj.X)
+    V = np.linalg.inv(obj.X.T @ (w[:, None] * obj.X) - C.T @ np.linalg.solve(ZL.T @ (w[:, None] * ZL)
+                                                                             + np.eye(len(u)), C))
+    np.testing.assert_allclose(z, (D @ beta) / np.sqrt(np.einsum("ij,jk,ik->i", D, V, D)), rtol=1e-6)
+    # close to the Wald z of the Hessian-based covariance (glmer's default) that the contrasts table shows
+    se_h = np.sqrt(np.einsum("ij,jk,ik->i", D, m1.vcov.to_numpy(), D))
+    np.testing.assert_allclose(np.abs(z), np.abs(D @ beta / se_h), rtol=0.1)
+
+
+def test_max_t_adjusted_pairwise_p_values():
+    _, m0, m1 = _log_fits(3)
+    D = _pairs(m1)
+    res = mixed.glmm_bootstrap_lrt(m0, m1, n_sim=60, seed=2, batch_size=25, pairs=D)
+    again = mixed.glmm_bootstrap_lrt(m0, m1, n_sim=60, seed=2, batch_size=25, pairs=D)
+    plain = mixed.glmm_bootstrap_lrt(m0, m1, n_sim=60, seed=2, batch_size=25)
+    np.testing.assert_array_equal(res.pairwise_p, again.pairwise_p)  # seeded
+    np.testing.assert_allclose(res.reference, plain.reference, rtol=1e-9, atol=1e-9)  # the same LRT draws
+    assert plain.pairwise_p is None and res.z_simulated.shape == (60, 3) and res.n_failed == 0
+    ok = np.isfinite(res.reference)
+    zs, obs = np.abs(res.z_simulated[ok]), np.abs(res.z_pairs)
+    # the definition: (1 + #{b: max_j |z*_bj| >= |z_j|}) / (1 + B)
+    np.testing.assert_allclose(res.pairwise_p, (1 + (zs.max(axis=1)[None, :] >= obs[:, None]).sum(axis=1))
+                               / (1 + ok.sum()))
+    own = (1 + (zs >= obs[None, :]).sum(axis=0)) / (1 + ok.sum())  # each pair's own bootstrap p
+    assert np.all(res.pairwise_p >= own)
+    order = np.argsort(-obs)  # monotone: a larger |z| never gets a larger adjusted p
+    assert np.all(np.diff(res.pairwise_p[order]) >= 0)
+    # one pair (two systems): the adjustment is the bootstrap of |z| itself
+    _, n0, n1 = _log_fits(2)
+    two = mixed.glmm_bootstrap_lrt(n0, n1, n_sim=40, seed=3, pairs=_pairs(n1))
+    z2 = np.abs(two.z_simulated[np.isfinite(two.reference), 0])
+    assert two.pairwise_p[0] == (1 + (z2 >= abs(two.z_pairs[0])).sum()) / (1 + len(z2))
+    with pytest.raises(mixed.MixedModelError, match="one column per fixed effect"):
+        mixed.glmm_bootstrap_lrt(m0, m1, n_sim=5, pairs=np.ones((1, 2)))
+
+
+def test_compare_systems_binary_three_systems_uses_the_max_t_adjustment():
+    from vrs_helpers.book.glrt import compare_systems
+
+    d, _, _ = _log_fits(3)
+    c = compare_systems(d, "score", "system", "item", replications=["run"], family="binomial", n_sim=40, seed=4)
+    assert c.adjust == "bootstrap max-|z|" and c.system_item
+    np.testing.assert_allclose(c.contrasts["p_value"], c.test.pairwise_p)
+    np.testing.assert_allclose(np.abs(c.contrasts["z_given_theta"]), np.abs(c.test.z_pairs))
+    assert list(c.contrasts["contrast"]) == ["S0 - S1", "S0 - S2", "S1 - S2"]
+    assert any("Westfall & Young" in n for n in c.notes)
+    two = compare_systems(_log_fits(2)[0], "score", "system", "item", replications=["run"], family="binomial",
+                          n_sim=20, seed=4)
+    assert two.adjust == "tukey" and "z_given_theta" not in two.contrasts
+    chisq = compare_systems(d, "score", "system", "item", replications=["run"], family="binomial", test="chisq")
+    assert chisq.adjust == "tukey"  # the max-T needs the bootstrap's simulations

@@ -253,8 +253,9 @@ def workflow_p_values(data: pd.DataFrame, family: str = "gaussian", n_sim: int =
     pairwise = pairwise_p_values(c) if k > 2 else None
     default = float(np.min(pairwise)) if pairwise is not None else float(c.test.p_value)
     small = "df" in c.contrasts.columns
+    adjusted = "bootstrap max-|z| adjusted" if c.adjust.startswith("bootstrap") else f"{c.adjust.capitalize()}-adjusted"
     method = (c.test.method if pairwise is None else
-              f"pairwise {'t on small-sample df' if small else 'Wald z'}, Tukey-adjusted: any pair differs")
+              f"pairwise {'t on small-sample df' if small else 'Wald z'}, {adjusted}: any pair differs")
     return {"default": default, "chisq": float(c.glrt.p_value), "method": method}
 
 

@@ -393,6 +393,8 @@ def pairwise_sentence(result) -> str | None:
              + (f"(t = {r['t']:.3g} on {r['df']:.3g} df, adjusted p = {r['p_value']:.3g})" if small else
                 f"(z = {r['z']:.3g}, adjusted p = {r['p_value']:.3g})") for _, r in c.iterrows()]
     how = ("t tests on small-sample df, Tukey-adjusted on those df" if small else
+           "Wald z tests on the logit scale, adjusted by the maximum |z| over the parametric bootstrap's simulations "
+           "(single-step max-T, Westfall & Young 1993)" if getattr(comp, "adjust", "").startswith("bootstrap") else
            "Wald z tests on the logit scale, Tukey-adjusted (no small-sample df for a GLMM)")
     found = int((c["p_value"] < result.alpha).sum())
     return (f"Pairwise, runs random ({how}; family-wise alpha = {result.alpha:g} over {len(c)} contrasts): "

@@ -16,13 +16,23 @@ statistic's distribution under the fitted null model:
 The refits are batched: a batch of simulated responses is refitted at once, every array carrying the batch as its
 first axis. For each response the Laplace deviance and its analytic gradient in (theta, beta) (as :mod:`.laplace`
 computes them: PIRLS for the conditional modes with step halving; log det(L L') from L L' = I + Lambda'Z'WZ Lambda
-factored by blocks - the largest term's diagonal, a dense Schur complement on the other terms' levels - and the
-gradient by the envelope theorem and the implicit function theorem) are computed for the whole batch with numpy;
+factored by blocks (:mod:`.laplace_blocks`: the largest term's diagonal - or, when it is nested in another term as
+system:item in item, both terms' arrowhead blocks per outer level - and a dense Schur complement on the other terms'
+levels) and the gradient by the envelope theorem and the implicit function theorem) are computed for the whole
+batch with numpy; PIRLS iterates only the responses whose modes have not converged;
 the optimizer is quasi-Newton (BFGS) with the inverse Hessian started at the inverse of the observed fit's
 Hessian. Warm starts: m0's refit starts at m0's estimates (the simulation's parameters), m1's at m0's refit (its
 extra fixed effects at 0), the conditional modes at each new point predicted from du/d(theta, beta) (as the engine
 predicts them). Converged: the Newton decrement g'H^-1 g below :data:`TOL` (deviance units); a refit that does not
 get there in :data:`MAX_ITER` iterations, or whose deviance is not finite, has failed.
+
+Pairwise decisions (``pairs``: contrasts D of the full model's fixed effects, e.g. every pair of 3+ systems): each
+simulation's full-model refit also gives the Wald z of D beta (:func:`pairwise_z`, the fixed effects' covariance
+given theta), and the observed pairs get the single-step max-T adjusted p = (1 + #{k: max_pairs |z*_k| >= |z|}) /
+(1 + K_valid) (Westfall & Young 1993, "Resampling-based multiple testing", Algorithm 2.5; here the resampling is
+the parametric bootstrap from the null fit, under which all systems are equal): family-wise, calibrated on the
+design's own small-sample distribution (the Tukey-adjusted Wald z is liberal with 3 runs per system), at no extra
+refits.
 
 Batch i draws from its own generator (``SeedSequence(seed, spawn_key=(i,))``), so the p-value depends on the seed
 and the batch size only - not on where the batches run: here, or as Dask tasks (``client=``, as
@@ -32,7 +42,7 @@ and the batch size only - not on where the batches run: here, or as Dask tasks (
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import ClassVar
 
 import numpy as np
@@ -43,6 +53,7 @@ from . import numdiff
 from .bootstrap import BootstrapLRTResult, SeededBatches
 from .errors import MixedModelError
 from .glmm import GeneralizedLinearMixedModel
+from .laplace_blocks import LaplaceBlocks
 from .likelihood_ratio import lrt
 
 BATCH_SIZE = 100  # simulated responses refitted together (fewer where a batch's arrays would exceed ~2e7 numbers)
@@ -94,35 +105,14 @@ class BatchLaplace:
     def __init__(self, d: GLMMDesign):
         self.d = d
         self.K, self.p = len(d.sizes), d.X.shape[1]
-        self.m0 = d.sizes[0]
-        self.q2 = int(sum(d.sizes[1:]))
-        self.offs = np.concatenate([[0], np.cumsum(d.sizes)]).astype(np.int64)
-        self.loc = [c + self.offs[k] - self.m0 for k, c in enumerate(d.codes)]  # position among the other levels
+        self.blocks = LaplaceBlocks(d.codes, d.sizes)
+        self.offs = self.blocks.offs
         self.cols = [c + self.offs[k] for k, c in enumerate(d.codes)]  # position among all levels
         self.binomial = d.family == "binomial"
         self.ones = [bool(np.all(d.X[:, j] == 1.0)) for j in range(self.p)]
-        self._keys: dict = {}
-
-    def _key(self, B: int, k: int, j: int | None = None) -> np.ndarray:
-        """Flat bincount keys of a batch of B responses: (response, level of term k) or (response, level pair)."""
-        hit = self._keys.get((B, k, j))
-        if hit is None:
-            sizes, codes = self.d.sizes, self.d.codes
-            if j is None:
-                width, key = sizes[k], codes[k]
-            else:
-                width, key = sizes[k] * sizes[j], codes[k] * sizes[j] + codes[j]
-            hit = (np.arange(B)[:, None] * width + key[None, :]).ravel()
-            if len(self._keys) > 64:
-                self._keys.clear()
-            self._keys[(B, k, j)] = hit
-        return hit
 
     def _bincount(self, k: int, v, j: int | None = None):
-        B = v.shape[0]
-        width = self.d.sizes[k] * (1 if j is None else self.d.sizes[j])
-        out = np.bincount(self._key(B, k, j), weights=v.ravel(), minlength=B * width)
-        return out.reshape((B, self.d.sizes[k]) if j is None else (B, self.d.sizes[k], self.d.sizes[j]))
+        return self.blocks.bincount(k, v, j)
 
     # --- Z Lambda u and Lambda'Z'r for a batch (B x q modes, B x n row values)
     def zl(self, theta, u):
@@ -132,7 +122,7 @@ class BatchLaplace:
         return out
 
     def zlt(self, theta, r):
-        return np.concatenate([theta[:, k:k + 1] * self._bincount(k, r) for k in range(self.K)], axis=1)
+        return np.concatenate([theta[:, k:k + 1] * v for k, v in enumerate(self.blocks.level_sums(r))], axis=1)
 
     # --- the family (canonical links)
     def mu(self, eta):
@@ -153,53 +143,17 @@ class BatchLaplace:
         w = self.d.wt * (mu * (1.0 - mu) if self.binomial else mu)
         return w, (w * (1.0 - 2.0 * mu) if self.binomial else w)  # Fisher weight, its derivative in eta
 
-    # --- L L' = I + Lambda'Z'WZ Lambda by blocks
+    # --- L L' = I + Lambda'Z'WZ Lambda by blocks (:mod:`.laplace_blocks`: a nested pair eliminated together)
     def factor(self, theta, w):
-        """The blocks of L L' (the largest term's diagonal d0, B D^-1, the Schur complement S), and the weighted
-        counts per level of each term (each row has one level of every term: they are the pair counts' margins)."""
-        B = w.shape[0]
-        if self.K == 1:
-            counts = [self._bincount(0, w)]
-            return (1.0 + theta[:, :1] ** 2 * counts[0], None, None), counts
-        pairs = [None] + [self._bincount(0, w, k) for k in range(1, self.K)]  # (B, m0, m_k)
-        counts = [pairs[1].sum(axis=2)] + [pairs[k].sum(axis=1) for k in range(1, self.K)]
-        d0 = 1.0 + theta[:, :1] ** 2 * counts[0]
-        R = np.zeros((B, self.q2, self.q2))
-        Bm = np.empty((B, self.m0, self.q2))
-        diag = np.arange(self.q2)
-        for k in range(1, self.K):
-            a, b = self.offs[k] - self.m0, self.offs[k + 1] - self.m0
-            R[:, diag[a:b], diag[a:b]] = 1.0 + theta[:, k:k + 1] ** 2 * counts[k]
-            Bm[:, :, a:b] = (theta[:, :1] * theta[:, k:k + 1])[:, :, None] * pairs[k]
-            for j in range(k + 1, self.K):
-                c, e = self.offs[j] - self.m0, self.offs[j + 1] - self.m0
-                P = (theta[:, k:k + 1] * theta[:, j:j + 1])[:, :, None] * self._bincount(k, w, j)
-                R[:, a:b, c:e] = P
-                R[:, c:e, a:b] = np.swapaxes(P, 1, 2)
-        Bd = Bm / d0[:, :, None]
-        S = R - np.swapaxes(Bm, 1, 2) @ Bd
-        return (d0, Bd, S), counts
+        """The blocks of L L' (:class:`.laplace_blocks.Factor`) and the weighted counts per level of each term."""
+        return self.blocks.factor(theta, w)
 
     def logdet(self, fac):
-        d0, _, S = fac
-        out = np.log(d0).sum(axis=1)
-        if S is not None:
-            sign, ld = np.linalg.slogdet(S)
-            out = np.where(sign > 0, out + ld, np.nan)
-        return out
+        return self.blocks.logdet(fac)
 
     def solve(self, fac, g):
         """(L L')^-1 g for g of shape (B, q) or (B, q, c)."""
-        d0, Bd, S = fac
-        vec = g.ndim == 2
-        g = g[:, :, None] if vec else g
-        g0 = g[:, :self.m0]
-        if S is None:
-            x = g0 / d0[:, :, None]
-        else:
-            x2 = np.linalg.solve(S, g[:, self.m0:] - np.swapaxes(Bd, 1, 2) @ g0)
-            x = np.concatenate([g0 / d0[:, :, None] - Bd @ x2, x2], axis=1)
-        return x[:, :, 0] if vec else x
+        return self.blocks.solve(fac, g)
 
     # --- PIRLS and the Laplace deviance
     def pirls(self, theta, beta, y, u, maxit: int = 50):
@@ -217,36 +171,47 @@ class BatchLaplace:
         w, _ = self.weights(mu)
         fac, counts = self.factor(theta, w)
         for _ in range(maxit):
-            du = self.solve(fac, self.zlt(theta, self.d.wt * (y - mu)) - u)
+            # only the responses not yet converged are computed (their factor is put back into the batch's)
+            act = np.flatnonzero(~done)
+            if not len(act):
+                break
+            full = len(act) == B
+            th, ya, ua = theta[act], y[act], u[act]
+            du = self.solve(fac if full else fac.take(act), self.zlt(th, self.d.wt * (ya - mu[act])) - ua)
             size = np.abs(du).max(axis=1)
-            k = np.where(done, 0.0, 1.0)
-            careful = np.flatnonzero(~done & ~(size <= CAREFUL))
+            k = np.ones(len(act))
+            careful = np.flatnonzero(~(size <= CAREFUL))
             if len(careful):
                 i = careful
-                deta = self.zl(theta[i], du[i])
-                obj = self.m2ll(y[i], eta[i], mu[i]) + (u[i] * u[i]).sum(axis=1)
+                deta = self.zl(th[i], du[i])
+                ea = eta[act[i]]
+                obj = self.m2ll(ya[i], ea, mu[act[i]]) + (ua[i] * ua[i]).sum(axis=1)
                 ki, pending = np.ones(len(i)), np.ones(len(i), dtype=bool)
                 for _h in range(40):
                     if not pending.any():
                         break
                     j = np.flatnonzero(pending)
-                    eta_n = eta[i[j]] + ki[j, None] * deta[j]
-                    u_n = u[i[j]] + ki[j, None] * du[i[j]]
-                    new = self.m2ll(y[i[j]], eta_n, self.mu(eta_n)) + (u_n * u_n).sum(axis=1)
+                    eta_n = ea[j] + ki[j, None] * deta[j]
+                    u_n = ua[i[j]] + ki[j, None] * du[i[j]]
+                    new = self.m2ll(ya[i[j]], eta_n, self.mu(eta_n)) + (u_n * u_n).sum(axis=1)
                     ok = new <= obj[j] + 1e-11 * (np.abs(obj[j]) + 1.0)
                     pending[j[ok]] = False
                     ki[j[~ok]] *= 0.5
                 ki[pending] = 0.0  # no decrease: stop there
                 k[i] = ki
-            u += k[:, None] * du
-            eta = xb + self.zl(theta, u)
-            mu = self.mu(eta)
+            ua = ua + k[:, None] * du
+            ea = xb[act] + self.zl(th, ua)
+            ma = self.mu(ea)
+            u[act], eta[act], mu[act] = ua, ea, ma
             step = k * size
-            done |= (step < 1e-10) | ((k == 1.0) & (step < 1e-3))
-            w, _ = self.weights(mu)
-            fac, counts = self.factor(theta, w)
-            if done.all():
-                break
+            done[act] = (step < 1e-10) | ((k == 1.0) & (step < 1e-3))
+            fa, ca = self.factor(th, self.weights(ma)[0])
+            if full:
+                fac, counts = fa, ca
+            else:
+                fac.put(act, fa)
+                for c, v in zip(counts, ca, strict=True):
+                    c[act] = v
         obj = self.m2ll(y, eta, mu) + (u * u).sum(axis=1)
         return u, eta, mu, obj, fac, counts, done & np.isfinite(obj)
 
@@ -286,29 +251,13 @@ class BatchLaplace:
 
     def _diag_terms(self, theta, fac):
         """Per row and term k: [(L L')^-1 Lambda'z_i] at the row's level of term k (B x n each)."""
-        d0, Bd, S = fac
-        c0 = self.d.codes[0]
-        if S is None:
-            return [theta[:, :1] / d0[:, c0]]
-        Sinv = np.linalg.inv(S)
-        F = Bd @ Sinv  # D^-1 B S^-1
-        p00 = (1.0 / d0 + (F * Bd).sum(axis=2))[:, c0]
-        Q0 = theta[:, :1] * p00
-        Qk = []
-        for k in range(1, self.K):
-            p0k = -F[:, c0, self.loc[k]]
-            Q0 = Q0 + theta[:, k:k + 1] * p0k
-            qk = theta[:, :1] * p0k
-            for j in range(1, self.K):
-                qk = qk + theta[:, j:j + 1] * Sinv[:, self.loc[k], self.loc[j]]
-            Qk.append(qk)
-        return [Q0, *Qk]
+        return self.blocks.diag_terms(theta, fac)
 
 
 def _take(state, ok):
     """The rows ``ok`` of a batch's state (theta, y, u, mu, factor, counts)."""
     theta, y, u, mu, fac, counts = state
-    return theta[ok], y[ok], u[ok], mu[ok], tuple(None if a is None else a[ok] for a in fac), [c[ok] for c in counts]
+    return theta[ok], y[ok], u[ok], mu[ok], fac.take(ok), [c[ok] for c in counts]
 
 
 def minimize(lap: BatchLaplace, y: np.ndarray, x0: np.ndarray, Hinv0: np.ndarray, u0: np.ndarray | None = None,
@@ -350,7 +299,7 @@ def minimize(lap: BatchLaplace, y: np.ndarray, x0: np.ndarray, Hinv0: np.ndarray
             i = idx[pending]
             dx = alpha[pending, None] * step[pending]
             xt = x[i] + dx
-            ft, st = lap.value(xt[:, :K], xt[:, K:], y[i], u[i] + np.einsum("bqc,bc->bq", J[i], dx))
+            ft, st = lap.value(xt[:, :K], xt[:, K:], y[i], u[i] + (J[i] @ dx[:, :, None])[:, :, 0])
             ok = ft <= f[i] + 1e-4 * alpha[pending] * slope[pending]
             if ok.any():
                 j = i[ok]
@@ -396,6 +345,58 @@ def _hessian(lap: BatchLaplace, y: np.ndarray, x: np.ndarray) -> np.ndarray:
     return (V / lam) @ V.T
 
 
+def pairwise_z(lap: BatchLaplace, y: np.ndarray, x: np.ndarray, D: np.ndarray, u: np.ndarray | None = None):
+    """Wald z of the contrasts ``D beta`` (rows of D over the fixed effects) for every response of a batch at its
+    (theta, beta) = ``x``, with the fixed effects' covariance given theta: V = (X'WX - X'WZ Lambda (L L')^-1
+    Lambda'Z'WX)^-1, W the GLM weights at the conditional modes (the inverse of the Schur complement of the
+    penalized system's Hessian; lme4's ``vcov(use.hessian = FALSE)``, MixedModels.jl's GLMM standard errors).
+    ``u``: the modes to start PIRLS from (a refit's). NaN where the modes or V are not defined."""
+    K, p = lap.K, lap.p
+    u = np.zeros((len(y), lap.d.q)) if u is None else u
+    dev, (theta, _, _, mu, fac, _) = lap.value(x[:, :K], x[:, K:], y, u)
+    w, _ = lap.weights(mu)
+    X = lap.d.X
+    C = np.stack([lap.zlt(theta, w * X[:, j][None, :]) for j in range(p)], axis=2)  # Lambda'Z'WX (B, q, p)
+    M = (X.T[None] * w[:, None, :]) @ X - np.swapaxes(C, 1, 2) @ lap.solve(fac, C)
+    ok = np.isfinite(dev) & np.isfinite(M).all(axis=(1, 2))
+    M[~ok] = np.eye(p)
+    V = np.linalg.inv(M)
+    se = np.sqrt(np.einsum("ij,bjk,ik->bi", D, V, D))
+    z = (x[:, K:] @ D.T) / se
+    z[~ok] = np.nan
+    return z
+
+
+@dataclass(repr=False)
+class GLMMBootstrapResult(BootstrapLRTResult):
+    """A GLMM bootstrap LRT (:class:`~vrs_helpers.mixed.bootstrap.BootstrapLRTResult`) that also calibrated the
+    pairwise contrasts D beta on the same simulations (``pairs`` given): ``z_pairs`` their observed Wald z (the
+    covariance given theta, :func:`pairwise_z`), ``z_simulated`` per simulation (rows) the z of the pairs of its
+    full-model refit (NaN where a refit failed). :attr:`pairwise_p` is the single-step max-T adjustment."""
+
+    z_pairs: np.ndarray | None = field(default=None, repr=False)
+    z_simulated: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def max_abs_z(self) -> np.ndarray | None:
+        """Per simulation the largest |z| over the pairs (NaN where a refit failed): the max-T reference."""
+        return None if self.z_simulated is None else np.abs(self.z_simulated).max(axis=1)
+
+    @property
+    def pairwise_p(self) -> np.ndarray | None:
+        """Single-step max-T adjusted p of each pair (Westfall & Young 1993, Algorithm 2.5; here with the
+        parametric bootstrap from the null fit, under which every pair is equal): (1 + #{b: max_pairs |z*_b| >=
+        |z_j|}) / (1 + B) over the B simulations whose refits converged. Family-wise: under the complete null
+        P(some adjusted p <= alpha) <= alpha up to Monte-Carlo error."""
+        if self.z_pairs is None or self.z_simulated is None:
+            return None
+        top = self.max_abs_z
+        ref = top[np.isfinite(top) & np.isfinite(self.reference)]
+        obs = np.abs(self.z_pairs)
+        tol = 1e-7 * (1.0 + obs)  # a draw equal to the observed |z| within the optimizer's tolerance counts
+        return (1 + (ref[None, :] >= (obs - tol)[:, None]).sum(axis=1)) / (1 + len(ref))
+
+
 @dataclass
 class GLMMBootstrapPlan(SeededBatches):
     """The seeded batches of :func:`glmm_bootstrap_lrt` (module docstring). ``draw(i)`` refits batch i and returns
@@ -406,6 +407,8 @@ class GLMMBootstrapPlan(SeededBatches):
     null: tuple = field(repr=False)  # (theta, beta) of m0: the simulation and the start of its refits
     starts: tuple = field(repr=False)  # (x0, Hinv0) per model: the start and the initial inverse Hessian
     embedding: tuple = field(repr=False)  # the null's parameters and modes in the full model's (_embedding)
+    pairs: np.ndarray | None = field(default=None, repr=False)  # contrasts D of the full model's fixed effects
+    z_pairs: np.ndarray | None = field(default=None, repr=False)  # their observed Wald z (pairwise_z)
     method: ClassVar[str] = "parametric bootstrap LRT (GLMM, Laplace)"
 
     def simulate(self, rng: np.random.Generator, size: int) -> np.ndarray:
@@ -425,19 +428,36 @@ class GLMMBootstrapPlan(SeededBatches):
         _, size = self.batches[i]
         y = self.simulate(self.rng(i), size)
         dev = []
-        with warnings.catch_warnings(), blas_limit(sum(self.designs[1].sizes[1:]) + self.designs[1].X.shape[1]):
+        lap0, lap1 = BatchLaplace(self.designs[0]), BatchLaplace(self.designs[1])
+        with warnings.catch_warnings(), blas_limit(lap1.blocks.q2 + lap1.p):
             warnings.simplefilter("ignore", RuntimeWarning)
             # the null model from its estimates (the simulation's parameters), the full model from the null refit
             # (its extra parameters at 0, or at the full fit's variance), the modes from the null refit's
             x_null, Hinv0 = self.starts[0]
-            f, x, ok, u = minimize(BatchLaplace(self.designs[0]), y, x_null, Hinv0)
+            f, x, ok, u = minimize(lap0, y, x_null, Hinv0)
             dev.append(np.where(ok, f, np.nan))
             x_index, x_default, u_index = self.embedding
             x1 = np.where(x_index >= 0, x[:, np.maximum(x_index, 0)], x_default)
             u1 = np.where(u_index >= 0, u[:, np.maximum(u_index, 0)], 0.0)
-            f, _, ok, _ = minimize(BatchLaplace(self.designs[1]), y, x1, self.starts[1][1], u1)
+            f, x, ok, u = minimize(lap1, y, x1, self.starts[1][1], u1)
             dev.append(np.where(ok, f, np.nan))
-        return np.maximum(dev[0] - dev[1], 0.0)
+            stat = np.maximum(dev[0] - dev[1], 0.0)
+            if self.pairs is None:
+                return stat
+            # the pairwise contrasts' z of the full refit (the max-T reference: their largest |z|)
+            z = pairwise_z(lap1, y, x, self.pairs, u)
+        return np.column_stack([stat, np.where(np.isfinite(stat)[:, None], z, np.nan)])
+
+    def finish(self, reference) -> GLMMBootstrapResult:
+        """The test from the simulated statistics in batch order (with ``pairs``: the LRT statistic, then the z of
+        each pair)."""
+        reference = np.asarray(reference, dtype=float)
+        z = None
+        if reference.ndim == 2:
+            reference, z = reference[:, 0], reference[:, 1:]
+        res = super().finish(reference)
+        return GLMMBootstrapResult(**{f.name: getattr(res, f.name) for f in fields(BootstrapLRTResult)},
+                                   z_pairs=self.z_pairs if z is not None else None, z_simulated=z)
 
 
 def _embedding(m0: GeneralizedLinearMixedModel, m1: GeneralizedLinearMixedModel) -> tuple:
@@ -460,7 +480,7 @@ def _embedding(m0: GeneralizedLinearMixedModel, m1: GeneralizedLinearMixedModel)
 
 
 def glmm_bootstrap_plan(m0: GeneralizedLinearMixedModel, m1: GeneralizedLinearMixedModel, n_sim: int = 1000,
-                        seed: int = 0, batch_size: int | None = None) -> GLMMBootstrapPlan:
+                        seed: int = 0, batch_size: int | None = None, pairs=None) -> GLMMBootstrapPlan:
     """The batches of :func:`glmm_bootstrap_lrt` (see :class:`GLMMBootstrapPlan`)."""
     if isinstance(n_sim, bool) or not isinstance(n_sim, (int, np.integer)) or n_sim < 1:
         raise MixedModelError(f"n_sim must be a positive integer, got {n_sim!r}.")
@@ -474,21 +494,32 @@ def glmm_bootstrap_plan(m0: GeneralizedLinearMixedModel, m1: GeneralizedLinearMi
         x_hat = np.concatenate([m.theta.to_numpy(), m.fixed_effects["estimate"].to_numpy()])
         starts.append((x_hat, _hessian(BatchLaplace(d), np.asarray(m.objective.y, dtype=float), x_hat)))
     if batch_size is None:
-        d = designs[1]
-        width = d.n * 12 + d.sizes[0] * max(int(sum(d.sizes[1:])), 1) * 3
+        d, blocks = designs[1], LaplaceBlocks(designs[1].codes, designs[1].sizes)
+        width = d.n * 12 + blocks.m * blocks.r * max(blocks.q2, 1) * 3 + blocks.q2 ** 2
         batch_size = int(max(5, min(BATCH_SIZE, 20_000_000 // max(width, 1))))
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
         raise MixedModelError(f"batch_size must be a positive integer, got {batch_size!r}.")
     batches = [(a, min(batch_size, n_sim - a)) for a in range(0, int(n_sim), int(batch_size))]
     null = (m0.theta.to_numpy().copy(), m0.fixed_effects["estimate"].to_numpy().copy())
-    return GLMMBootstrapPlan(designs, null, tuple(starts), _embedding(m0, m1), observed=float(test.chi2),
+    z_pairs = None
+    if pairs is not None:
+        pairs = np.atleast_2d(np.asarray(pairs, dtype=float))
+        if pairs.shape[1] != designs[1].X.shape[1]:
+            raise MixedModelError(f"pairs must have one column per fixed effect of the full model "
+                                  f"({designs[1].X.shape[1]}), got {pairs.shape[1]}.")
+        y1 = np.asarray(m1.objective.y, dtype=float)[None, :]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            z_pairs = pairwise_z(BatchLaplace(designs[1]), y1, starts[1][0][None, :], pairs)[0]
+    return GLMMBootstrapPlan(designs, null, tuple(starts), _embedding(m0, m1), pairs, z_pairs,
+                             observed=float(test.chi2),
                              df=int(test.df), n_sim=int(n_sim), seed=int(seed), batches=batches, formula0=m0.formula,
                              formula1=m1.formula)
 
 
 def glmm_bootstrap_lrt(m0: GeneralizedLinearMixedModel, m1: GeneralizedLinearMixedModel, n_sim: int = 1000,
                        seed: int = 0, client=None, batch_size: int | None = None,
-                       tasks: int | None = None, progress: bool = False) -> BootstrapLRTResult:
+                       tasks: int | None = None, progress: bool = False, pairs=None) -> GLMMBootstrapResult:
     """Parametric-bootstrap likelihood ratio test of nested GLMMs m0 (restricted) and m1 (general), as pbkrtest's
     ``PBmodcomp(m1, m0, nsim = n_sim)`` on glmer fits (module docstring).
 
@@ -502,12 +533,16 @@ def glmm_bootstrap_lrt(m0: GeneralizedLinearMixedModel, m1: GeneralizedLinearMix
     client : None (here), or a Dask client, scheduler address or ``"local"``: groups of batches run as tasks there.
     progress : a text bar over the simulations on stderr when it is a terminal (here only; the numbers do not
         depend on it).
+    pairs : optional contrasts D (one row per pair, one column per fixed effect of the full model): each
+        simulation's full-model refit also gives the Wald z of D beta, and the result's ``pairwise_p`` are the
+        single-step max-T adjusted p-values of the observed pairs (:class:`GLMMBootstrapResult`; no extra refits).
 
-    Returns a :class:`~vrs_helpers.mixed.bootstrap.BootstrapLRTResult`: ``p_value``, ``mc_se``, ``n_sim`` (the
-    draws used), ``n_failed`` (draws whose refit did not converge: not used, and reported), ``p_chisq`` (the
-    chi-square p of the same statistic, for comparison).
+    Returns a :class:`GLMMBootstrapResult` (a :class:`~vrs_helpers.mixed.bootstrap.BootstrapLRTResult`):
+    ``p_value``, ``mc_se``, ``n_sim`` (the draws used), ``n_failed`` (draws whose refit did not converge: not used,
+    and reported), ``p_chisq`` (the chi-square p of the same statistic, for comparison); with ``pairs`` also
+    ``pairwise_p``, ``z_pairs`` and ``z_simulated``.
     """
-    plan = glmm_bootstrap_plan(m0, m1, n_sim, seed, batch_size)
+    plan = glmm_bootstrap_plan(m0, m1, n_sim, seed, batch_size, pairs)
     if client is None:
         return plan.run(progress)
     from ..dask_support import require_dask, run_batches
@@ -516,5 +551,5 @@ def glmm_bootstrap_lrt(m0: GeneralizedLinearMixedModel, m1: GeneralizedLinearMix
     return plan.finish(run_batches(plan, client, tasks, close=isinstance(client, str)))
 
 
-__all__ = ["BatchLaplace", "GLMMBootstrapPlan", "GLMMDesign", "glmm_bootstrap_lrt", "glmm_bootstrap_plan",
-           "minimize"]
+__all__ = ["BatchLaplace", "GLMMBootstrapPlan", "GLMMBootstrapResult", "GLMMDesign", "glmm_bootstrap_lrt",
+           "glmm_bootstrap_plan", "minimize", "pairwise_z"]

@@ -21,6 +21,7 @@ import numpy as np
 from scipy import linalg
 
 from .families import Family
+from .laplace_blocks import LaplaceBlocks, find_nested
 
 
 class BlockedCholesky:
@@ -45,6 +46,23 @@ class BlockedCholesky:
         return np.concatenate([g[:n1] / d - self.Bd @ x2, x2])
 
 
+class NestedCholesky:
+    """L L' with a nested pair of terms eliminated together (:mod:`.laplace_blocks`, a batch of one): the interface
+    of :class:`BlockedCholesky`."""
+
+    def __init__(self, blocks: LaplaceBlocks, theta, w):
+        self.blocks = blocks
+        self.fac, _ = blocks.factor(np.asarray(theta, float)[None], np.asarray(w, float)[None])
+        if not np.isfinite(self.logdet()):
+            raise linalg.LinAlgError("L L' is not positive definite")
+
+    def logdet(self) -> float:
+        return float(self.blocks.logdet(self.fac)[0])
+
+    def solve(self, g):
+        return self.blocks.solve(self.fac, g[None])[0]
+
+
 class GLMMDeviance:
     """The Laplace (and adaptive Gauss-Hermite) deviance of a random-intercept GLMM, and the Laplace gradient.
 
@@ -66,6 +84,8 @@ class GLMMDeviance:
         self.newton = fam.canonical  # canonical link: Fisher scoring is Newton's method (quadratic)
         self.u = np.zeros(self.q)  # conditional modes, warm start of the next evaluation (as glmer)
         self.pred = None  # (theta, beta, u, du/d(theta, beta)) of the last gradient: a linear prediction of u
+        # the largest term nested in another (system:item in item): both eliminated together (:mod:`.laplace_blocks`)
+        self.nested = LaplaceBlocks(self.codes, self.sizes) if find_nested(self.codes, self.sizes) else None
         self.evals = 0
 
     def _weights(self, eta, mu):
@@ -75,8 +95,11 @@ class GLMMDeviance:
     def _m2ll(self, mu):
         return self.fam.m2loglik(self.y, self.wt, mu, self.const, self.binary).sum()
 
-    def factor(self, theta, w) -> BlockedCholesky:
-        """Blocked Cholesky of I + Lambda' Z' diag(w) Z Lambda from weighted level and level-pair counts."""
+    def factor(self, theta, w) -> BlockedCholesky | NestedCholesky:
+        """Blocked Cholesky of I + Lambda' Z' diag(w) Z Lambda from weighted level and level-pair counts (with a
+        nested pair: :class:`NestedCholesky`)."""
+        if self.nested is not None:
+            return NestedCholesky(self.nested, theta, w)
         sz, th, n1 = self.sizes, theta, self.sizes[0]
         d = 1.0 + th[0] ** 2 * np.bincount(self.codes[0], weights=w, minlength=n1)
         if self.K == 1:
@@ -191,6 +214,8 @@ class GLMMDeviance:
     def _diag_terms(self, theta, fac: BlockedCholesky):
         """Per row i and term k: [(L L')^-1 Lambda' z_i] at row i's level of term k, from the blocks of the inverse
         (D^-1 + D^-1 B S^-1 B' D^-1, -D^-1 B S^-1, S^-1) at the level pairs the rows use."""
+        if isinstance(fac, NestedCholesky):
+            return [q[0] for q in fac.blocks.diag_terms(np.asarray(theta, float)[None], fac.fac)]
         c0 = self.codes[0]
         if fac.cf is None:
             return [theta[0] / fac.d[c0]]

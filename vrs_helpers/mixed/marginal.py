@@ -41,6 +41,7 @@ class EMMResult:
     means: pd.DataFrame  # [by,] factor, emmean, SE, [df,] lower, upper
     contrasts: pd.DataFrame  # [by,] contrast, estimate, SE, z (or df, t), p_value, effect_size
     lmer_df: str = "asymptotic"
+    contrast_matrix: np.ndarray | None = None  # the contrasts' rows over the fixed effects, in the table's order
 
     def to_frame(self) -> pd.DataFrame:
         return self.contrasts.copy()
@@ -106,7 +107,7 @@ def emmeans(model: MixedModelResult, factor: str, by: str | None = None, adjust:
     V = model.vcov.to_numpy()
     z_crit = stats.norm.ppf(0.5 + level / 2)
     by_levels = levels[by] if by else [None]
-    mean_rows, contrast_rows = [], []
+    mean_rows, contrast_rows, contrast_matrix = [], [], []
     for b in by_levels:
         L = []
         for a in levels[factor]:
@@ -138,7 +139,8 @@ def emmeans(model: MixedModelResult, factor: str, by: str | None = None, adjust:
             row.update({"lower": e - c * sd, "upper": e + c * sd})
             mean_rows.append(row)
         pairs = list(itertools.combinations(range(len(levels[factor])), 2))
-        D = np.array([L[i] - L[j] for i, j in pairs])
+        D = np.array([L[i] - L[j] for i, j in pairs]).reshape(len(pairs), L.shape[1])
+        contrast_matrix.append(D)
         c_est = D @ beta
         if lmer_df == "asymptotic":
             c_se = np.sqrt(np.einsum("ij,jk,ik->i", D, V, D))
@@ -154,4 +156,5 @@ def emmeans(model: MixedModelResult, factor: str, by: str | None = None, adjust:
             row.update({"z": zz} if lmer_df == "asymptotic" else {"df": d, "t": zz})
             row.update({"p_value": pa, "effect_size": e / scale})
             contrast_rows.append(row)
-    return EMMResult(factor, by, adjust, pd.DataFrame(mean_rows), pd.DataFrame(contrast_rows), lmer_df)
+    return EMMResult(factor, by, adjust, pd.DataFrame(mean_rows), pd.DataFrame(contrast_rows), lmer_df,
+                     np.vstack(contrast_matrix))
