@@ -4,7 +4,7 @@ updates moves exactly as a sweep that evaluates every candidate in full, written
 import math
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from vrs_helpers.book import smoothing
@@ -40,6 +40,8 @@ def _score_by_hand(G, b, yy, n, Slist, rho, kind):
 
 @settings(max_examples=100, deadline=None)
 @given(seed=st.integers(0, 10_000), blocks=st.integers(2, 5), kind=st.sampled_from(["gcv", "ubre"]))
+@example(seed=2608, blocks=2, kind="gcv")
+@example(seed=3223, blocks=2, kind="gcv")
 def test_sweep_moves_as_the_full_sweep(seed, blocks, kind):
     G, b, yy, n, Slist = _problem(seed, blocks)
     grid = np.arange(-12.0, 21.0, 4.0)
@@ -64,10 +66,12 @@ def test_sweep_moves_as_the_full_sweep(seed, blocks, kind):
         return score(rho)
 
     got = smoothing._coordinate_sweep(G, b, yy, n, Slist, rho0, min(start_vals), grid, kind, value)
-    # the same point, or one whose score ties with it: two candidates whose scores differ by less than 1e-8 (e.g. a
-    # block at lambda = e^16 or e^20, both effectively infinite) are ordered by the Woodbury update's rounding
-    # (lambda ratios up to e^32), which the sweep does not resolve (hypothesis found seed 2608: 1.7e-9 apart)
-    assert np.array_equal(got, ref) or abs(score(got) - score(ref)) <= 1e-8 * max(1.0, abs(score(ref))), (got, ref)
+    # the same point, or one whose score ties with it: a block at lambda = e^16 or e^20 is penalized to its null
+    # space either way, and the two scores differ by O(1/lambda) ~ e^-16 = 1.1e-7 relative or less; the Woodbury
+    # update (lambda ratios up to e^32) orders such candidates by its rounding, which the sweep does not resolve
+    # (hypothesis found seed 2608: 1.7e-9 apart; seed 3223: 2.3e-8).
+    # At 1e-6 the test still fails a sweep that stops at a point worse than the full sweep's by more than that.
+    assert np.array_equal(got, ref) or abs(score(got) - score(ref)) <= 1e-6 * max(1.0, abs(score(ref))), (got, ref)
     assert len(calls) <= blocks * (len(grid) - 1)   # never more full evaluations than the full sweep
 
 
