@@ -148,7 +148,8 @@ def markdown(table: pd.DataFrame) -> str:
     lines = ["| cell | default test | sims | null rate (SE) | band | chi-square LRT, null | delta | power (SE), sims | "
              "chi-square power |", "|:--|:--|--:|--:|:--|--:|--:|--:|--:|"]
     for _, r in table.iterrows():
-        lines.append(f"| {r['cell']} | {r['default test']} | {int(r['sims'])} | {r['null rate']:.3f} "
+        test = str(r["default test"]).replace("|", "\\|")  # a pipe in a test's name (max-|z|) would split the row
+        lines.append(f"| {r['cell']} | {test} | {int(r['sims'])} | {r['null rate']:.3f} "
                      f"({r['MC SE']:.3f}) | {r['band']} | {r['chi-square null']:.3f} ({r['chi-square SE']:.3f}) | "
                      f"{r['delta']:.3g} | {r['power']:.3f} ({r['power SE']:.3f}), {int(r['power sims'])} | "
                      f"{r['chi-square power']:.3f} |")
