@@ -3,6 +3,7 @@ exits 2 with a message naming the problem; a failed run leaves a previous report
 
 import json
 import re
+from pathlib import Path
 
 import nbformat
 import numpy as np
@@ -163,20 +164,27 @@ def test_run_folder_log_report_opens_with_the_verdict_and_no_code(tmp_path, caps
     assert CODE in notebook_page(executed, exclude_input=False)
 
 
-@pytest.mark.parametrize("flag, exclude", [([], True), (["--show-code"], False)])
-def test_show_code_reaches_the_export(tmp_path, capsys, monkeypatch, flag, exclude):
-    seen = {}
+@pytest.mark.parametrize("flag, shown", [([], False), (["--show-code"], True)])
+def test_show_code_reaches_the_export(tmp_path, capsys, monkeypatch, flag, shown):
+    """--show-code keeps the code cells' inputs in report.html; without it the page has the outputs only. The
+    notebook's run is replaced by an executed notebook with one code cell (what is tested is the export)."""
 
-    def fake(*args, **kwargs):
-        seen.update(kwargs)
-        raise runner.NotebookError("stopped after the call")
+    def fake(source, params, *, out_dir, output_name, **kwargs):
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1", execution_count=1, outputs=[])])
+        out = Path(out_dir) / output_name
+        nbformat.write(nb, str(out))
+        Path(params["summary_path"]).write_text("{}")
+        kwargs["kernel"].shutdown()
+        return runner.RunResult("report", out, None, params)
 
     monkeypatch.setattr(runner, "run_notebook", fake)
     csv = tmp_path / "s.csv"
     _log(n_items=5).to_csv(csv, index=False)
     assert cli.main(["analyze", str(csv), "--response", "score", "--system", "system", "--item", "item",
-                     "--replication", "seed", "--out", str(tmp_path / "r"), *flag]) == 1
-    assert seen["exclude_input"] is exclude and "stopped" in capsys.readouterr().err
+                     "--replication", "seed", "--out", str(tmp_path / "r"), *flag]) == 0, capsys.readouterr().err
+    page = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
+    assert (CODE in page) is shown and ("x = 1" in page or "x</span>" in page) is shown
+    assert (tmp_path / "r" / "mathjax" / "MathJax.js").is_file()
 
 
 def test_two_metrics_give_one_result_each_and_holm_adjusted_verdicts(tmp_path, capsys):

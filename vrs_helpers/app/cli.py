@@ -246,17 +246,38 @@ def _cmd_student(args) -> int:
 
 
 def _cmd_analyze(args) -> int:
+    from .logs_report import check_out_dir
+
+    check_out_dir(args.out)   # before anything is read: a bad --out never costs an analysis
+    kernel = None
+    if args.dask is None and args.format == "auto" and args.response and args.item:
+        # a score table, most likely: its report's kernel starts now, on the other core, while pandas is imported
+        # and the data are read and checked; evaluation logs (detected below) do not need it
+        from .kernel import report_kernel
+
+        kernel = report_kernel()
+    try:
+        return _analyze_table(args, kernel)
+    except BaseException:
+        if kernel is not None:   # failed before the report's run (which stops it itself)
+            from .runner import discard_kernel
+
+            discard_kernel(kernel)
+        raise
+
+
+def _analyze_table(args, kernel) -> int:
     from ..evaluate.readers import sniff_format
     from ..evaluate.scores import InputError
     from ..evaluate.spec import AnalysisSpec
-    from .logs_report import check_out_dir
-    from .runner import analyze_report
+    from .runner import analyze_report, discard_kernel
 
-    check_out_dir(args.out)   # before anything is read: a bad --out never costs an analysis
     # logs: a format given or detected; a folder without one is read as logs (whose error names its files) unless
     # score-table columns are named (a folder of Parquet parts, e.g. for --dask)
     if (args.format != "auto" or sniff_format(args.data) is not None
             or (Path(args.data).is_dir() and not args.response)):
+        if kernel is not None:
+            discard_kernel(kernel)
         return _analyze_logs(args)
     if not args.response or not args.item:
         raise InputError(f"{args.data} is a score table (no evaluation logs of a known format were found in it): "
@@ -270,7 +291,7 @@ def _cmd_analyze(args) -> int:
                         n_resamples=args.n_resamples,
                         n_sim=args.n_sim, seed=args.seed, delta=args.delta, lower_is_better=args.lower_is_better or [],
                         dropna=args.dropna, backend=args.dask, data_label=str(args.data))
-    summary = analyze_report(spec, out_dir=args.out, show_code=args.show_code)
+    summary = analyze_report(spec, out_dir=args.out, show_code=args.show_code, kernel=kernel)
     out = Path(args.out)
     print("\n".join(summary.get("verdict", [])))
     if args.dask is not None:

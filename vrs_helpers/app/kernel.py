@@ -6,6 +6,7 @@
   imported, so that the kernel's start (about 2 s) and those imports (about 3 s: pandas, matplotlib, scipy) overlap
   with what the caller does meanwhile: ``vrs analyze`` reads and checks the score table before the report notebook
   can start;
+- :func:`report_kernel` - the kernel of ``vrs analyze``'s report, started before anything else;
 - :func:`notebook_imports` - the modules a notebook's code cells import at their top level (what to preload).
 """
 
@@ -16,6 +17,7 @@ import os
 import threading
 from pathlib import Path
 
+ANALYZE_NOTEBOOK = "07_your_evaluation.ipynb"   # the workbook `vrs analyze` runs as its report
 KERNEL_NAME = "python3"  # resolved by jupyter_client to the interpreter that runs `vrs`, so any venv works
 # what nbclient passes to a kernel it starts itself: the IPython history in memory, no sqlite file per run
 KERNEL_ARGUMENTS = ["--HistoryManager.hist_file=:memory:"]
@@ -46,15 +48,18 @@ def kernel_manager_class():
 def notebook_imports(notebook: str | os.PathLike) -> list[str]:
     """The modules the code cells of ``notebook`` import at their top level (``import a.b``, ``from a.b import c``;
     relative imports and cells that do not parse - IPython magics - are skipped), in order, each once."""
-    import nbformat
+    import json
 
-    nb = nbformat.read(str(notebook), as_version=4)
+    # the notebook's JSON read directly: nbformat's import (jsonschema) would delay the kernel's start
+    with open(notebook, encoding="utf-8") as f:
+        cells = json.load(f).get("cells", [])
     found: dict[str, None] = {}
-    for cell in nb.cells:
-        if cell.cell_type != "code":
+    for cell in cells:
+        if cell.get("cell_type") != "code":
             continue
+        source = cell.get("source", "")
         try:
-            body = ast.parse(cell.source).body
+            body = ast.parse(source if isinstance(source, str) else "".join(source)).body
         except SyntaxError:
             continue
         for node in body:
@@ -136,3 +141,16 @@ class PrestartedKernel:
 
     def __exit__(self, *exc) -> None:
         self.shutdown()
+
+
+def report_kernel() -> PrestartedKernel:
+    """The kernel of ``vrs analyze``'s report (workbook 07, :data:`ANALYZE_NOTEBOOK`), started now in a fresh
+    temporary folder (the report's work folder, ``kernel.cwd``) with the workbook's modules imported. The CLI
+    starts it first, before it imports pandas and reads the data, so that the kernel's start overlaps with
+    reading and checking them (:func:`vrs_helpers.app.runner.analyze_report`)."""
+    import tempfile
+
+    from ..resources import find_workbook
+
+    work = tempfile.mkdtemp(prefix="vrs-analyze-")
+    return PrestartedKernel(work, preload=notebook_imports(find_workbook(ANALYZE_NOTEBOOK)))

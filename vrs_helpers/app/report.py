@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import functools
 import hashlib
 import html
 import io
@@ -216,13 +217,25 @@ def mathjax_source() -> Path:
     return static
 
 
+def _mathjax_marker(src: Path) -> str:
+    return f"{src}:{(src / 'MathJax.js').stat().st_size}"
+
+
+def mathjax_current(html_dir: str | Path) -> bool:
+    """Whether ``html_dir/mathjax`` is a complete copy of this installation's MathJax (:func:`copy_mathjax`)."""
+    dest = Path(html_dir) / MATHJAX_DIR
+    stamp = dest / ".vrs-source"
+    return (stamp.is_file() and stamp.read_text() == _mathjax_marker(mathjax_source())
+            and (dest / "MathJax.js").is_file())
+
+
 def copy_mathjax(html_dir: str | Path) -> Path:
     """Copy MathJax into ``html_dir/mathjax`` (once: an existing copy of the same size is kept) and return it."""
     src = mathjax_source()
     dest = Path(html_dir) / MATHJAX_DIR
     stamp = dest / ".vrs-source"
-    marker = f"{src}:{(src / 'MathJax.js').stat().st_size}"
-    if stamp.is_file() and stamp.read_text() == marker and (dest / "MathJax.js").is_file():
+    marker = _mathjax_marker(src)
+    if mathjax_current(html_dir):
         return dest
     if dest.exists():
         shutil.rmtree(dest)
@@ -238,20 +251,37 @@ def notebook_page(nb, *, mathjax_url: str = f"{MATHJAX_DIR}/MathJax.js?config={M
     is put at the top of the body; scorecard outputs get ids (:func:`add_check_anchors`). ``exclude_input``: a
     report without code (nbconvert's ``TemplateExporter.exclude_input``, with the input and output prompts): the
     Markdown and the outputs only."""
-    import jinja2
     import nbformat
-    from nbconvert import HTMLExporter
 
     if not hasattr(nb, "cells"):
         nb = nbformat.read(str(nb), as_version=4)
     if anchors:
         nb = add_check_anchors(nb)
-    exporter = HTMLExporter(template_name="lab", template_file="vrs_page.html.j2",
-                            extra_loaders=[jinja2.DictLoader({"vrs_page.html.j2": _PAGE_TEMPLATE})],
-                            exclude_input=exclude_input, exclude_input_prompt=exclude_input,
-                            exclude_output_prompt=exclude_input)
-    body, _ = exporter.from_notebook_node(nb, resources={"vrs_mathjax_url": mathjax_url, "vrs_nav": nav_html})
+    body, _ = page_exporter(bool(exclude_input)).from_notebook_node(
+        nb, resources={"vrs_mathjax_url": mathjax_url, "vrs_nav": nav_html})
     return body
+
+
+@functools.lru_cache(maxsize=2)
+def page_exporter(exclude_input: bool = False):
+    """The nbconvert ``HTMLExporter`` of :func:`notebook_page` (lab template with the site's page template), made
+    once per process and setting: its templates are compiled on first use (about 0.3 s), which the pages of a
+    report site share. :func:`warm_page_exporter` compiles them ahead, e.g. while a notebook runs."""
+    import jinja2
+    from nbconvert import HTMLExporter
+
+    return HTMLExporter(template_name="lab", template_file="vrs_page.html.j2",
+                        extra_loaders=[jinja2.DictLoader({"vrs_page.html.j2": _PAGE_TEMPLATE})],
+                        exclude_input=exclude_input, exclude_input_prompt=exclude_input,
+                        exclude_output_prompt=exclude_input)
+
+
+def warm_page_exporter(exclude_input: bool = False) -> None:
+    """Import nbconvert and compile the templates of :func:`page_exporter` by rendering an empty notebook, so that
+    the first real page costs only its rendering."""
+    import nbformat
+
+    notebook_page(nbformat.v4.new_notebook(), exclude_input=exclude_input, anchors=False)
 
 
 def export_page(nb_path: str | Path, html_dir: str | Path, *, name: str | None = None, nav_html: str = "",

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import VRSError
-from .kernel import KERNEL_NAME, PrestartedKernel, kernel_manager_class
+from .kernel import ANALYZE_NOTEBOOK, KERNEL_NAME, PrestartedKernel, kernel_manager_class, report_kernel
 from .scorecard import COLUMNS, extract
 
 
@@ -453,9 +453,6 @@ def batch(grid_file: str | os.PathLike, out_dir: str | os.PathLike | None = None
     return results, table
 
 
-ANALYZE_NOTEBOOK = "07_your_evaluation.ipynb"
-
-
 def analyze_notebook() -> Path:
     """Workbook 07 (``notebooks/07_your_evaluation.ipynb`` of a checkout, or the installed package's copy)."""
     from ..resources import find_workbook
@@ -463,7 +460,36 @@ def analyze_notebook() -> Path:
     return find_workbook(ANALYZE_NOTEBOOK)
 
 
-def analyze_report(spec, *, out_dir: str | os.PathLike = "vrs-report", show_code: bool = False) -> dict:
+def discard_kernel(kernel: PrestartedKernel) -> None:
+    """Stop a report kernel (:func:`~vrs_helpers.app.kernel.report_kernel`) that will not run the report, and remove
+    its folder if nothing was written there (a failed run's files are kept: its error names them)."""
+    kernel.shutdown()
+    try:
+        kernel.cwd.rmdir()
+    except OSError:
+        pass
+
+
+def _prepare_page(work: Path, out: Path, exclude_input: bool):
+    """Started beside the report's run (in a thread: the notebook runs in the kernel's process): compile the HTML
+    exporter's templates and, unless ``out`` has a current copy, copy MathJax into ``work`` to be moved into
+    ``out`` when the run succeeded. Returns the thread; join it before using either."""
+    import threading
+
+    from .report import copy_mathjax, mathjax_current, warm_page_exporter
+
+    def prepare():
+        warm_page_exporter(exclude_input)
+        if not mathjax_current(out):
+            copy_mathjax(work)
+
+    thread = threading.Thread(target=prepare, name="vrs-report-page", daemon=True)
+    thread.start()
+    return thread
+
+
+def analyze_report(spec, *, out_dir: str | os.PathLike = "vrs-report", show_code: bool = False,
+                   kernel: PrestartedKernel | None = None) -> dict:
     """``vrs analyze``: validate the :class:`~vrs_helpers.evaluate.spec.AnalysisSpec` against its data (once),
     analyse it, and write ``out_dir/summary.json``.
 
@@ -471,11 +497,12 @@ def analyze_report(spec, *, out_dir: str | os.PathLike = "vrs-report", show_code
     (:func:`vrs_helpers.app.student.report_notebook`), runs with papermill on the validated spec (its ``spec``
     parameter: :meth:`~vrs_helpers.evaluate.spec.AnalysisSpec.to_dict`, the validated table as a Parquet file) and
     also writes ``out_dir/report.ipynb`` and ``out_dir/report.html``, which opens with the verdict box; the code
-    cells are left out of the HTML unless ``show_code``. On a Dask cluster (``spec.backend``: a scheduler address,
-    ``"local"`` or a client; the data a Parquet file or folder) the same validated spec is analysed
-    (:func:`vrs_helpers.evaluate.analysis.analyze`) with its passes over the rows on the cluster, and
-    ``out_dir/summary.txt`` replaces the notebook report (its figures need the rows in memory). The summary is the
-    same file on both backends.
+    cells are left out of the HTML unless ``show_code``. ``kernel``: the report's kernel started ahead
+    (:func:`vrs_helpers.app.kernel.report_kernel`; its folder is the work folder), else one is started here. On a
+    Dask cluster (``spec.backend``: a scheduler address, ``"local"`` or a client; the data a Parquet file or folder)
+    the same validated spec is analysed (:func:`vrs_helpers.evaluate.analysis.analyze`) with its passes over the
+    rows on the cluster, and ``out_dir/summary.txt`` replaces the notebook report (its figures need the rows in
+    memory). The summary is the same file on both backends.
 
     Bad input raises :class:`vrs_helpers.evaluate.scores.InputError` (or another ``VRSError``) before anything is
     written. Everything is produced in a temporary folder first and moved into ``out_dir`` only when the run
@@ -489,14 +516,15 @@ def analyze_report(spec, *, out_dir: str | os.PathLike = "vrs-report", show_code
     from ..evaluate.spec import connected
 
     label = spec.data_label or str(spec.data)
-    kernel = None
+    out = Path(out_dir)
+    if spec.backend is not None and kernel is not None:   # no notebook on a cluster: the kernel is not needed
+        discard_kernel(kernel)
+        kernel = None
     with connected(spec.backend) as client:
-        work = Path(tempfile.mkdtemp(prefix="vrs-analyze-"))
-        if spec.backend is None:
-            from .kernel import notebook_imports
-
+        if spec.backend is None and kernel is None:
             # the report's kernel starts, and imports the workbook's modules, while the data are read and checked
-            kernel = PrestartedKernel(work, preload=notebook_imports(analyze_notebook()))
+            kernel = report_kernel()
+        work = kernel.cwd if kernel is not None else Path(tempfile.mkdtemp(prefix="vrs-analyze-"))
         try:
             spec = spec.validated(client=client)
         except BaseException:   # bad input: nothing was produced
@@ -510,30 +538,41 @@ def analyze_report(spec, *, out_dir: str | os.PathLike = "vrs-report", show_code
             write_summary(analyze(spec.replace(backend=client)), work / "summary.json", work / "summary.txt")
             produced = [(work / "summary.json", "summary.json"), (work / "summary.txt", "summary.txt")]
         else:
+            from .report import notebook_page
+            from .student import report_notebook
+
             table = work / "scores.parquet"
             spec.table.to_parquet(table)
             params = {"spec": spec.replace(data=str(table), data_label=label, table=None).to_dict(),
                       "summary_path": str(work / "summary.json")}
-            from .student import report_notebook
-
             try:
-                source = report_notebook(analyze_notebook(), work / "workbook.ipynb")
-                res = run_notebook(source, params, out_dir=work, html_dir=work, output_name="report.ipynb",
-                                   exclude_input=not show_code, kernel=kernel)
+                try:
+                    source = report_notebook(analyze_notebook(), work / "workbook.ipynb")
+                except BaseException:
+                    kernel.shutdown()   # run_notebook stops it after a run, not before one
+                    raise
+                page = _prepare_page(work, out, exclude_input=not show_code)
+                res = run_notebook(source, params, out_dir=work, html_dir=None, output_name="report.ipynb",
+                                   kernel=kernel)
             except NotebookError as exc:
                 raise NotebookError(f"{exc}. The previous report in {out_dir} (if any) is untouched.") from exc
-            produced = [(res.output, "report.ipynb"), (res.html, "report.html"), (work / "summary.json",
-                                                                                 "summary.json")]
-    out = Path(out_dir)
+            page.join()
+            (work / "report.html").write_text(notebook_page(res.output, exclude_input=not show_code),
+                                              encoding="utf-8")
+            produced = [(res.output, "report.ipynb"), (work / "report.html", "report.html"),
+                        (work / "summary.json", "summary.json")]
     out.mkdir(parents=True, exist_ok=True)
     for src, name in produced:
         tmp = out / f".{name}.partial"
         shutil.copyfile(src, tmp)
         os.replace(tmp, out / name)
-    if spec.backend is None:
-        from .report import copy_mathjax
+    if spec.backend is None:   # report.html loads MathJax from ./mathjax (no CDN)
+        from .report import MATHJAX_DIR, copy_mathjax, mathjax_current
 
-        copy_mathjax(out)  # report.html loads MathJax from ./mathjax (no CDN)
+        if mathjax_current(work):   # copied while the notebook ran (out had no current copy)
+            shutil.rmtree(out / MATHJAX_DIR, ignore_errors=True)
+            shutil.move(str(work / MATHJAX_DIR), str(out / MATHJAX_DIR))
+        copy_mathjax(out)   # nothing to do when current
     shutil.rmtree(work, ignore_errors=True)
     return json.loads((out / "summary.json").read_text())
 
