@@ -41,10 +41,18 @@ def _write_runs(tmp_path, df, plain=False):
             part[["item", "score"]].to_csv(folder / "scores.tsv", sep="\t", index=False)
 
 
+def _fields_as_text(got, fields=("system", "seed")):
+    """The pattern fields of a loaded run folder: categorical text labels (one per file); as plain text."""
+    for f in fields:
+        assert isinstance(got[f].dtype, pd.CategoricalDtype)
+        assert all(isinstance(c, str) for c in got[f].cat.categories)
+    return got.astype({f: str for f in fields})
+
+
 def test_run_folder_of_tables(tmp_path):
     df = _table()
     _write_runs(tmp_path, df)
-    got = load_scores(str(tmp_path / "runs/{system}/seed={seed}/scores.tsv"))
+    got = _fields_as_text(load_scores(str(tmp_path / "runs/{system}/seed={seed}/scores.tsv")))
     assert list(got.columns) == ["system", "seed", "item", "score"]
     key = ["system", "seed", "item"]
     pd.testing.assert_frame_equal(got.sort_values(key).reset_index(drop=True),
@@ -68,7 +76,7 @@ def test_run_folders_round_trip(tmp_path_factory, n_sys, n_seed, n_item, seed):
     tmp = tmp_path_factory.mktemp("runs")
     df = _table(n_sys, n_seed, n_item, seed)
     _write_runs(tmp, df)
-    got = load_scores(str(tmp / "runs/{system}/seed={seed}/scores.tsv"))
+    got = _fields_as_text(load_scores(str(tmp / "runs/{system}/seed={seed}/scores.tsv")))
     key = ["system", "seed", "item"]
     pd.testing.assert_frame_equal(got.sort_values(key).reset_index(drop=True)[df.columns],
                                   df.sort_values(key).reset_index(drop=True), check_dtype=False)
@@ -201,3 +209,22 @@ def test_data_no_model_can_be_fitted_to_are_named(change, phrase):
     if "missing" in phrase:
         with pytest.raises(InputError, match="No data rows left after dropping"):
             validate(change(_table()), dropna=True, **kw)
+
+
+@settings(max_examples=25, deadline=None)
+@given(labels=st.sampled_from(["int", "text", "categorical int", "categorical text"]), seed=st.integers(0, 10**6))
+def test_validated_keys_are_text_labels_coded_once(labels, seed):
+    """validate returns the system, item and run columns as categoricals of text labels whose values are the text
+    of the input's (so every later grouping reads codes); the rows and scores are those given."""
+    df = _table(n_sys=2, n_seed=3, n_item=5, seed=seed)
+    df["item"] = df["item"].str[1:].astype(int)   # 0..4
+    if labels == "text":
+        df["item"] = df["item"].astype(str)
+    elif labels.startswith("categorical"):
+        df["item"] = df["item"].astype(str if labels.endswith("text") else int).astype("category")
+    out, _ = validate(df, response="score", system="system", item="item", replications=["seed"])
+    for c in ("system", "item", "seed"):
+        assert isinstance(out[c].dtype, pd.CategoricalDtype)
+        assert all(isinstance(v, str) for v in out[c].cat.categories)
+        assert out[c].astype(str).tolist() == df[c].astype(str).tolist()
+    assert np.array_equal(out["score"].to_numpy(), df["score"].to_numpy())

@@ -42,7 +42,7 @@ from .metrics import MetricsAnalysis
 from .readings import readings_frame
 from .scores import InputError
 from .spec import AnalysisSpec, connected
-from .steps import STEPS, plan_power, prepare, run_table, safe_names, verdict_text  # noqa: F401 - the public names
+from .steps import CONCURRENT, STEPS, plan_power, prepare, run_table, safe_names, verdict_text  # noqa: F401 - the public names
 
 #: bad input for :func:`analyze` (the message names the column or value and what to do): the one error type of the
 #: spec's validation (:class:`vrs_helpers.evaluate.scores.InputError`)
@@ -305,7 +305,8 @@ def analyze(data, response=None, system: str | None = None, item: str | None = N
 
 
 def analyze_response(spec: AnalysisSpec, response: str, client=None) -> OwnAnalysis:
-    """The analysis of one response of a validated spec: :data:`vrs_helpers.evaluate.steps.STEPS` in order."""
+    """The analysis of one response of a validated spec: :data:`vrs_helpers.evaluate.steps.STEPS` in order (in
+    memory, the steps in :data:`~vrs_helpers.evaluate.steps.CONCURRENT` in a thread beside the ones before them)."""
     w = prepare(spec, response, client)
     runs = run_table(w.d, w.y, w.sy, w.reps).rename(columns={**w.back, w.sy: w.system})
     runs[w.system] = runs[w.system].astype(str)
@@ -314,6 +315,18 @@ def analyze_response(spec: AnalysisSpec, response: str, client=None) -> OwnAnaly
                          family=w.family)
     if spec.family_notes.get(response):
         result.notes.append(spec.family_notes[response])
-    for step in STEPS:
-        step(result, w)
+    early = [] if w.lazy else [step for step in STEPS if step in CONCURRENT]
+    if not early:
+        for step in STEPS:
+            step(result, w)
+        return result
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(early), thread_name_prefix="vrs-step") as pool:
+        started = {step: pool.submit(step, result, w) for step in early}
+        for step in STEPS:
+            if step in started:
+                started[step].result()   # its exception, if any, is raised here
+            else:
+                step(result, w)
     return result

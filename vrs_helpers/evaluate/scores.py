@@ -188,9 +188,10 @@ def load_scores(source, *, sep: str | None = None) -> pd.DataFrame:
     """A score table from a DataFrame, a file (CSV, TSV, Parquet, JSON lines; compressed as pandas reads them), a
     folder of Parquet files, or a run-folder pattern with named fields, e.g. ``runs/{system}/seed={seed}/scores.tsv``.
 
-    Pattern fields become string columns; files are read in sorted order, so the result is deterministic. A
-    ``.csv`` whose header is separated by semicolons or tabs is read with that delimiter; a file with a header and
-    no data rows, and a JSON-lines line that is not a JSON object, are errors naming the file (and the line).
+    Pattern fields become text columns (categorical: one label per file); files are read in sorted order, so the
+    result is deterministic. A ``.csv`` whose header is separated by semicolons or tabs is read with that delimiter;
+    a file with a header and no data rows, and a JSON-lines line that is not a JSON object, are errors naming the
+    file (and the line).
     """
     if isinstance(source, pd.DataFrame):
         return source.copy()
@@ -208,7 +209,7 @@ def load_scores(source, *, sep: str | None = None) -> pd.DataFrame:
         return _read_table(path)
     fields = list(matches[0][1])
     frames, columns0, first = [], None, None
-    for f, values in matches:
+    for f, _ in matches:
         table = pd.read_csv(f, sep=sep) if sep is not None else _read_table(Path(f))
         if table.empty:
             raise InputError(f"{f} has no rows.")
@@ -224,10 +225,12 @@ def load_scores(source, *, sep: str | None = None) -> pd.DataFrame:
             raise InputError(f"The files disagree on their columns: {first} has {columns0}, {f} has "
                              f"{list(table.columns)} (only in the first: {only_first}; only in the second: "
                              f"{only_this}). Give all runs the same columns.")
-        for name in fields:
-            table[name] = values[name]
         frames.append(table)
     out = pd.concat(frames, ignore_index=True)
+    lengths = [len(t) for t in frames]
+    for name in fields:   # one label per file, as a categorical column built from the files' row counts
+        labels, codes = np.unique([values[name] for _, values in matches], return_inverse=True)
+        out[name] = pd.Categorical.from_codes(np.repeat(codes, lengths), categories=[str(v) for v in labels])
     return out[fields + [c for c in out.columns if c not in fields]]
 
 
@@ -321,6 +324,16 @@ def _check_values(y, name: str) -> None:
                          f"them by a power of ten, e.g. {10.0 ** np.floor(np.log10(big)):.0e}).")
 
 
+def _labels(column: pd.Series) -> pd.Series:
+    """A key column (system, item, run, repeat) as text labels in a categorical (categories sorted, codes per row):
+    every later grouping, comparison and model fit reads the codes instead of hashing 10^6 strings again. A column
+    that is already categorical with text categories keeps its categories (and their order)."""
+    dtype = column.dtype
+    if isinstance(dtype, pd.CategoricalDtype) and all(isinstance(c, str) for c in dtype.categories):
+        return column
+    return column.astype(str).astype("category")
+
+
 def validate(df, *, response, system: str | None = None, item: str, replications=(),
              properties=(), dropna: bool = False, repeats=()) -> tuple[pd.DataFrame, DataSummary]:
     """Check the roles of the columns of a score table and return (a clean copy, a :class:`DataSummary`).
@@ -387,7 +400,7 @@ def validate(df, *, response, system: str | None = None, item: str, replications
     else:
         sys_col = system
     for c in [sys_col, item, *replications, *repeats]:
-        out[c] = out[c].astype(str)
+        out[c] = out[c].astype(str) if lazy else _labels(out[c])
     for p in properties:
         missing, distinct = (int(v) for v in computed([out[p].isna().sum(), out[p].nunique()])) if lazy else \
             (int(out[p].isna().sum()), int(out[p].nunique()))

@@ -607,3 +607,7 @@ def answer_sentence(result) -> str | None:
 
 #: the steps of one response's analysis, in order
 STEPS = (separation, significance, conditional, paired, reliability, verdict, power, stochastic_order, answer)
+#: steps that read only the prepared data and write only their own part of the result (the resampling tests, numpy
+#: work that releases the GIL): in memory they run in a thread beside the steps before them (the model fits), and
+#: the analysis waits for them where they stand in STEPS; their numbers do not depend on it (seeded batches)
+CONCURRENT = (paired,)
