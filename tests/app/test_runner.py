@@ -44,6 +44,12 @@ def test_failure_names_notebook_and_cell(tmp_path):
     nb = _write_nb(tmp_path / "02_bad.ipynb", ["y = 1", "raise ValueError('boom')"])
     with pytest.raises(runner.NotebookError, match=r"02_bad.ipynb failed in cell \[\d+\]: ValueError: boom"):
         runner.run_notebook(nb, out_dir=tmp_path / "out", html_dir=None)
+    # the executed copy is written once, at the end of the run (kernel.engine_name), failures included: with the
+    # first cell's output and the failing cell's traceback
+    executed = nbformat.read(str(tmp_path / "out" / "02_bad.ipynb"), as_version=4)
+    errors = [o for c in executed.cells if c.cell_type == "code" for o in c.get("outputs", [])
+              if o.output_type == "error"]
+    assert len(errors) == 1 and errors[0].ename == "ValueError" and errors[0].evalue == "boom"
     assert main(["run", str(nb), "--out", str(tmp_path / "o2"), "--html", str(tmp_path / "h2")]) == 1
 
 

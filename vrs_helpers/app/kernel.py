@@ -7,6 +7,8 @@
   with what the caller does meanwhile: ``vrs analyze`` reads and checks the score table before the report notebook
   can start;
 - :func:`report_kernel` - the kernel of ``vrs analyze``'s report, started before anything else;
+- :func:`engine_name` - the papermill engine runs use: papermill's nbclient engine writing the executed notebook
+  once, at the end of the run;
 - :func:`notebook_imports` - the modules a notebook's code cells import at their top level (what to preload).
 """
 
@@ -154,3 +156,45 @@ def report_kernel() -> PrestartedKernel:
 
     work = tempfile.mkdtemp(prefix="vrs-analyze-")
     return PrestartedKernel(work, preload=notebook_imports(find_workbook(ANALYZE_NOTEBOOK)))
+
+
+ENGINE = "vrs-nbclient"
+
+
+def engine_name() -> str:
+    """The name of the papermill engine for :func:`vrs_helpers.app.runner.run_notebook` (registered on first call):
+    papermill's nbclient engine, except that the executed notebook is written once, when the run ends - also after
+    a failure, with the traceback - instead of also before and after every cell (papermill's default: 60 writes of a
+    growing notebook for workbook 07, about 0.5 s between its cells on 10^6 rows)."""
+    from papermill.engines import NBClientEngine, NotebookExecutionManager, papermill_engines
+    from papermill.exceptions import PapermillException
+
+    try:
+        papermill_engines.get_engine(ENGINE)
+        return ENGINE
+    except PapermillException:   # not registered yet
+        pass
+
+    class FinalWriteManager(NotebookExecutionManager):
+        def save(self, **kwargs):
+            if kwargs.get("nb") is not None:
+                self.nb = kwargs["nb"]
+            if self.end_time is not None:   # set by notebook_complete, which every run reaches (finally)
+                super().save()
+
+    class FinalWriteEngine(NBClientEngine):
+        @classmethod
+        def execute_notebook(cls, nb, kernel_name, output_path=None, progress_bar=True, log_output=False,
+                             autosave_cell_every=30, **kwargs):
+            manager = FinalWriteManager(nb, output_path=output_path, progress_bar=progress_bar,
+                                        log_output=log_output, autosave_cell_every=0)
+            manager.notebook_start()
+            try:
+                cls.execute_managed_notebook(manager, kernel_name, log_output=log_output, **kwargs)
+            finally:
+                manager.cleanup_pbar()
+                manager.notebook_complete()
+            return manager.nb
+
+    papermill_engines.register(ENGINE, FinalWriteEngine)
+    return ENGINE

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import VRSError
-from .kernel import ANALYZE_NOTEBOOK, KERNEL_NAME, PrestartedKernel, kernel_manager_class, report_kernel
+from .kernel import ANALYZE_NOTEBOOK, KERNEL_NAME, PrestartedKernel, engine_name, kernel_manager_class, report_kernel
 from .scorecard import COLUMNS, extract
 
 
@@ -192,7 +192,7 @@ def _run_notebook(notebook, parameters, out_dir, html_dir, output_name, kernel_n
     try:
         extra = {"km": kernel.manager()} if kernel is not None else {"kernel_manager_class": kernel_manager_class()}
         pm.execute_notebook(str(src), str(out), parameters=parameters, kernel_name=kernel_name,
-                            cwd=str(src.parent.resolve()), log_output=False,
+                            engine_name=engine_name(), cwd=str(src.parent.resolve()), log_output=False,
                             progress_bar=cell_progress_options(src.name, progress), **extra)
     except Exception as exc:  # papermill wraps kernel errors in PapermillExecutionError
         error = _failure_message(src.name, exc)
