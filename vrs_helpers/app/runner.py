@@ -551,6 +551,7 @@ def analyze_report(spec, *, out_dir: str | os.PathLike = "vrs-report", show_code
                 except BaseException:
                     kernel.shutdown()   # run_notebook stops it after a run, not before one
                     raise
+                kernel.manager()   # started: the page's preparation no longer competes with its imports
                 page = _prepare_page(work, out, exclude_input=not show_code)
                 res = run_notebook(source, params, out_dir=work, html_dir=None, output_name="report.ipynb",
                                    kernel=kernel)

@@ -32,6 +32,13 @@ def intern(index: dict, values: list, keys) -> np.ndarray:
     """The codes of ``keys`` in a growing table of distinct values (``index``: value -> code, ``values`` by code):
     known keys keep their code, new ones are appended in the order given. Every level table of the engine (grouping
     levels, fixed-factor cells, the labels merged from another partition) grows through this function."""
+    if not index:   # the first keys (distinct): their codes in order, the table built at C speed
+        values.extend(keys)
+        index.update(zip(values, range(len(values)), strict=True))
+        if len(index) == len(values):
+            return np.arange(len(values), dtype=np.int64)
+        index.clear()   # repeated keys: one at a time below
+        values.clear()
     mapping = np.empty(len(keys), dtype=np.int64)
     for i, u in enumerate(keys):
         code = index.get(u)
@@ -53,16 +60,19 @@ class Levels:
 
     def encode(self, s: pd.Series) -> np.ndarray:
         if isinstance(s.dtype, pd.CategoricalDtype):
-            cats = list(s.cat.categories)
+            cats = s.cat.categories.to_numpy(dtype=object)
             if self.categories is None and not self.values:
-                self.categories = cats
+                self.categories = list(cats)
             elif self.categories is not None:
-                self.categories += [c for c in cats if c not in set(self.categories)]
+                known = set(self.categories)
+                self.categories += [c for c in cats if c not in known]
             codes = s.cat.codes.to_numpy()
-            used = np.unique(codes)  # unused categories are not levels of the model (R's droplevels)
+            # unused categories are not levels of the model (R's droplevels); counting is O(rows), sorting is not
+            used = (np.flatnonzero(np.bincount(codes, minlength=len(cats))) if len(codes) and codes.min() >= 0
+                    else np.unique(codes))
             remap = np.full(len(cats), -1, dtype=np.int64)
             remap[used] = np.arange(len(used))
-            local, uniques = remap[codes], np.asarray(cats, dtype=object)[used]
+            local, uniques = remap[codes], cats[used]
         else:
             self.categories = None if self.values else self.categories
             local, uniques = pd.factorize(s, sort=False)
