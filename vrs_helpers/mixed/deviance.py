@@ -44,6 +44,15 @@ def _chol(a: np.ndarray, lower: bool) -> np.ndarray:
     return c
 
 
+def _chol_in_place(S: np.ndarray) -> np.ndarray:
+    """The lower Cholesky factor of a symmetric, C-ordered S, written over S (S' is S in Fortran order: LAPACK
+    factors it without a copy; the factor is Fortran-ordered, as :func:`_chol` returns it)."""
+    c, info = _potrf(S.T, lower=1, clean=1, overwrite_a=1)
+    if info != 0:
+        raise linalg.LinAlgError(f"matrix not positive definite (potrf info {info})")
+    return c
+
+
 def tri_solve(t: np.ndarray, b: np.ndarray, lower: bool, trans: bool = False) -> np.ndarray:
     """Solve t x = b (or t' x = b) for triangular t via LAPACK trtrs."""
     x, info = _trtrs(t, b, lower=int(lower), trans=int(trans))
@@ -194,7 +203,8 @@ class Deviance:
         blocks_b = []
         C = np.zeros((self.q_o, self.q_o))  # Z_o'Z_o
         for k in self.others:
-            C[self.slices[k], self.slices[k]] = np.diag(s.ZtZ_diag[k][:, 0, 0])
+            diag = np.arange(self.slices[k].start, self.slices[k].stop)
+            C[diag, diag] = s.ZtZ_diag[k][:, 0, 0]
             blocks_b.append(_cross(s, k, self.big))
         _fill_other_crosses(s, self.others, self.slices, C)
         # Z_o'Z_big: sparse when large (each row of the data links one level of each factor)
@@ -213,7 +223,6 @@ class Deviance:
         self.MtM = np.block([[s.XtX, s.Xty[:, None]], [s.Xty[None, :], np.array([[s.yty]])]])
         self.lam_index = (np.concatenate([[k] * sizes[k] for k in self.others]).astype(int) if self.others
                           else np.zeros(0, dtype=int))
-        self.eye_o = np.eye(self.q_o)
         self.eye_p = np.eye(p)
         self._memo: dict = {}
 
@@ -224,20 +233,21 @@ class Deviance:
         sqA = np.sqrt(A)
         lam = theta[self.lam_index]
         cbT = (tb * self.RbT) / sqA  # (p+1) x m_b
+        H0 = None  # Z_o'Z_b A^-1 Z_b'Z_o: overwritten by S (the gradient makes it again where it needs it)
         if self.q_o:
-            H0 = self.bdb(1.0 / A)  # Z_o'Z_b A^-1 Z_b'Z_o
-            # S = lam (C - tb^2 H0) lam + I, built in place (the same arithmetic as the expression)
-            S = H0 * -(tb * tb)
+            # S = lam (C - tb^2 H0) lam + I, built and factored in H0's memory: a fresh q_o^2 array costs about as
+            # much as the factorization in a process's first fit (its pages are new)
+            S = self.bdb(1.0 / A)
+            S *= -(tb * tb)
             S += self.C
             S *= lam[:, None]
             S *= lam[None, :]
             S[np.diag_indices_from(S)] += 1.0
-            LS = _chol(S, lower=True)
+            LS = _chol_in_place(S)
             BRA = self.BT @ (self.RbT / A).T  # q_o x (p+1)
             co = tri_solve(LS, lam[:, None] * (self.Ro - (tb * tb) * BRA), lower=True)
             logdet = float(np.log(A).sum()) + 2.0 * float(np.log(np.diag(LS)).sum())
         else:
-            H0 = np.zeros((0, 0))
             LS = np.zeros((0, 0))
             co = np.zeros((0, p + 1))
             logdet = float(np.log(A).sum())
@@ -332,7 +342,7 @@ class Deviance:
                 dS = np.einsum("ij,ij->i", LS, LS) if S is None else np.diag(S)
                 colsq = colsq_b + (dS - 2.0 + diag_Sinv) / (lam * lam)
             else:  # near the boundary the division loses precision: solve
-                xo_o = tri_solve(LS, lam[:, None] * (self.C - (tb * tb) * H0), lower=True)
+                xo_o = tri_solve(LS, lam[:, None] * (self.C - (tb * tb) * self.bdb(invA)), lower=True)
                 colsq = colsq_b + (xo_o * xo_o).sum(axis=0)
             for k in self.others:
                 sl = self.slices[k]
@@ -651,22 +661,6 @@ class BlockDeviance:
         for k, (rows, cols) in enumerate(self.tri):
             g[self.tslices[k]] = mats[k][rows, cols]
         return g
-
-    def weighted_residuals(self, theta, parts):
-        """Z'V*^-1 [X y] as (WbT: (p+1) x m_b, Wo: q_o x (p+1)), u = Z'V*^-1 (y - X beta) as (ub, uo), beta and
-        sigma^2: Z'V*^-1 = Z' - G Lambda M^-1 Lambda Z' with M^-1 Lambda Z'[X y] = L^-T [cb; co]."""
-        A, sqA, lam, H0, LS, cbT, co, P, logdet, RX, cbeta, r2 = parts
-        p, n, tb = self.s.p, self.s.n, theta[self.big]
-        if self.q_o:
-            lz_o = lam[:, None] * tri_solve(LS, co, lower=True, trans=True)
-            lz_bT = tb * ((cbT - (tb * (self.BT.T @ lz_o)).T / sqA) / sqA)
-            GbT = self.n_big * lz_bT + (self.BT.T @ lz_o).T
-            Go = self.BT @ lz_bT.T + self.C @ lz_o
-        else:
-            GbT, Go = self.n_big * (tb * (cbT / sqA)), np.zeros((0, p + 1))
-        WbT, Wo = self.RbT - GbT, self.Ro - Go
-        beta = tri_solve(RX, cbeta, lower=False) if p else np.zeros(0)
-        return WbT, Wo, WbT[p] - beta @ WbT[:p], Wo[:, p] - Wo[:, :p] @ beta, beta, r2 / (n - p if self.reml else n)
 
     def conditional_modes(self, theta, parts, beta) -> list[np.ndarray]:
         """b = Lambda u, L'u = c - R_ZX beta: per term an m_k x r_k array of BLUPs."""

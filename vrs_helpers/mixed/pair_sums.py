@@ -77,9 +77,17 @@ class PairSums:
         e1 = np.repeat(np.arange(nnz, dtype=idx), after)
         e2 = np.arange(n_pairs, dtype=idx)
         e2 -= np.repeat((np.cumsum(after) - after - np.arange(nnz)).astype(idx), after)
+        vals = Gc.data[e1]
+        vals *= Gc.data[e2]
         row = Gc.indices.astype(np.int32 if q < 2 ** 31 else np.int64, copy=False)
         kdt = np.int32 if q * q < 2 ** 31 else np.int64
-        key = row[e1].astype(kdt) * q + row[e2]  # row e1 <= row e2: one nonzero per row and level
+        # row e1 <= row e2 (one nonzero per row and level); built in place: in a process's first fit every fresh
+        # array of n_pairs costs about as much as the arithmetic on it
+        key = row[e1].astype(kdt, copy=False)
+        del e1
+        key *= q
+        key += row[e2]
+        del e2
         if q * q <= self.TABLE:
             seen = np.zeros(q * q, dtype=bool)
             seen[key] = True
@@ -89,7 +97,6 @@ class PairSums:
             inv = table[key]
         else:
             uniq, inv = np.unique(key, return_inverse=True)
-        vals = Gc.data[e1] * Gc.data[e2]
         indptr = np.concatenate([[0], np.cumsum(k * (k + 1) // 2)])
         self.K = sparse.csc_matrix((vals, inv, indptr), shape=(len(uniq), m))
         self.KT = self.K.T  # row-major view of the same arrays
@@ -113,7 +120,9 @@ class PairSums:
             self._weights = (rows, cols, np.where(rows == cols, 1.0, 2.0))
         rows, cols, twice = self._weights
         vals = self.K @ np.ascontiguousarray(D).reshape(-1)
-        return float((lower.reshape(-1)[self.lower] * lam[rows] * lam[cols] * twice) @ vals)
+        # element (j, i), j >= i: at j q + i in C order, at i q + j in Fortran order (LAPACK's; no copy)
+        picked = lower.ravel(order="F")[self.upper] if lower.flags.f_contiguous else lower.reshape(-1)[self.lower]
+        return float((picked * lam[rows] * lam[cols] * twice) @ vals)
 
     def adjoint(self, Kmat: np.ndarray, r: int) -> np.ndarray:
         """Per level l the r x r block G_:l' Kmat G_:l for a symmetric q x q Kmat (the transpose of the listed
