@@ -171,9 +171,11 @@ def _last_evaluation(dev, theta, compute):
     last point again for its estimates: one dense factorization less; the parts are not changed by their users)."""
     theta = np.asarray(theta, dtype=float)
     key = theta.tobytes()
-    last = dev.__dict__.get("_last")
+    last = dev.__dict__.pop("_last", None)
     if last is not None and last[0] == key:
+        dev._last = last
         return last[1]
+    del last  # the old parts go before the new ones are made (less memory at its peak)
     out = compute(theta)
     dev._last = (key, out)
     return out
@@ -200,13 +202,14 @@ class Deviance:
         self.q_o = int(offs[-1])
         _check_size(self.q_o, [s.groups[k] for k in self.others])
         self.slices = {k: slice(offs[i], offs[i + 1]) for i, k in enumerate(self.others)}
-        blocks_b = []
-        C = np.zeros((self.q_o, self.q_o))  # Z_o'Z_o
-        for k in self.others:
-            diag = np.arange(self.slices[k].start, self.slices[k].stop)
-            C[diag, diag] = s.ZtZ_diag[k][:, 0, 0]
-            blocks_b.append(_cross(s, k, self.big))
-        _fill_other_crosses(s, self.others, self.slices, C)
+        blocks_b = [_cross(s, k, self.big) for k in self.others]
+        # Z_o'Z_o: with one other term its diagonal (the dense matrix is made when first asked for: :attr:`C`)
+        self.diagC = (np.concatenate([s.ZtZ_diag[k][:, 0, 0] for k in self.others]).astype(float) if self.others
+                      else np.zeros(0))
+        self._C = None
+        if len(self.others) > 1:
+            self._C = self.C
+            _fill_other_crosses(s, self.others, self.slices, self._C)
         # Z_o'Z_big: sparse when large (each row of the data links one level of each factor)
         self.BT = (_as_cross(sparse.vstack(blocks_b, format="csr")) if self.others
                    else np.zeros((0, sizes[self.big])))
@@ -214,8 +217,6 @@ class Deviance:
         self.bdb = (_PairSums(self.BT) if sparse.issparse(self.BT) and _PairSums.pairs(self.BT) <= _PairSums.LIMIT
                     else _DenseBlocks(self.BT, 1) if not sparse.issparse(self.BT)
                     else lambda d: _sandwich(self.BT, d))  # B diag(d) B'
-        self.C = C
-        self.diagC = np.diag(C).copy()
         p = s.p
         self.RbT = np.ascontiguousarray(np.column_stack([s.ZtX[self.big], s.Zty[self.big]]).T)  # (p+1) x m_b
         self.Ro = (np.vstack([np.column_stack([s.ZtX[k], s.Zty[k]]) for k in self.others])
@@ -225,6 +226,19 @@ class Deviance:
                           else np.zeros(0, dtype=int))
         self.eye_p = np.eye(p)
         self._memo: dict = {}
+
+    @property
+    def C(self) -> np.ndarray:
+        """Z_o'Z_o as a dense q_o x q_o array."""
+        if self._C is not None:
+            return self._C
+        C = np.zeros((self.q_o, self.q_o))
+        C[np.diag_indices_from(C)] = self.diagC
+        return C
+
+    def C_times(self, x: np.ndarray) -> np.ndarray:
+        """Z_o'Z_o x for a q_o x k array x (with one other term a scaling by its diagonal: the same numbers)."""
+        return self.diagC[:, None] * x if self._C is None else self._C @ x
 
     def parts(self, theta: np.ndarray):
         p = self.s.p
@@ -239,7 +253,10 @@ class Deviance:
             # much as the factorization in a process's first fit (its pages are new)
             S = self.bdb(1.0 / A)
             S *= -(tb * tb)
-            S += self.C
+            if self._C is None:
+                S[np.diag_indices_from(S)] += self.diagC
+            else:
+                S += self._C
             S *= lam[:, None]
             S *= lam[None, :]
             S[np.diag_indices_from(S)] += 1.0
@@ -375,7 +392,7 @@ class Deviance:
             lz_o = lam[:, None] * tri_solve(LS, co, lower=True, trans=True)
             lz_bT = tb * ((cbT - (tb * (self.BT.T @ lz_o)).T / sqA) / sqA)
             GbT = self.n_big * lz_bT + (self.BT.T @ lz_o).T
-            Go = self.BT @ lz_bT.T + self.C @ lz_o
+            Go = self.BT @ lz_bT.T + self.C_times(lz_o)
         else:
             GbT, Go = self.n_big * (tb * (cbT / sqA)), np.zeros((0, p + 1))
         WbT, Wo = self.RbT - GbT, self.Ro - Go

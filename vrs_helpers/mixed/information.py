@@ -28,14 +28,14 @@ def _gram_columns(dev: Deviance, theta: np.ndarray, parts, xb: np.ndarray, xo: n
     A, lam, LS = parts[0], parts[2], parts[4]
     tb = theta[dev.big]
     yb = dev.n_big[:, None] * xb + dev.BT.T @ xo
-    yo = dev.BT @ xb + dev.C @ xo
+    yo = dev.BT @ xb + dev.C_times(xo)
     wb, wo = tb * yb, lam[:, None] * yo
     # M z = w with M = [[A, M_bo], [M_ob, M_oo]], M_ob = lam Z_o'Z_b tb, S = M_oo - M_ob A^-1 M_bo = L_S L_S'
     rhs = wo - lam[:, None] * (dev.BT @ (tb * wb / A[:, None]))
     zo = tri_solve(LS, tri_solve(LS, rhs, lower=True), lower=True, trans=True) if dev.q_o else rhs
     zb = (wb - tb * (dev.BT.T @ (lam[:, None] * zo))) / A[:, None]
     lzb, lzo = tb * zb, lam[:, None] * zo
-    return yb - (dev.n_big[:, None] * lzb + dev.BT.T @ lzo), yo - (dev.BT @ lzb + dev.C @ lzo)
+    return yb - (dev.n_big[:, None] * lzb + dev.BT.T @ lzo), yo - (dev.BT @ lzb + dev.C_times(lzo))
 
 
 def psi_information(dev: Deviance, theta: np.ndarray) -> np.ndarray:
