@@ -147,7 +147,9 @@ def _quasi_newton(dev, x0: np.ndarray, max_iter: int = 30):
     theta, n_eval = x0.copy(), 1
     scoring = isinstance(dev, Deviance)
     if scoring:
-        hess = information.theta_hessian(dev, theta)
+        hess = _information(dev, theta)
+        if hess is None:
+            return theta, f, np.inf, n_eval, False
     else:
         h = numdiff.steps(theta, 1e-5, 1e-3)
         hess = numdiff.jacobian(lambda t: dev.value_and_grad(t)[1], theta, h, f0=g).T
@@ -178,13 +180,25 @@ def _quasi_newton(dev, x0: np.ndarray, max_iter: int = 30):
         theta, f, g = t, f_new, g_new
         sy = float(s_k @ y_k)
         if scoring:
-            hess = information.theta_hessian(dev, theta)
+            hess = _information(dev, theta)
+            if hess is None:
+                return theta, f, np.inf, n_eval, False
         elif sy > 1e-12 * float(np.linalg.norm(s_k) * np.linalg.norm(y_k)):  # BFGS update (curvature condition)
             hs = hess @ s_k
             hess = hess + np.outer(y_k, y_k) / sy - np.outer(hs, hs) / float(s_k @ hs)
         if float(np.max(np.abs(s_k))) < QUASI_NEWTON_STEP_TOL:
             return theta, f, float(np.max(np.abs(s_k))), n_eval, True
     return theta, f, np.inf, n_eval, False
+
+
+def _information(dev: Deviance, theta: np.ndarray) -> np.ndarray | None:
+    """The average-information Hessian in theta (:func:`.information.theta_hessian`), or None where it cannot be
+    made (the caller then leaves the search to L-BFGS-B)."""
+    try:
+        hess = information.theta_hessian(dev, theta)
+    except (np.linalg.LinAlgError, ValueError, FloatingPointError):
+        return None
+    return hess if np.all(np.isfinite(hess)) else None
 
 
 def _optimize_intercepts(dev: Deviance, x0: np.ndarray):

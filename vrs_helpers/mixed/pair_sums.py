@@ -74,18 +74,16 @@ class PairSums:
         after = np.repeat(ptr[1:], k) - np.arange(nnz)  # nonzeros from this one to its level's end
         n_pairs = int(after.sum())
         idx = np.int32 if n_pairs < 2 ** 31 else np.int64
-        e1 = np.repeat(np.arange(nnz, dtype=idx), after)
+        # pair (e1, e2), e1 <= e2, of the nonzeros of one level: e1 repeated, e2 running from e1 to the level's end
         e2 = np.arange(n_pairs, dtype=idx)
         e2 -= np.repeat((np.cumsum(after) - after - np.arange(nnz)).astype(idx), after)
-        vals = Gc.data[e1]
+        vals = np.repeat(Gc.data, after)  # data[e1]
         vals *= Gc.data[e2]
         row = Gc.indices.astype(np.int32 if q < 2 ** 31 else np.int64, copy=False)
         kdt = np.int32 if q * q < 2 ** 31 else np.int64
         # row e1 <= row e2 (one nonzero per row and level); built in place: in a process's first fit every fresh
         # array of n_pairs costs about as much as the arithmetic on it
-        key = row[e1].astype(kdt, copy=False)
-        del e1
-        key *= q
+        key = np.repeat(row.astype(kdt) * q, after)
         key += row[e2]
         del e2
         if q * q <= self.TABLE:
