@@ -86,8 +86,12 @@ def test_merged_nested_pair_gives_the_unmerged_fit_and_tests(monkeypatch, system
     assert list(m1.theta.index) == list(m2.theta.index)
     for g in m2.ranef:
         np.testing.assert_allclose(m1.ranef[g].to_numpy(), m2.ranef[g].to_numpy(), atol=1e-6)
+    # two optimizers (BFGS on the merged blocks, Newton on the average information unmerged) stop at a Newton
+    # decrement below 1e-7: theta agrees to ~1e-5 relative along the flat system:run direction, which moves F and
+    # den_df by up to ~1.3e-5 relative (seen: 1.25e-5; the unmerged fit is the closer one to the optimum: its deviance
+    # is lower by 3e-10 and its gradient 4x smaller)
     for a, b in [(s1, s2), (k1, k2)]:
-        np.testing.assert_allclose(a[["F", "den_df"]].to_numpy(float), b[["F", "den_df"]].to_numpy(float), rtol=1e-6)
+        np.testing.assert_allclose(a[["F", "den_df"]].to_numpy(float), b[["F", "den_df"]].to_numpy(float), rtol=5e-5)
 
 
 def _unprofiled(dev, s, theta, sigma):

@@ -11,7 +11,9 @@ lower-triangular theta, ``(0 + x|g)``, ``(1 + x||g)``; factors as lme4 codes the
   :class:`PartialStats`, keyed by level labels (a dask DataFrame: one per partition on its cluster);
 - :mod:`.factor_slopes` - random slopes of factors coded as lme4 codes them;
 - :mod:`.deviance` - the profiled REML/ML deviance (lme4 JSS eq. 34/41) with a blocked, sparse Cholesky
-  (:mod:`.dense_blocks`: its dense cross blocks, equal rows computed once);
+  (:mod:`.dense_blocks`: its dense cross blocks, equal rows computed once; :mod:`.pair_sums`: its sparse ones);
+  :mod:`.information` - the average-information Hessian of the random-intercept deviance (the optimizer's Newton
+  steps);
 - :mod:`.model` - the :class:`MixedModel` base of the model objects (MixedModels.jl's) and their :class:`OptSummary`;
 - :mod:`.results` - the linear mixed model, :class:`LinearMixedModel` (lme4's lmer), fitted by :mod:`.optimizer`;
   :func:`fit` and :func:`fit_stats` build and fit one;

@@ -27,6 +27,7 @@ from . import stacks as st
 from .dense_blocks import DenseBlocks as _DenseBlocks
 from .design import SufficientStats, lower_triangle
 from .errors import MixedModelError
+from .pair_sums import PairSums as _PairSums
 
 _potrf = linalg.lapack.get_lapack_funcs("potrf", (np.zeros(1),))
 _potri = linalg.lapack.get_lapack_funcs("potri", (np.zeros(1),))
@@ -38,6 +39,15 @@ DENSE_OTHERS_LIMIT = 25_000  # levels x coefficients of the non-largest terms fa
 def _chol(a: np.ndarray, lower: bool) -> np.ndarray:
     """Cholesky factor via LAPACK potrf (the scipy wrapper's overhead dominates for the small blocks here)."""
     c, info = _potrf(a, lower=int(lower), clean=1)
+    if info != 0:
+        raise linalg.LinAlgError(f"matrix not positive definite (potrf info {info})")
+    return c
+
+
+def _chol_in_place(S: np.ndarray) -> np.ndarray:
+    """The lower Cholesky factor of a symmetric, C-ordered S, written over S (S' is S in Fortran order: LAPACK
+    factors it without a copy; the factor is Fortran-ordered, as :func:`_chol` returns it)."""
+    c, info = _potrf(S.T, lower=1, clean=1, overwrite_a=1)
     if info != 0:
         raise linalg.LinAlgError(f"matrix not positive definite (potrf info {info})")
     return c
@@ -86,125 +96,6 @@ def _as_cross(G: sparse.spmatrix) -> np.ndarray | sparse.csr_matrix:
     if size <= 20_000 or G.nnz > 0.25 * size:
         return G.toarray()
     return sparse.csr_matrix(G)
-
-
-class _PairSums:
-    """G blockdiag(D_1..D_m) G' for a fixed sparse G (q x m r, level-major columns), as one sparse product with D.
-
-    Entry (i, j) is sum_l sum_ab G_i,lr+a (D_l)_ab G_j,lr+b over the big levels l that link i and j. The pairs of
-    nonzeros each level's columns hold are listed once (K: unique pairs x m r^2, nnz = sum_l nnz(G_:l)^2 / 2), so
-    each evaluation is K @ vec(D) plus a scatter into the dense q x q result: cost follows the nonzeros, not q^2 m.
-    """
-
-    LIMIT = 30_000_000  # pairs (about 12 bytes each); beyond that scipy's sparse product is used
-    TABLE = 1 << 24  # q^2 up to which the distinct pairs are found with a lookup table (8 bytes per entry)
-
-    @staticmethod
-    def pairs(G, r: int = 1) -> int:
-        ptr = sparse.csc_matrix(G).indptr[::r].astype(np.int64)
-        k = np.diff(ptr)
-        return int((k * k).sum())
-
-    def __init__(self, G, r: int = 1):
-        Gc = sparse.csc_matrix(G)
-        q, mr = Gc.shape
-        if r == 1:
-            self._intercepts(Gc)
-            return
-        m = mr // r
-        bptr = Gc.indptr[::r].astype(np.int64)  # nonzeros of level l: bptr[l]:bptr[l+1] (its r columns in a row)
-        k = np.diff(bptr)
-        level = np.repeat(np.arange(m), k)  # per nonzero
-        coef = np.repeat(np.arange(mr), np.diff(Gc.indptr)) % r  # per nonzero: its coefficient a
-        order = np.lexsort((Gc.indices, level))  # within each level by row
-        row, coef, data = Gc.indices[order], coef[order], Gc.data[order]
-        # the pairs e1 <= e2 of each level's nonzeros (rows r1 <= r2): a pair of distinct nonzeros in one row
-        # stands for both orders (a, b) and (b, a), so it counts twice (D is symmetric)
-        after = k[level] - (np.arange(Gc.nnz) - bptr[level])  # nonzeros from this one to the level's end
-        e1 = np.repeat(np.arange(Gc.nnz), after)
-        e2 = e1 + (np.arange(len(e1)) - np.repeat(np.cumsum(after) - after, after))
-        r1, r2 = row[e1], row[e2]
-        key = r1.astype(np.int64) * q + r2
-        if q * q <= self.TABLE:  # distinct pairs by a lookup table over all q^2 (a sort costs ~20x more)
-            uniq = np.flatnonzero(np.bincount(key, minlength=q * q))
-            table = np.empty(q * q, dtype=np.int64)
-            table[uniq] = np.arange(len(uniq))
-            inv = table[key]
-        else:
-            uniq, inv = np.unique(key, return_inverse=True)
-        wcol = level[e1] * (r * r) + coef[e1] * r + coef[e2]
-        vals = data[e1] * data[e2]
-        vals[(r1 == r2) & (e1 != e2)] *= 2.0
-        self.K = sparse.csr_matrix((vals, (inv, wcol)), shape=(len(uniq), m * r * r))
-        self.KT = None  # its transpose, row-major (for the gradient's adjoint), made when first needed
-        self.upper = uniq  # flat index i q + j (i <= j)
-        self.lower = (uniq % q) * q + uniq // q
-        self.q = q
-        self._weights = None  # per listed pair: its row, its column, 2 off the diagonal (made when first needed)
-
-    def _intercepts(self, Gc) -> None:
-        """The pairs for r = 1 without sorting: each level's nonzeros (rows ascending) give its pairs in a column of
-        K, so K is built column by column as it is listed (CSC), in 32-bit indices where they fit (on InstEval's
-        1,128 x 2,972 block, 1.3 million pairs: a third of the time and memory of the general case)."""
-        q, m = Gc.shape
-        Gc.sort_indices()
-        nnz = Gc.nnz
-        ptr = Gc.indptr.astype(np.int64)
-        k = np.diff(ptr)
-        after = np.repeat(ptr[1:], k) - np.arange(nnz)  # nonzeros from this one to its level's end
-        n_pairs = int(after.sum())
-        idx = np.int32 if n_pairs < 2 ** 31 else np.int64
-        e1 = np.repeat(np.arange(nnz, dtype=idx), after)
-        e2 = np.arange(n_pairs, dtype=idx)
-        e2 -= np.repeat((np.cumsum(after) - after - np.arange(nnz)).astype(idx), after)
-        row = Gc.indices.astype(np.int32 if q < 2 ** 31 else np.int64, copy=False)
-        kdt = np.int32 if q * q < 2 ** 31 else np.int64
-        key = row[e1].astype(kdt) * q + row[e2]  # row e1 <= row e2: one nonzero per row and level
-        if q * q <= self.TABLE:
-            seen = np.zeros(q * q, dtype=bool)
-            seen[key] = True
-            uniq = np.flatnonzero(seen)
-            table = np.empty(q * q, dtype=idx)
-            table[uniq] = np.arange(len(uniq), dtype=idx)
-            inv = table[key]
-        else:
-            uniq, inv = np.unique(key, return_inverse=True)
-        vals = Gc.data[e1] * Gc.data[e2]
-        indptr = np.concatenate([[0], np.cumsum(k * (k + 1) // 2)])
-        self.K = sparse.csc_matrix((vals, inv, indptr), shape=(len(uniq), m))
-        self.KT = self.K.T  # row-major view of the same arrays
-        self.upper = uniq.astype(np.int64)
-        self.lower = (self.upper % q) * q + self.upper // q
-        self.q = q
-        self._weights = None
-
-    def __call__(self, D: np.ndarray) -> np.ndarray:
-        vals = self.K @ np.ascontiguousarray(D).reshape(-1)
-        out = np.zeros(self.q * self.q)
-        out[self.lower] = vals
-        out[self.upper] = vals
-        return out.reshape(self.q, self.q)
-
-    def inner_lower(self, lower: np.ndarray, D: np.ndarray, lam: np.ndarray) -> float:
-        """sum(S * (lam G D G' lam)) for a symmetric S given by its lower triangle ``lower`` (r = 1): the sandwich
-        is zero outside the listed pairs, so the sum runs over them alone, without forming the q x q matrix."""
-        if self._weights is None:
-            rows, cols = self.upper // self.q, self.upper % self.q
-            self._weights = (rows, cols, np.where(rows == cols, 1.0, 2.0))
-        rows, cols, twice = self._weights
-        vals = self.K @ np.ascontiguousarray(D).reshape(-1)
-        return float((lower.reshape(-1)[self.lower] * lam[rows] * lam[cols] * twice) @ vals)
-
-    def adjoint(self, Kmat: np.ndarray, r: int) -> np.ndarray:
-        """Per level l the r x r block G_:l' Kmat G_:l for a symmetric q x q Kmat (the transpose of the listed
-        pairs: the pairs i < j are listed in one order, so half the diagonal pairs plus the transposed blocks)."""
-        flat = Kmat.reshape(-1)
-        vals = flat[self.upper].copy()
-        vals[self.upper // self.q == self.upper % self.q] *= 0.5
-        if self.KT is None:
-            self.KT = self.K.T.tocsr()
-        Y = (self.KT @ vals).reshape(-1, r, r)
-        return Y + np.swapaxes(Y, 1, 2)
 
 
 def _sandwich(G, d: np.ndarray) -> np.ndarray:
@@ -280,9 +171,11 @@ def _last_evaluation(dev, theta, compute):
     last point again for its estimates: one dense factorization less; the parts are not changed by their users)."""
     theta = np.asarray(theta, dtype=float)
     key = theta.tobytes()
-    last = dev.__dict__.get("_last")
+    last = dev.__dict__.pop("_last", None)
     if last is not None and last[0] == key:
+        dev._last = last
         return last[1]
+    del last  # the old parts go before the new ones are made (less memory at its peak)
     out = compute(theta)
     dev._last = (key, out)
     return out
@@ -309,12 +202,14 @@ class Deviance:
         self.q_o = int(offs[-1])
         _check_size(self.q_o, [s.groups[k] for k in self.others])
         self.slices = {k: slice(offs[i], offs[i + 1]) for i, k in enumerate(self.others)}
-        blocks_b = []
-        C = np.zeros((self.q_o, self.q_o))  # Z_o'Z_o
-        for k in self.others:
-            C[self.slices[k], self.slices[k]] = np.diag(s.ZtZ_diag[k][:, 0, 0])
-            blocks_b.append(_cross(s, k, self.big))
-        _fill_other_crosses(s, self.others, self.slices, C)
+        blocks_b = [_cross(s, k, self.big) for k in self.others]
+        # Z_o'Z_o: with one other term its diagonal (the dense matrix is made when first asked for: :attr:`C`)
+        self.diagC = (np.concatenate([s.ZtZ_diag[k][:, 0, 0] for k in self.others]).astype(float) if self.others
+                      else np.zeros(0))
+        self._C = None
+        if len(self.others) > 1:
+            self._C = self.C
+            _fill_other_crosses(s, self.others, self.slices, self._C)
         # Z_o'Z_big: sparse when large (each row of the data links one level of each factor)
         self.BT = (_as_cross(sparse.vstack(blocks_b, format="csr")) if self.others
                    else np.zeros((0, sizes[self.big])))
@@ -322,8 +217,6 @@ class Deviance:
         self.bdb = (_PairSums(self.BT) if sparse.issparse(self.BT) and _PairSums.pairs(self.BT) <= _PairSums.LIMIT
                     else _DenseBlocks(self.BT, 1) if not sparse.issparse(self.BT)
                     else lambda d: _sandwich(self.BT, d))  # B diag(d) B'
-        self.C = C
-        self.diagC = np.diag(C).copy()
         p = s.p
         self.RbT = np.ascontiguousarray(np.column_stack([s.ZtX[self.big], s.Zty[self.big]]).T)  # (p+1) x m_b
         self.Ro = (np.vstack([np.column_stack([s.ZtX[k], s.Zty[k]]) for k in self.others])
@@ -331,9 +224,21 @@ class Deviance:
         self.MtM = np.block([[s.XtX, s.Xty[:, None]], [s.Xty[None, :], np.array([[s.yty]])]])
         self.lam_index = (np.concatenate([[k] * sizes[k] for k in self.others]).astype(int) if self.others
                           else np.zeros(0, dtype=int))
-        self.eye_o = np.eye(self.q_o)
         self.eye_p = np.eye(p)
         self._memo: dict = {}
+
+    @property
+    def C(self) -> np.ndarray:
+        """Z_o'Z_o as a dense q_o x q_o array."""
+        if self._C is not None:
+            return self._C
+        C = np.zeros((self.q_o, self.q_o))
+        C[np.diag_indices_from(C)] = self.diagC
+        return C
+
+    def C_times(self, x: np.ndarray) -> np.ndarray:
+        """Z_o'Z_o x for a q_o x k array x (with one other term a scaling by its diagonal: the same numbers)."""
+        return self.diagC[:, None] * x if self._C is None else self._C @ x
 
     def parts(self, theta: np.ndarray):
         p = self.s.p
@@ -342,20 +247,24 @@ class Deviance:
         sqA = np.sqrt(A)
         lam = theta[self.lam_index]
         cbT = (tb * self.RbT) / sqA  # (p+1) x m_b
+        H0 = None  # Z_o'Z_b A^-1 Z_b'Z_o: overwritten by S (the gradient makes it again where it needs it)
         if self.q_o:
-            H0 = self.bdb(1.0 / A)  # Z_o'Z_b A^-1 Z_b'Z_o
-            # S = lam (C - tb^2 H0) lam + I, built in place (the same arithmetic as the expression)
-            S = H0 * -(tb * tb)
-            S += self.C
+            # S = lam (C - tb^2 H0) lam + I, built and factored in H0's memory: a fresh q_o^2 array costs about as
+            # much as the factorization in a process's first fit (its pages are new)
+            S = self.bdb(1.0 / A)
+            S *= -(tb * tb)
+            if self._C is None:
+                S[np.diag_indices_from(S)] += self.diagC
+            else:
+                S += self._C
             S *= lam[:, None]
             S *= lam[None, :]
             S[np.diag_indices_from(S)] += 1.0
-            LS = _chol(S, lower=True)
+            LS = _chol_in_place(S)
             BRA = self.BT @ (self.RbT / A).T  # q_o x (p+1)
             co = tri_solve(LS, lam[:, None] * (self.Ro - (tb * tb) * BRA), lower=True)
             logdet = float(np.log(A).sum()) + 2.0 * float(np.log(np.diag(LS)).sum())
         else:
-            H0 = np.zeros((0, 0))
             LS = np.zeros((0, 0))
             co = np.zeros((0, p + 1))
             logdet = float(np.log(A).sum())
@@ -424,7 +333,7 @@ class Deviance:
         """
         s = self.s
         A, sqA, lam, H0, LS, cbT, co, P, logdet, RX, cbeta, r2 = parts
-        p, n = s.p, s.n
+        p = s.p
         tb = theta[self.big]
         K = len(theta)
         tr = np.zeros(K)
@@ -450,28 +359,14 @@ class Deviance:
                 dS = np.einsum("ij,ij->i", LS, LS) if S is None else np.diag(S)
                 colsq = colsq_b + (dS - 2.0 + diag_Sinv) / (lam * lam)
             else:  # near the boundary the division loses precision: solve
-                xo_o = tri_solve(LS, lam[:, None] * (self.C - (tb * tb) * H0), lower=True)
+                xo_o = tri_solve(LS, lam[:, None] * (self.C - (tb * tb) * self.bdb(invA)), lower=True)
                 colsq = colsq_b + (xo_o * xo_o).sum(axis=0)
             for k in self.others:
                 sl = self.slices[k]
                 tr[k] = self.diagC[sl].sum() - colsq[sl].sum()
-            zo = tri_solve(LS, co, lower=True, trans=True)
-            lz_o = lam[:, None] * zo
-            zbT = (cbT - (tb * (self.BT.T @ lz_o)).T / sqA) / sqA
-            lz_bT = tb * zbT
-            GbT = self.n_big * lz_bT + (self.BT.T @ lz_o).T
-            Go = self.BT @ lz_bT.T + self.C @ lz_o
         else:
             tr[self.big] = self.n_big.sum() - float(xb @ xb)
-            lz_bT = tb * (cbT / sqA)
-            GbT = self.n_big * lz_bT
-            Go = np.zeros((0, p + 1))
-        WbT = self.RbT - GbT
-        Wo = self.Ro - Go
-        beta = tri_solve(RX, cbeta, lower=False) if p else np.zeros(0)
-        ub = WbT[p] - beta @ WbT[:p]
-        uo = Wo[:, p] - Wo[:, :p] @ beta
-        sigma2 = r2 / (n - p if self.reml else n)
+        WbT, Wo, ub, uo, beta, sigma2 = self.weighted_residuals(theta, parts)
         usq = np.zeros(K)
         usq[self.big] = float(ub @ ub)
         for k in self.others:
@@ -487,6 +382,22 @@ class Deviance:
                     t2[k] = float((Qo[self.slices[k]] ** 2).sum())
         g_psi = tr - t2 - usq / sigma2
         return g_psi if per_psi else 2.0 * theta * g_psi
+
+    def weighted_residuals(self, theta, parts):
+        """Z'V*^-1 [X y] as (WbT: (p+1) x m_b, Wo: q_o x (p+1)), u = Z'V*^-1 (y - X beta) as (ub, uo), beta and
+        sigma^2: Z'V*^-1 = Z' - G Lambda M^-1 Lambda Z' with M^-1 Lambda Z'[X y] = L^-T [cb; co]."""
+        A, sqA, lam, H0, LS, cbT, co, P, logdet, RX, cbeta, r2 = parts
+        p, n, tb = self.s.p, self.s.n, theta[self.big]
+        if self.q_o:
+            lz_o = lam[:, None] * tri_solve(LS, co, lower=True, trans=True)
+            lz_bT = tb * ((cbT - (tb * (self.BT.T @ lz_o)).T / sqA) / sqA)
+            GbT = self.n_big * lz_bT + (self.BT.T @ lz_o).T
+            Go = self.BT @ lz_bT.T + self.C_times(lz_o)
+        else:
+            GbT, Go = self.n_big * (tb * (cbT / sqA)), np.zeros((0, p + 1))
+        WbT, Wo = self.RbT - GbT, self.Ro - Go
+        beta = tri_solve(RX, cbeta, lower=False) if p else np.zeros(0)
+        return WbT, Wo, WbT[p] - beta @ WbT[:p], Wo[:, p] - Wo[:, :p] @ beta, beta, r2 / (n - p if self.reml else n)
 
     def conditional_modes(self, theta, parts, beta) -> list[np.ndarray]:
         """b = Lambda u with u = L^-T (c_u - R_ZX beta): the BLUPs per term (m_k x 1 arrays)."""

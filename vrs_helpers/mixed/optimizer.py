@@ -3,8 +3,9 @@
 Random intercepts (:class:`.deviance.Deviance`): L-BFGS-B with bounds theta >= 0 on the analytic gradient, from
 one-way ANOVA moments of the OLS residuals (:func:`moment_start`; lme4 starts at theta = 1), with escapes from a
 boundary that traps the theta-gradient at zero; with a few terms whose every evaluation factors a large dense block,
-or a nested pair merged into blocks (:mod:`.nested`), BFGS from a finite-difference Hessian at the moment start
-first (:func:`_quasi_newton`: InstEval 11 -> 6 evaluations). Random slopes (:class:`.deviance.BlockDeviance`): unbounded
+Newton steps on the average-information Hessian (:mod:`.information`) from the moment start first, or for a nested
+pair merged into blocks (:mod:`.nested`) BFGS from a finite-difference Hessian at the moment start
+(:func:`_quasi_newton`: InstEval 11 -> 6 -> 3 evaluations). Random slopes (:class:`.deviance.BlockDeviance`): unbounded
 L-BFGS-B from lme4's start, brought to lme4's form (non-negative diagonal) afterwards. Both end with Newton steps on
 a Hessian from forward differences of the gradient, which is also the convergence check (lme4's relative
 gradient). :func:`optimize` returns theta (the engine's internal order: the formula's terms) and the
@@ -16,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize as scipy_optimize
 
-from . import numdiff
+from . import information, numdiff
 from .design import SufficientStats
 from .deviance import BlockDeviance, Deviance
 from .model import OptSummary
@@ -27,6 +28,7 @@ INTERCEPT_OPTIONS = {"ftol": 1e-12, "gtol": 1e-7, "maxiter": 5000, "maxcor": 20}
 SLOPE_OPTIONS = {"ftol": 1e-11, "gtol": 1e-7, "maxiter": 5000, "maxcor": 20}
 NEWTON_STEP_TOL = 2e-3  # converged: the largest Newton step (lme4's relative gradient) is below this
 _QN_NAME = "BFGS (analytic gradient, finite-difference Hessian at the start)"
+_AI_NAME = "Newton (analytic gradient, average-information Hessian)"
 QUASI_NEWTON_MIN_DENSE = 256  # levels of the dense block from which an evaluation is a dense factorization
 QUASI_NEWTON_MAX_TERMS = 3  # its Hessian at the start costs one gradient per term
 QUASI_NEWTON_STEP_TOL = 1e-8  # stop when the largest step in theta is below this
@@ -44,8 +46,8 @@ def optimize(dev, theta0=None) -> tuple[np.ndarray, OptSummary]:
         theta, best_f, converged, message, n_eval = _optimize_intercepts(dev, x0)
         lower, opts = np.zeros(len(theta)), INTERCEPT_OPTIONS
         name = "L-BFGS-B (bounded, analytic gradient) + Newton"
-        if message.startswith("BFGS"):
-            name = _QN_NAME
+        if message.startswith(("BFGS", "Newton")):
+            name = _QN_NAME if message.startswith("BFGS") else _AI_NAME
             opts = {"step": QUASI_NEWTON_STEP_TOL, "decrement": QUASI_NEWTON_DECREMENT}
     else:
         x0 = dev.start() if theta0 is None else np.asarray(theta0, dtype=float)
@@ -130,21 +132,29 @@ def moment_start(s: SufficientStats) -> np.ndarray | None:
     return np.clip(theta, 0.05, 10.0)
 
 
-def _quasi_newton(dev: Deviance, x0: np.ndarray, max_iter: int = 30):
-    """BFGS from a Hessian by forward differences of the analytic gradient at ``x0``, with step halving; for a few
-    terms whose every evaluation factors a large dense block (InstEval: 1,128 lecturers), where L-BFGS-B, which
-    starts from a scaled identity, spends most of its ~10 evaluations learning the curvature (Nocedal & Wright
-    2006, ch. 6). Returns (theta, deviance, largest last step, evaluations, done); done is False when it failed or
+def _quasi_newton(dev, x0: np.ndarray, max_iter: int = 30):
+    """Newton steps with step halving for a few terms whose every evaluation factors a large dense block (InstEval:
+    1,128 lecturers), where L-BFGS-B, which starts from a scaled identity, spends most of its ~10 evaluations
+    learning the curvature (Nocedal & Wright 2006, ch. 6). Random intercepts (:class:`.deviance.Deviance`): the
+    average-information Hessian at every point (:mod:`.information`; K solves, no evaluation: InstEval 6 -> 3
+    evaluations); otherwise BFGS from a Hessian by forward differences of the analytic gradient at ``x0`` (K
+    evaluations). Returns (theta, deviance, largest last step, evaluations, done); done is False when it failed or
     headed for the boundary theta_k = 0, and theta is then the best point reached (the caller goes on from there
     with L-BFGS-B and its boundary escapes)."""
     f, g = dev.value_and_grad(x0)
     if not np.isfinite(f):
         return x0, f, np.inf, 1, False
     theta, n_eval = x0.copy(), 1
-    h = numdiff.steps(theta, 1e-5, 1e-3)
-    hess = numdiff.jacobian(lambda t: dev.value_and_grad(t)[1], theta, h, f0=g).T
-    hess = 0.5 * (hess + hess.T)
-    n_eval += len(theta)
+    scoring = isinstance(dev, Deviance)
+    if scoring:
+        hess = _information(dev, theta)
+        if hess is None:
+            return theta, f, np.inf, n_eval, False
+    else:
+        h = numdiff.steps(theta, 1e-5, 1e-3)
+        hess = numdiff.jacobian(lambda t: dev.value_and_grad(t)[1], theta, h, f0=g).T
+        hess = 0.5 * (hess + hess.T)
+        n_eval += len(theta)
     for _ in range(max_iter):
         try:
             if not np.all(np.linalg.eigvalsh(hess) > 0):
@@ -169,7 +179,11 @@ def _quasi_newton(dev: Deviance, x0: np.ndarray, max_iter: int = 30):
         s_k, y_k = t - theta, g_new - g
         theta, f, g = t, f_new, g_new
         sy = float(s_k @ y_k)
-        if sy > 1e-12 * float(np.linalg.norm(s_k) * np.linalg.norm(y_k)):  # BFGS update (curvature condition)
+        if scoring:
+            hess = _information(dev, theta)
+            if hess is None:
+                return theta, f, np.inf, n_eval, False
+        elif sy > 1e-12 * float(np.linalg.norm(s_k) * np.linalg.norm(y_k)):  # BFGS update (curvature condition)
             hs = hess @ s_k
             hess = hess + np.outer(y_k, y_k) / sy - np.outer(hs, hs) / float(s_k @ hs)
         if float(np.max(np.abs(s_k))) < QUASI_NEWTON_STEP_TOL:
@@ -177,14 +191,25 @@ def _quasi_newton(dev: Deviance, x0: np.ndarray, max_iter: int = 30):
     return theta, f, np.inf, n_eval, False
 
 
+def _information(dev: Deviance, theta: np.ndarray) -> np.ndarray | None:
+    """The average-information Hessian in theta (:func:`.information.theta_hessian`), or None where it cannot be
+    made (the caller then leaves the search to L-BFGS-B)."""
+    try:
+        hess = information.theta_hessian(dev, theta)
+    except (np.linalg.LinAlgError, ValueError, FloatingPointError):
+        return None
+    return hess if np.all(np.isfinite(hess)) else None
+
+
 def _optimize_intercepts(dev: Deviance, x0: np.ndarray):
     """L-BFGS-B on the analytic gradient, with escapes from a boundary that traps the theta-gradient at zero; for a
-    few terms with a large dense block, BFGS from a finite-difference Hessian first (:func:`_quasi_newton`)."""
+    few terms with a large dense block, Newton steps on the average-information Hessian first
+    (:func:`_quasi_newton`)."""
     K = len(x0)
     if K <= QUASI_NEWTON_MAX_TERMS and dev.q_o >= QUASI_NEWTON_MIN_DENSE and np.all(x0 > 0):
         theta, best_f, rel_step, n_qn, done = _quasi_newton(dev, np.asarray(x0, dtype=float))
         if done:
-            return theta, best_f, True, f"BFGS from a finite-difference Hessian (last step {rel_step:.2g})", n_qn
+            return theta, best_f, True, f"Newton, average-information Hessian (last step {rel_step:.2g})", n_qn
         if np.isfinite(best_f):
             x0 = theta
     else:

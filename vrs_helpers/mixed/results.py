@@ -23,6 +23,7 @@ from .accumulate import accumulate
 from .design import SufficientStats, design_rows
 from .deviance import BlockDeviance, Deviance, tri_solve
 from .errors import SINGULAR_TOL, AliasedFactorsWarning, ConvergenceWarning, MixedModelError, SingularFitWarning
+from .factor_slopes import expand
 from .model import MixedModel, check_fitted
 from .optimizer import optimize
 
@@ -60,8 +61,6 @@ class LinearMixedModel(MixedModel):
             if data is None:
                 raise MixedModelError("A linear mixed model needs data: rows, chunks of rows or a Dataset.")
             if isinstance(data, pd.DataFrame):  # random slopes of factors: R's model-matrix columns as slopes
-                from .factor_slopes import expand
-
                 formula, data = expand(formula, data)
             stats = accumulate(formula, data, dropna=dropna)
             if isinstance(data, pd.DataFrame):
