@@ -24,6 +24,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     # your own evaluation results
     "analyze": "evaluate.analysis",
+    "analyze_recorded": "evaluate.analysis",
     "AnalysisSpec": "evaluate.spec",
     "OwnAnalysis": "evaluate.analysis",
     "write_summary": "evaluate.analysis",

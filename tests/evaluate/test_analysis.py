@@ -222,3 +222,34 @@ def test_a_system_that_is_always_correct_is_separated_and_not_reported_as_number
     assert any("system perfect is correct (120 of 120)" in n for n in s["notes"])
     assert set(s["variance_components"]) == {"base"} and "perfect" not in s["reliability"]
     assert all(c["estimate"] is None and c["p_value"] is None for c in s["contrasts"])
+
+
+def test_a_saved_analysis_is_the_analysis_of_its_spec_only(tmp_path):
+    """vrs analyze hands the report the analysis it computed (save_analysis): the report reads back the same
+    readings and fit warnings that analyze_recorded computes itself, and a file made for another spec (another
+    seed) is refused instead of being shown for it."""
+    import warnings
+
+    from vrs_helpers.evaluate.analysis import analyze_recorded, save_analysis
+    from vrs_helpers.evaluate.spec import AnalysisSpec
+
+    rng = np.random.default_rng(5)
+    rows = [{"system": s, "seed": r, "item": i, "score": 0.3 * (s == "B") + rng.normal(0, 0.2) + 0.1 * i}
+            for s in "AB" for r in range(3) for i in range(12)]
+    spec = AnalysisSpec(pd.DataFrame(rows), "score", "system", "item", replications=["seed"],
+                        n_resamples=99).validated()
+    table = tmp_path / "scores.parquet"
+    spec.table.to_parquet(table)
+    handed = spec.replace(data=str(table))
+    saved = tmp_path / "analysis.pickle"
+    analysis, fit_warnings = save_analysis(handed, saved)
+    in_report = AnalysisSpec.from_dict(handed.replace(table=None).to_dict()).validated()
+    got, got_warnings = analyze_recorded(in_report, saved=saved)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        direct = analyze(in_report)
+    assert got.verdict == analysis.verdict == direct.verdict and got_warnings == fit_warnings
+    assert got.glrt_replications_random.p_value == pytest.approx(direct.glrt_replications_random.p_value, rel=1e-9)
+    other = AnalysisSpec.from_dict({**handed.replace(table=None).to_dict(), "seed": 1}).validated()
+    with pytest.raises(AnalysisError, match="another spec"):
+        analyze_recorded(other, saved=saved)

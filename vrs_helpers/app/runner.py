@@ -152,7 +152,7 @@ def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, *,
                  output_name: str | None = None,
                  kernel_name: str = KERNEL_NAME, raise_on_error: bool = True,
                  progress: bool | dict = False, exclude_input: bool = False,
-                 kernel: PrestartedKernel | None = None) -> RunResult:
+                 kernel: PrestartedKernel | None = None, while_running=None) -> RunResult:
     """Execute ``notebook`` with papermill (parameters injected after the ``parameters`` cell).
 
     The executed copy goes to ``out_dir``, an HTML export to ``html_dir``. The notebook runs with its own folder
@@ -163,18 +163,20 @@ def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, *,
     tests: tqdm disables itself elsewhere); a dict gives the bar's tqdm options (:func:`cell_progress_options`).
     ``exclude_input``: the HTML export without the code cells' inputs (the executed notebook keeps them).
     ``kernel``: a :class:`~vrs_helpers.app.kernel.PrestartedKernel` started in the notebook's folder to run it in
-    (instead of a kernel started now); it is shut down after the run, whatever happens.
+    (instead of a kernel started now); it is shut down after the run, whatever happens. ``while_running``: a
+    function called (in this process) when the first code cell starts, for work beside the run that should not
+    delay the kernel's start; it should return at once (start a thread).
     """
     try:
         return _run_notebook(notebook, parameters, out_dir, html_dir, output_name, kernel_name, raise_on_error,
-                             progress, exclude_input, kernel)
+                             progress, exclude_input, kernel, while_running)
     finally:
         if kernel is not None:
             kernel.shutdown()
 
 
 def _run_notebook(notebook, parameters, out_dir, html_dir, output_name, kernel_name, raise_on_error, progress,
-                  exclude_input, kernel) -> RunResult:
+                  exclude_input, kernel, while_running) -> RunResult:
     import papermill as pm
 
     src = Path(notebook)
@@ -193,7 +195,8 @@ def _run_notebook(notebook, parameters, out_dir, html_dir, output_name, kernel_n
         extra = {"km": kernel.manager()} if kernel is not None else {"kernel_manager_class": kernel_manager_class()}
         pm.execute_notebook(str(src), str(out), parameters=parameters, kernel_name=kernel_name,
                             engine_name=engine_name(), cwd=str(src.parent.resolve()), log_output=False,
-                            progress_bar=cell_progress_options(src.name, progress), **extra)
+                            progress_bar=cell_progress_options(src.name, progress), vrs_on_start=while_running,
+                            **extra)
     except Exception as exc:  # papermill wraps kernel errors in PapermillExecutionError
         error = _failure_message(src.name, exc)
         if raise_on_error:
@@ -538,26 +541,32 @@ def analyze_report(spec, *, out_dir: str | os.PathLike = "vrs-report", show_code
             write_summary(analyze(spec.replace(backend=client)), work / "summary.json", work / "summary.txt")
             produced = [(work / "summary.json", "summary.json"), (work / "summary.txt", "summary.txt")]
         else:
+            from ..evaluate.analysis import save_analysis
             from .report import notebook_page
             from .student import report_notebook
 
             table = work / "scores.parquet"
             spec.table.to_parquet(table)
-            params = {"spec": spec.replace(data=str(table), data_label=label, table=None).to_dict(),
-                      "summary_path": str(work / "summary.json")}
+            handed = spec.replace(data=str(table), data_label=label)
+            params = {"spec": handed.replace(table=None).to_dict(), "summary_path": str(work / "summary.json"),
+                      "analysis_file": str(work / "analysis.pickle")}
             try:
                 try:
                     source = report_notebook(analyze_notebook(), work / "workbook.ipynb")
-                except BaseException:
+                    # the analysis here, on this core, while the kernel starts on the other; the report reads it
+                    save_analysis(handed, params["analysis_file"])
+                except BaseException:   # before the run (an error of the analysis itself): nothing was produced
                     kernel.shutdown()   # run_notebook stops it after a run, not before one
+                    shutil.rmtree(work, ignore_errors=True)
                     raise
-                kernel.manager()   # started: the page's preparation no longer competes with its imports
-                page = _prepare_page(work, out, exclude_input=not show_code)
+                page = []   # the page's preparation, started with the first cell (not to delay the run's start)
                 res = run_notebook(source, params, out_dir=work, html_dir=None, output_name="report.ipynb",
-                                   kernel=kernel)
+                                   kernel=kernel, while_running=lambda: page.append(
+                                       _prepare_page(work, out, exclude_input=not show_code)))
             except NotebookError as exc:
                 raise NotebookError(f"{exc}. The previous report in {out_dir} (if any) is untouched.") from exc
-            page.join()
+            for thread in page:
+                thread.join()
             (work / "report.html").write_text(notebook_page(res.output, exclude_input=not show_code),
                                               encoding="utf-8")
             produced = [(res.output, "report.ipynb"), (work / "report.html", "report.html"),

@@ -304,6 +304,48 @@ def analyze(data, response=None, system: str | None = None, item: str | None = N
     return MetricsAnalysis.from_results(results, spec.alpha)
 
 
+def analyze_recorded(spec: AnalysisSpec, saved=None) -> tuple:
+    """``(analyze(spec), fit_warnings)``: the analysis with the warnings its fits raised recorded - their messages,
+    each once, in order - instead of shown (workbook 07 lists them with its notes).
+
+    ``saved``: a file of :func:`save_analysis` holding that pair for this very spec: ``vrs analyze`` computes it in
+    its own process while the report's kernel starts, and the report reads it instead of computing it again (the
+    same function on the same validated table). A file made for another spec (other data, options or seed) is an
+    :class:`AnalysisError`."""
+    if saved:
+        import pickle
+
+        with open(saved, "rb") as f:
+            key, pair = pickle.load(f)
+        if key != _spec_key(spec):
+            raise AnalysisError(f"{saved} holds the analysis of another spec (other data or options); leave "
+                                "analysis_file empty to analyse this one.")
+        return pair
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        analysis = analyze(spec)
+    return analysis, list(dict.fromkeys(str(w.message) for w in caught))
+
+
+def save_analysis(spec: AnalysisSpec, path) -> tuple:
+    """Compute :func:`analyze_recorded` of a validated in-memory ``spec`` whose ``data`` names its table's Parquet
+    file (as ``vrs analyze`` hands it to the report), write it to ``path`` with the spec it belongs to, and return
+    it."""
+    import pickle
+
+    pair = analyze_recorded(spec)
+    with open(path, "wb") as f:
+        pickle.dump((_spec_key(spec), pair), f, protocol=pickle.HIGHEST_PROTOCOL)
+    return pair
+
+
+def _spec_key(spec: AnalysisSpec) -> str:
+    """What identifies an analysis: the spec's JSON form (data file, options, families, tests, design)."""
+    return json.dumps(spec.replace(table=None).to_dict(), sort_keys=True)
+
+
 def analyze_response(spec: AnalysisSpec, response: str, client=None) -> OwnAnalysis:
     """The analysis of one response of a validated spec: :data:`vrs_helpers.evaluate.steps.STEPS` in order (in
     memory, the steps in :data:`~vrs_helpers.evaluate.steps.CONCURRENT` in a thread beside the ones before them)."""
