@@ -276,9 +276,12 @@ def _analyze_table(args, kernel) -> int:
     # score-table columns are named (a folder of Parquet parts, e.g. for --dask)
     if (args.format != "auto" or sniff_format(args.data) is not None
             or (Path(args.data).is_dir() and not args.response)):
-        if kernel is not None:
+        if kernel is None:
+            return _analyze_logs(args)
+        try:   # the speculative kernel is stopped after the logs' analysis (its start would delay it)
+            return _analyze_logs(args)
+        finally:
             discard_kernel(kernel)
-        return _analyze_logs(args)
     if not args.response or not args.item:
         raise InputError(f"{args.data} is a score table (no evaluation logs of a known format were found in it): "
                          "name its columns with --response COL and --item COL (and --system, --replication), or "
