@@ -100,6 +100,8 @@ def test_failed_notebook_run_keeps_the_previous_report(tmp_path, capsys, monkeyp
     err = capsys.readouterr().err
     assert "boom" in err and "untouched" in err
     assert (out / "report.html").read_text() == "old" and sorted(p.name for p in out.iterdir()) == ["report.html"]
+    failed = Path(re.search(r"executed copy with the traceback: (\S+?)\)", err).group(1))
+    assert failed.is_file() and not (failed.parent / "mathjax").exists()   # the failed run's folder: its notebook
 
 
 # ------------------------------------------------------------------------- issue 22: readings, metrics, report

@@ -542,7 +542,7 @@ def analyze_report(spec, *, out_dir: str | os.PathLike = "vrs-report", show_code
             produced = [(work / "summary.json", "summary.json"), (work / "summary.txt", "summary.txt")]
         else:
             from ..evaluate.analysis import save_analysis
-            from .report import notebook_page
+            from .report import MATHJAX_DIR, notebook_page
             from .student import report_notebook
 
             table = work / "scores.parquet"
@@ -564,6 +564,9 @@ def analyze_report(spec, *, out_dir: str | os.PathLike = "vrs-report", show_code
                                    kernel=kernel, while_running=lambda: page.append(
                                        _prepare_page(work, out, exclude_input=not show_code)))
             except NotebookError as exc:
+                for thread in page:   # the failed run's folder keeps its notebook, not a MathJax copy
+                    thread.join()
+                shutil.rmtree(work / MATHJAX_DIR, ignore_errors=True)
                 raise NotebookError(f"{exc}. The previous report in {out_dir} (if any) is untouched.") from exc
             for thread in page:
                 thread.join()
