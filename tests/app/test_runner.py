@@ -369,6 +369,8 @@ def test_prestarted_kernel_runs_the_notebook_as_a_fresh_one(tmp_path):
     fresh = runner.run_notebook(nb, {"x": 5}, out_dir=tmp_path / "fresh", html_dir=None)
     kernel = PrestartedKernel(tmp_path, preload=["fractions", "no_such_module_vrs"])
     warm = runner.run_notebook(nb, {"x": 5}, out_dir=tmp_path / "warm", html_dir=None, kernel=kernel)
+    assert kernel._stopping is not None   # the run stops it, in the background; wait for that here
+    kernel._stopping.join(timeout=60)
     assert not kernel.manager().has_kernel                                 # shut down after the run
     cells = [nbformat.read(str(r.output), as_version=4).cells for r in (fresh, warm)]
     assert [c.get("execution_count") for c in cells[0]] == [c.get("execution_count") for c in cells[1]]
@@ -378,4 +380,6 @@ def test_prestarted_kernel_runs_the_notebook_as_a_fresh_one(tmp_path):
     elsewhere = PrestartedKernel(tmp_path / "warm")
     with pytest.raises(ValueError, match="not in the notebook's folder"):
         runner.run_notebook(nb, {"x": 5}, out_dir=tmp_path / "x", html_dir=None, kernel=elsewhere)
+    assert elsewhere._stopping is not None
+    elsewhere._stopping.join(timeout=60)
     assert not elsewhere.manager().has_kernel

@@ -98,6 +98,8 @@ class PrestartedKernel:
         self.preload = list(preload)
         self._manager = kernel_manager_class()(kernel_name=kernel_name)
         self._error: BaseException | None = None
+        self._stopping: threading.Thread | None = None   # the thread that stops the kernel (shutdown)
+        self._stop_error: BaseException | None = None
         self._thread = threading.Thread(target=self._start, name="vrs-prestarted-kernel", daemon=True)
         self._thread.start()
 
@@ -130,13 +132,32 @@ class PrestartedKernel:
             raise RuntimeError(f"the kernel did not start: {self._error}") from self._error
         return self._manager
 
-    def shutdown(self) -> None:
-        """Stop the kernel (waits for a start in progress first); a kernel already stopped is left alone."""
+    def shutdown(self, now: bool = False, wait: bool = True) -> None:
+        """Stop the kernel (waits for a start in progress first); a kernel already stopped is left alone.
+
+        ``now``: stop its process at once instead of asking it to shut down (about 0.6 s for a kernel that holds
+        10^6 rows): for a kernel whose work is done, nothing of which is kept. ``wait=False``: stop it in a
+        background thread and return at once; a later ``shutdown()`` waits for that (and the interpreter waits for
+        it at exit: the thread is not a daemon)."""
+        stopping = self._stopping
+        if stopping is None:
+            stopping = self._stopping = threading.Thread(target=self._stop, args=(now,), name="vrs-kernel-stop")
+            stopping.start()
+        if wait:
+            stopping.join()
+            if self._stop_error is not None:
+                error, self._stop_error = self._stop_error, None
+                raise error
+
+    def _stop(self, now: bool) -> None:
         from jupyter_core.utils import run_sync
 
         self._thread.join()
-        if self._manager.has_kernel:
-            run_sync(self._manager.shutdown_kernel)()
+        try:
+            if self._manager.has_kernel:
+                run_sync(self._manager.shutdown_kernel)(now=now)
+        except BaseException as exc:  # noqa: BLE001 - raised by shutdown(), in the caller's thread
+            self._stop_error = exc
 
     def __enter__(self) -> PrestartedKernel:
         return self

@@ -163,7 +163,8 @@ def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, *,
     tests: tqdm disables itself elsewhere); a dict gives the bar's tqdm options (:func:`cell_progress_options`).
     ``exclude_input``: the HTML export without the code cells' inputs (the executed notebook keeps them).
     ``kernel``: a :class:`~vrs_helpers.app.kernel.PrestartedKernel` started in the notebook's folder to run it in
-    (instead of a kernel started now); it is shut down after the run, whatever happens. ``while_running``: a
+    (instead of a kernel started now); it is stopped after the run, whatever happens, in the background
+    (``kernel.shutdown()`` waits for that). ``while_running``: a
     function called (in this process) when the first code cell starts, for work beside the run that should not
     delay the kernel's start; it should return at once (start a thread).
     """
@@ -171,8 +172,8 @@ def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, *,
         return _run_notebook(notebook, parameters, out_dir, html_dir, output_name, kernel_name, raise_on_error,
                              progress, exclude_input, kernel, while_running)
     finally:
-        if kernel is not None:
-            kernel.shutdown()
+        if kernel is not None:   # its work is done (the executed notebook is written): stopped in the background
+            kernel.shutdown(now=True, wait=False)
 
 
 def _run_notebook(notebook, parameters, out_dir, html_dir, output_name, kernel_name, raise_on_error, progress,
@@ -466,7 +467,7 @@ def analyze_notebook() -> Path:
 def discard_kernel(kernel: PrestartedKernel) -> None:
     """Stop a report kernel (:func:`~vrs_helpers.app.kernel.report_kernel`) that will not run the report, and remove
     its folder if nothing was written there (a failed run's files are kept: its error names them)."""
-    kernel.shutdown()
+    kernel.shutdown(now=True)   # it ran nothing of the user's: nothing to keep
     try:
         kernel.cwd.rmdir()
     except OSError:
@@ -587,6 +588,8 @@ def analyze_report(spec, *, out_dir: str | os.PathLike = "vrs-report", show_code
             shutil.move(str(work / MATHJAX_DIR), str(out / MATHJAX_DIR))
         copy_mathjax(out)   # nothing to do when current
     shutil.rmtree(work, ignore_errors=True)
+    if kernel is not None:
+        kernel.shutdown()   # stopped in the background since the run ended: done by now
     return json.loads((out / "summary.json").read_text())
 
 
