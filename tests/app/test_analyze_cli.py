@@ -3,6 +3,7 @@ exits 2 with a message naming the problem; a failed run leaves a previous report
 
 import json
 import re
+import time
 from pathlib import Path
 
 import nbformat
@@ -102,6 +103,41 @@ def test_failed_notebook_run_keeps_the_previous_report(tmp_path, capsys, monkeyp
     assert (out / "report.html").read_text() == "old" and sorted(p.name for p in out.iterdir()) == ["report.html"]
     failed = Path(re.search(r"executed copy with the traceback: (\S+?)\)", err).group(1))
     assert failed.is_file() and not (failed.parent / "mathjax").exists()   # the failed run's folder: its notebook
+
+
+def test_an_error_of_the_analysis_stops_the_started_report_and_produces_nothing(tmp_path, capsys, monkeypatch):
+    """The report starts beside the analysis and waits for it; when the analysis itself fails, its error is the one
+    reported (not the report's), the report's kernel is stopped, the work folder is removed and a previous report
+    is untouched."""
+    from vrs_helpers.evaluate import analysis
+    from vrs_helpers.evaluate.scores import InputError
+
+    kernels, works = [], []
+    real = runner.analyze_report
+
+    def spy(spec, **kwargs):
+        kernels.append(kwargs["kernel"])
+        works.append(kwargs["kernel"].cwd)
+        return real(spec, **kwargs)
+
+    def failing(spec, path):
+        time.sleep(1.0)   # the report is under way meanwhile
+        raise InputError("the analysis failed here")
+
+    monkeypatch.setattr(runner, "analyze_report", spy)
+    monkeypatch.setattr(analysis, "save_analysis", failing)
+    csv = tmp_path / "s.csv"
+    _log(n_items=6).to_csv(csv, index=False)
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / "report.html").write_text("old")
+    code = cli.main(["analyze", str(csv), "--response", "score", "--system", "system", "--item", "item",
+                     "--replication", "seed", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and "the analysis failed here" in err and "Traceback" not in err
+    assert (out / "report.html").read_text() == "old" and sorted(p.name for p in out.iterdir()) == ["report.html"]
+    assert len(kernels) == 1
+    assert not kernels[0].manager().has_kernel and not works[0].exists()
 
 
 # ------------------------------------------------------------------------- issue 22: readings, metrics, report

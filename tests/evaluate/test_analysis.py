@@ -253,3 +253,41 @@ def test_a_saved_analysis_is_the_analysis_of_its_spec_only(tmp_path):
     other = AnalysisSpec.from_dict({**handed.replace(table=None).to_dict(), "seed": 1}).validated()
     with pytest.raises(AnalysisError, match="another spec"):
         analyze_recorded(other, saved=saved)
+
+
+def test_a_pending_saved_analysis_is_waited_for_and_a_stopped_one_is_an_error(tmp_path):
+    """vrs analyze starts the report before its analysis is done: while the marker beside the file exists the
+    report waits for the file (written later, here by a thread), and once the marker is gone without a file the
+    analysis was not made - an AnalysisError that says so, not a wait without end."""
+    import threading
+    import time
+
+    from vrs_helpers.evaluate.analysis import analyze_recorded, pending_marker, save_analysis
+    from vrs_helpers.evaluate.spec import AnalysisSpec
+
+    rng = np.random.default_rng(2)
+    rows = [{"system": s, "item": i, "score": 0.2 * (s == "B") + rng.normal(0, 0.2)} for s in "AB" for i in range(15)]
+    spec = AnalysisSpec(pd.DataFrame(rows), "score", "system", "item", n_resamples=99).validated()
+    table = tmp_path / "scores.parquet"
+    spec.table.to_parquet(table)
+    handed = spec.replace(data=str(table))
+    saved = tmp_path / "analysis.pickle"
+    marker = pending_marker(saved)
+    marker.touch()
+
+    def later():
+        time.sleep(0.5)
+        save_analysis(handed, saved)
+        marker.unlink()
+
+    thread = threading.Thread(target=later)
+    thread.start()
+    in_report = AnalysisSpec.from_dict(handed.replace(table=None).to_dict()).validated()
+    got, _ = analyze_recorded(in_report, saved=saved)   # waits for the thread's file
+    thread.join()
+    assert got.verdict == analyze_recorded(in_report)[0].verdict
+    missing = tmp_path / "never.pickle"
+    pending_marker(missing).touch()
+    threading.Timer(0.3, pending_marker(missing).unlink).start()
+    with pytest.raises(AnalysisError, match="no saved analysis"):
+        analyze_recorded(in_report, saved=missing)

@@ -186,10 +186,7 @@ def engine_name() -> str:
     """The name of the papermill engine for :func:`vrs_helpers.app.runner.run_notebook` (registered on first call):
     papermill's nbclient engine, except that the executed notebook is written once, when the run ends - also after
     a failure, with the traceback - instead of also before and after every cell (papermill's default: 60 writes of a
-    growing notebook for workbook 07, about 0.5 s between its cells on 10^6 rows). Its keyword ``vrs_on_start``
-    (through ``papermill.execute_notebook``) is called when the first code cell starts: work of the calling
-    process that should not delay the kernel's start (:func:`vrs_helpers.app.runner.run_notebook`'s
-    ``while_running``)."""
+    growing notebook for workbook 07, about 0.5 s between its cells on 10^6 rows)."""
     from papermill.engines import NBClientEngine, NotebookExecutionManager, papermill_engines
     from papermill.exceptions import PapermillException
 
@@ -200,27 +197,18 @@ def engine_name() -> str:
         pass
 
     class FinalWriteManager(NotebookExecutionManager):
-        on_start = None
-
         def save(self, **kwargs):
             if kwargs.get("nb") is not None:
                 self.nb = kwargs["nb"]
             if self.end_time is not None:   # set by notebook_complete, which every run reaches (finally)
                 super().save()
 
-        def cell_start(self, cell, cell_index=None, **kwargs):
-            super().cell_start(cell, cell_index, **kwargs)
-            if self.on_start is not None and cell.cell_type == "code":
-                start, self.on_start = self.on_start, None
-                start()
-
     class FinalWriteEngine(NBClientEngine):
         @classmethod
         def execute_notebook(cls, nb, kernel_name, output_path=None, progress_bar=True, log_output=False,
-                             autosave_cell_every=30, vrs_on_start=None, **kwargs):
+                             autosave_cell_every=30, **kwargs):
             manager = FinalWriteManager(nb, output_path=output_path, progress_bar=progress_bar,
                                         log_output=log_output, autosave_cell_every=0)
-            manager.on_start = vrs_on_start
             manager.notebook_start()
             try:
                 cls.execute_managed_notebook(manager, kernel_name, log_output=log_output, **kwargs)

@@ -152,7 +152,7 @@ def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, *,
                  output_name: str | None = None,
                  kernel_name: str = KERNEL_NAME, raise_on_error: bool = True,
                  progress: bool | dict = False, exclude_input: bool = False,
-                 kernel: PrestartedKernel | None = None, while_running=None) -> RunResult:
+                 kernel: PrestartedKernel | None = None) -> RunResult:
     """Execute ``notebook`` with papermill (parameters injected after the ``parameters`` cell).
 
     The executed copy goes to ``out_dir``, an HTML export to ``html_dir``. The notebook runs with its own folder
@@ -164,20 +164,18 @@ def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, *,
     ``exclude_input``: the HTML export without the code cells' inputs (the executed notebook keeps them).
     ``kernel``: a :class:`~vrs_helpers.app.kernel.PrestartedKernel` started in the notebook's folder to run it in
     (instead of a kernel started now); it is stopped after the run, whatever happens, in the background
-    (``kernel.shutdown()`` waits for that). ``while_running``: a
-    function called (in this process) when the first code cell starts, for work beside the run that should not
-    delay the kernel's start; it should return at once (start a thread).
+    (``kernel.shutdown()`` waits for that).
     """
     try:
         return _run_notebook(notebook, parameters, out_dir, html_dir, output_name, kernel_name, raise_on_error,
-                             progress, exclude_input, kernel, while_running)
+                             progress, exclude_input, kernel)
     finally:
         if kernel is not None:   # its work is done (the executed notebook is written): stopped in the background
             kernel.shutdown(now=True, wait=False)
 
 
 def _run_notebook(notebook, parameters, out_dir, html_dir, output_name, kernel_name, raise_on_error, progress,
-                  exclude_input, kernel, while_running) -> RunResult:
+                  exclude_input, kernel) -> RunResult:
     import papermill as pm
 
     src = Path(notebook)
@@ -196,7 +194,7 @@ def _run_notebook(notebook, parameters, out_dir, html_dir, output_name, kernel_n
         extra = {"km": kernel.manager()} if kernel is not None else {"kernel_manager_class": kernel_manager_class()}
         pm.execute_notebook(str(src), str(out), parameters=parameters, kernel_name=kernel_name,
                             engine_name=engine_name(), cwd=str(src.parent.resolve()), log_output=False,
-                            progress_bar=cell_progress_options(src.name, progress), vrs_on_start=while_running,
+                            progress_bar=cell_progress_options(src.name, progress),
                             **extra)
     except Exception as exc:  # papermill wraps kernel errors in PapermillExecutionError
         error = _failure_message(src.name, exc)
@@ -542,35 +540,53 @@ def analyze_report(spec, *, out_dir: str | os.PathLike = "vrs-report", show_code
             write_summary(analyze(spec.replace(backend=client)), work / "summary.json", work / "summary.txt")
             produced = [(work / "summary.json", "summary.json"), (work / "summary.txt", "summary.txt")]
         else:
-            from ..evaluate.analysis import save_analysis
+            from concurrent.futures import ThreadPoolExecutor
+
+            from ..evaluate.analysis import pending_marker, save_analysis
             from .report import MATHJAX_DIR, notebook_page
             from .student import report_notebook
 
             table = work / "scores.parquet"
-            spec.table.to_parquet(table)
             handed = spec.replace(data=str(table), data_label=label)
             params = {"spec": handed.replace(table=None).to_dict(), "summary_path": str(work / "summary.json"),
                       "analysis_file": str(work / "analysis.pickle")}
-            try:
+            marker = pending_marker(params["analysis_file"])
+            marker.touch()   # the report starts now and waits for the analysis where it reads it (its cell 4)
+
+            def report():   # beside the analysis: the table for the report, then its run up to the analysis
                 try:
+                    spec.table.to_parquet(table)
                     source = report_notebook(analyze_notebook(), work / "workbook.ipynb")
-                    # the analysis here, on this core, while the kernel starts on the other; the report reads it
+                except BaseException:
+                    kernel.shutdown(now=True, wait=False)   # no run: run_notebook would stop it after one
+                    raise
+                return run_notebook(source, params, out_dir=work, html_dir=None, output_name="report.ipynb",
+                                    kernel=kernel)
+
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="vrs-report") as pool:
+                run = pool.submit(report)
+                try:
+                    # the analysis here, on this core, while the kernel starts on the other and then runs the
+                    # report's first cells
                     save_analysis(handed, params["analysis_file"])
-                except BaseException:   # before the run (an error of the analysis itself): nothing was produced
-                    kernel.shutdown()   # run_notebook stops it after a run, not before one
+                except BaseException:   # an error of the analysis itself: nothing is produced
+                    marker.unlink(missing_ok=True)   # the report stops waiting and fails; its error is not ours
+                    try:
+                        run.result()
+                    except BaseException:  # noqa: BLE001, S110 - the analysis' error is the one raised
+                        pass
+                    kernel.shutdown()
                     shutil.rmtree(work, ignore_errors=True)
                     raise
-                page = []   # the page's preparation, started with the first cell (not to delay the run's start)
-                res = run_notebook(source, params, out_dir=work, html_dir=None, output_name="report.ipynb",
-                                   kernel=kernel, while_running=lambda: page.append(
-                                       _prepare_page(work, out, exclude_input=not show_code)))
-            except NotebookError as exc:
-                for thread in page:   # the failed run's folder keeps its notebook, not a MathJax copy
-                    thread.join()
-                shutil.rmtree(work / MATHJAX_DIR, ignore_errors=True)
-                raise NotebookError(f"{exc}. The previous report in {out_dir} (if any) is untouched.") from exc
-            for thread in page:
-                thread.join()
+                marker.unlink()
+                page = _prepare_page(work, out, exclude_input=not show_code)   # beside the report's last cells
+                try:
+                    res = run.result()
+                except NotebookError as exc:
+                    page.join()   # the failed run's folder keeps its notebook, not a MathJax copy
+                    shutil.rmtree(work / MATHJAX_DIR, ignore_errors=True)
+                    raise NotebookError(f"{exc}. The previous report in {out_dir} (if any) is untouched.") from exc
+                page.join()
             (work / "report.html").write_text(notebook_page(res.output, exclude_input=not show_code),
                                               encoding="utf-8")
             produced = [(res.output, "report.ipynb"), (work / "report.html", "report.html"),

@@ -311,10 +311,20 @@ def analyze_recorded(spec: AnalysisSpec, saved=None) -> tuple:
     ``saved``: a file of :func:`save_analysis` holding that pair for this very spec: ``vrs analyze`` computes it in
     its own process while the report's kernel starts, and the report reads it instead of computing it again (the
     same function on the same validated table). A file made for another spec (other data, options or seed) is an
-    :class:`AnalysisError`."""
+    :class:`AnalysisError`. While a marker file ``<saved>.pending`` exists (:func:`pending_marker`: ``vrs analyze``
+    starts the report before its analysis is done) the file is waited for; without the file, and once the marker is
+    gone, the analysis was not made (``vrs analyze`` failed): :class:`AnalysisError`."""
     if saved:
         import pickle
+        import time
+        from pathlib import Path
 
+        marker = pending_marker(saved)
+        while not Path(saved).exists() and marker.exists():
+            time.sleep(0.01)
+        if not Path(saved).exists():
+            raise AnalysisError(f"no saved analysis at {saved}: the process that was making it stopped (its "
+                                "error says why); leave analysis_file empty to analyse the spec here.")
         with open(saved, "rb") as f:
             key, pair = pickle.load(f)
         if key != _spec_key(spec):
@@ -335,10 +345,26 @@ def save_analysis(spec: AnalysisSpec, path) -> tuple:
     it."""
     import pickle
 
+    import os
+    from pathlib import Path
+
     pair = analyze_recorded(spec)
-    with open(path, "wb") as f:
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.partial")   # a reader waiting for it never sees a part of it
+    with open(tmp, "wb") as f:
         pickle.dump((_spec_key(spec), pair), f, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(tmp, path)
     return pair
+
+
+def pending_marker(saved):
+    """The marker file that says the analysis of ``saved`` (:func:`save_analysis`) is being computed: while it
+    exists, :func:`analyze_recorded` waits for the file. Whoever makes the analysis creates the marker before and
+    removes it after, also when the analysis fails."""
+    from pathlib import Path
+
+    saved = Path(saved)
+    return saved.with_name(f"{saved.name}.pending")
 
 
 def _spec_key(spec: AnalysisSpec) -> str:
