@@ -343,9 +343,8 @@ def save_analysis(spec: AnalysisSpec, path) -> tuple:
     """Compute :func:`analyze_recorded` of a validated in-memory ``spec`` whose ``data`` names its table's Parquet
     file (as ``vrs analyze`` hands it to the report), write it to ``path`` with the spec it belongs to, and return
     it."""
-    import pickle
-
     import os
+    import pickle
     from pathlib import Path
 
     pair = analyze_recorded(spec)
