@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from conftest import requires_data
@@ -50,10 +50,22 @@ def test_a_number_two_or_more_units_away_fails(x, decimals, units):
 @given(st.floats(min_value=1e-300, max_value=1e-5), st.integers(min_value=1, max_value=6))
 def test_scientific_notation_is_compared_in_its_last_place(x, digits):
     shown = f"{x:.{digits}e}"
-    mantissa, exponent = shown.split("e")
-    unit = 10.0 ** (int(exponent) - digits)
+    exponent = int(shown.split("e")[1])
+    unit = 10.0 ** (exponent - digits)
+    far = f"{float(shown) + 3 * unit:.{digits}e}"
+    assume(int(far.split("e")[1]) == exponent)   # crossing a power of ten changes the printed precision
     assert same(shown, f"{float(shown) + unit:.{digits}e}")
-    assert not same(shown, f"{float(shown) + 3 * unit:.{digits}e}")
+    assert not same(shown, far)
+
+
+@pytest.mark.parametrize("expected, got", [
+    ("0.3", "0.299999"),         # %g drops trailing zeros: 0.300000 and 0.299999 are one unit of 1e-6 apart
+    ("1", "0.999999"),           # %g printed the rounded value as a whole number
+    ("9.99e-06", "1e-05"),
+    ("<td>-0.0714</td>", "<td>-0.0715</td>"),
+])
+def test_the_finer_printed_place_sets_the_unit(expected, got):
+    assert same(expected, got) and same(got, expected)
 
 
 @pytest.mark.parametrize("expected, got", [
@@ -62,6 +74,12 @@ def test_scientific_notation_is_compared_in_its_last_place(x, digits):
     ("0.0030413 (true)", "0.0030413 (false)"),
     ("a 0.5 b", "a 0.5 b 0.1"),                 # another number
     ("0.5", "-0.5"),
+    ("0.0030413", "0.00305"),                   # the coarser print does not widen the tolerance
+    ("0.0030413", "0.004"),
+    ("0.5", "0.41"),
+    ("1.2.3", "1.3.3"),                         # a version, not a number
+    ("at 0x7f5e88420690>", "at 0x7f5e88420790>"),   # a hex address is text
+    ("5e1000000", "6e1000000"),                 # beyond decimal arithmetic: different, not an error
 ])
 def test_integers_text_and_signs_are_exact(expected, got):
     assert not same(expected, got)

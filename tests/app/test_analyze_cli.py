@@ -140,6 +140,37 @@ def test_an_error_of_the_analysis_stops_the_started_report_and_produces_nothing(
     assert not kernels[0].manager().has_kernel and not works[0].exists()
 
 
+def test_an_interruption_after_the_analysis_stops_the_report_at_once(tmp_path, monkeypatch):
+    """Ctrl-C while the report runs (here: raised where the page's preparation starts, after the analysis was
+    saved) stops the report's kernel at once instead of waiting for the notebook to end; the interruption is what
+    is raised and the work folder is removed. The notebook's run is replaced by one that lasts until its kernel is
+    being stopped."""
+    from vrs_helpers.evaluate.spec import AnalysisSpec
+
+    seen = {}
+
+    def long_run(source, params, *, kernel, **kwargs):
+        seen["kernel"], seen["work"] = kernel, kernel.cwd
+        deadline = time.monotonic() + 120
+        while kernel._stopping is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        raise runner.NotebookError("the report's kernel was stopped")
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "run_notebook", long_run)
+    monkeypatch.setattr(runner, "_prepare_page", interrupt)
+    spec = AnalysisSpec(_log(n_items=6), "score", "system", "item", replications=["seed"], n_resamples=99)
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        runner.analyze_report(spec, out_dir=tmp_path / "report")
+    assert time.monotonic() - started < 60
+    seen["kernel"].shutdown()
+    assert not seen["kernel"].manager().has_kernel and not seen["work"].exists()
+    assert not (tmp_path / "report").exists()
+
+
 # ------------------------------------------------------------------------- issue 22: readings, metrics, report
 
 def _log(n_items=40, seeds=3, seed=5):

@@ -256,9 +256,13 @@ def test_a_saved_analysis_is_the_analysis_of_its_spec_only(tmp_path):
 
 
 def test_a_pending_saved_analysis_is_waited_for_and_a_stopped_one_is_an_error(tmp_path):
-    """vrs analyze starts the report before its analysis is done: while the marker beside the file exists the
-    report waits for the file (written later, here by a thread), and once the marker is gone without a file the
-    analysis was not made - an AnalysisError that says so, not a wait without end."""
+    """vrs analyze starts the report before its analysis is done: while the marker beside the file names a running
+    process the report waits for the file (written later, here by a thread); once the marker is gone without a
+    file, or names a process that has ended (one killed before it could remove it), the analysis was not made - an
+    AnalysisError that says so, not a wait without end."""
+    import os
+    import subprocess
+    import sys
     import threading
     import time
 
@@ -273,12 +277,14 @@ def test_a_pending_saved_analysis_is_waited_for_and_a_stopped_one_is_an_error(tm
     handed = spec.replace(data=str(table))
     saved = tmp_path / "analysis.pickle"
     marker = pending_marker(saved)
-    marker.touch()
+    marker.write_text(str(os.getpid()))
 
     def later():
-        time.sleep(0.5)
-        save_analysis(handed, saved)
-        marker.unlink()
+        try:
+            time.sleep(0.5)
+            save_analysis(handed, saved)
+        finally:
+            marker.unlink()
 
     thread = threading.Thread(target=later)
     thread.start()
@@ -287,7 +293,14 @@ def test_a_pending_saved_analysis_is_waited_for_and_a_stopped_one_is_an_error(tm
     thread.join()
     assert got.verdict == analyze_recorded(in_report)[0].verdict
     missing = tmp_path / "never.pickle"
-    pending_marker(missing).touch()
+    pending_marker(missing).write_text(str(os.getpid()))
     threading.Timer(0.3, pending_marker(missing).unlink).start()
     with pytest.raises(AnalysisError, match="no saved analysis"):
         analyze_recorded(in_report, saved=missing)
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    pending_marker(missing).write_text(str(ended.pid))   # left behind by a process that is gone
+    started = time.perf_counter()
+    with pytest.raises(AnalysisError, match="no saved analysis"):
+        analyze_recorded(in_report, saved=missing)
+    assert time.perf_counter() - started < 5

@@ -259,7 +259,7 @@ def _cmd_analyze(args) -> int:
     try:
         return _analyze_table(args, kernel)
     except BaseException:
-        if kernel is not None:   # failed before the report's run (which stops it itself)
+        if kernel is not None:   # stopped (a run already stopping it is waited for) and its empty folder removed
             from .runner import discard_kernel
 
             discard_kernel(kernel)

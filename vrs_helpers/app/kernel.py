@@ -90,8 +90,8 @@ class PrestartedKernel:
     namespace is untouched: importing a module binds no name there.
 
     ``manager()`` waits for the start and returns the kernel manager; ``shutdown()`` stops the kernel (run_notebook
-    does it after the run; call it yourself when the run does not happen). A failed start is raised by
-    ``manager()``."""
+    starts stopping it after the run, in the background: ``shutdown()`` then waits for that; call it yourself when
+    the run does not happen). A failed start is raised by ``manager()``."""
 
     def __init__(self, cwd: str | os.PathLike, preload=(), kernel_name: str = KERNEL_NAME):
         self.cwd = Path(cwd).resolve()
@@ -100,6 +100,7 @@ class PrestartedKernel:
         self._error: BaseException | None = None
         self._stopping: threading.Thread | None = None   # the thread that stops the kernel (shutdown)
         self._stop_error: BaseException | None = None
+        self._stop_lock = threading.Lock()
         self._thread = threading.Thread(target=self._start, name="vrs-prestarted-kernel", daemon=True)
         self._thread.start()
 
@@ -138,11 +139,13 @@ class PrestartedKernel:
         ``now``: stop its process at once instead of asking it to shut down (about 0.6 s for a kernel that holds
         10^6 rows): for a kernel whose work is done, nothing of which is kept. ``wait=False``: stop it in a
         background thread and return at once; a later ``shutdown()`` waits for that (and the interpreter waits for
-        it at exit: the thread is not a daemon)."""
-        stopping = self._stopping
-        if stopping is None:
-            stopping = self._stopping = threading.Thread(target=self._stop, args=(now,), name="vrs-kernel-stop")
-            stopping.start()
+        it at exit: the thread is not a daemon). The kernel is stopped once: a call while it is being stopped
+        waits for (or leaves) that stop, whatever its ``now``."""
+        with self._stop_lock:
+            stopping = self._stopping
+            if stopping is None:
+                stopping = self._stopping = threading.Thread(target=self._stop, args=(now,), name="vrs-kernel-stop")
+                stopping.start()
         if wait:
             stopping.join()
             if self._stop_error is not None:

@@ -551,7 +551,6 @@ def analyze_report(spec, *, out_dir: str | os.PathLike = "vrs-report", show_code
             params = {"spec": handed.replace(table=None).to_dict(), "summary_path": str(work / "summary.json"),
                       "analysis_file": str(work / "analysis.pickle")}
             marker = pending_marker(params["analysis_file"])
-            marker.touch()   # the report starts now and waits for the analysis where it reads it (its cell 4)
 
             def report():   # beside the analysis: the table for the report, then its run up to the analysis
                 try:
@@ -563,30 +562,38 @@ def analyze_report(spec, *, out_dir: str | os.PathLike = "vrs-report", show_code
                 return run_notebook(source, params, out_dir=work, html_dir=None, output_name="report.ipynb",
                                     kernel=kernel)
 
-            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="vrs-report") as pool:
-                run = pool.submit(report)
-                try:
-                    # the analysis here, on this core, while the kernel starts on the other and then runs the
-                    # report's first cells
-                    save_analysis(handed, params["analysis_file"])
-                except BaseException:   # an error of the analysis itself: nothing is produced
-                    marker.unlink(missing_ok=True)   # the report stops waiting and fails; its error is not ours
+            page = None
+            try:
+                with ThreadPoolExecutor(max_workers=1, thread_name_prefix="vrs-report") as pool:
                     try:
-                        run.result()
-                    except BaseException:  # noqa: BLE001, S110 - the analysis' error is the one raised
-                        pass
-                    kernel.shutdown()
-                    shutil.rmtree(work, ignore_errors=True)
-                    raise
-                marker.unlink()
-                page = _prepare_page(work, out, exclude_input=not show_code)   # beside the report's last cells
-                try:
-                    res = run.result()
-                except NotebookError as exc:
-                    page.join()   # the failed run's folder keeps its notebook, not a MathJax copy
-                    shutil.rmtree(work / MATHJAX_DIR, ignore_errors=True)
-                    raise NotebookError(f"{exc}. The previous report in {out_dir} (if any) is untouched.") from exc
-                page.join()
+                        # the report starts now and waits for the analysis where it reads it (its cell 4) while
+                        # this process, named in the marker, makes it
+                        marker.write_text(str(os.getpid()), encoding="utf-8")
+                        run = pool.submit(report)
+                        try:
+                            # the analysis here, on this core, while the kernel starts on the other and then
+                            # runs the report's first cells
+                            save_analysis(handed, params["analysis_file"])
+                        finally:
+                            marker.unlink(missing_ok=True)   # made or failed: the report stops waiting
+                        page = _prepare_page(work, out, exclude_input=not show_code)   # beside its last cells
+                        res = run.result()
+                    except NotebookError:
+                        raise
+                    except BaseException:   # the analysis failed or was interrupted: the report stops at once
+                        kernel.shutdown(now=True, wait=False)
+                        raise
+            except NotebookError as exc:   # the report failed after the analysis was made
+                page.join()   # the failed run's folder keeps its notebook, not a MathJax copy
+                shutil.rmtree(work / MATHJAX_DIR, ignore_errors=True)
+                raise NotebookError(f"{exc}. The previous report in {out_dir} (if any) is untouched.") from exc
+            except BaseException:   # an error of the analysis itself (or an interruption): nothing is produced
+                if page is not None:
+                    page.join()
+                kernel.shutdown()
+                shutil.rmtree(work, ignore_errors=True)
+                raise
+            page.join()
             (work / "report.html").write_text(notebook_page(res.output, exclude_input=not show_code),
                                               encoding="utf-8")
             produced = [(res.output, "report.ipynb"), (work / "report.html", "report.html"),
@@ -603,9 +610,9 @@ def analyze_report(spec, *, out_dir: str | os.PathLike = "vrs-report", show_code
             shutil.rmtree(out / MATHJAX_DIR, ignore_errors=True)
             shutil.move(str(work / MATHJAX_DIR), str(out / MATHJAX_DIR))
         copy_mathjax(out)   # nothing to do when current
-    shutil.rmtree(work, ignore_errors=True)
     if kernel is not None:
         kernel.shutdown()   # stopped in the background since the run ended: done by now
+    shutil.rmtree(work, ignore_errors=True)
     return json.loads((out / "summary.json").read_text())
 
 

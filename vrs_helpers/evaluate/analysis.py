@@ -311,16 +311,17 @@ def analyze_recorded(spec: AnalysisSpec, saved=None) -> tuple:
     ``saved``: a file of :func:`save_analysis` holding that pair for this very spec: ``vrs analyze`` computes it in
     its own process while the report's kernel starts, and the report reads it instead of computing it again (the
     same function on the same validated table). A file made for another spec (other data, options or seed) is an
-    :class:`AnalysisError`. While a marker file ``<saved>.pending`` exists (:func:`pending_marker`: ``vrs analyze``
-    starts the report before its analysis is done) the file is waited for; without the file, and once the marker is
-    gone, the analysis was not made (``vrs analyze`` failed): :class:`AnalysisError`."""
+    :class:`AnalysisError`. While a marker file ``<saved>.pending`` names a running process (:func:`pending_marker`:
+    ``vrs analyze`` starts the report before its analysis is done) the file is waited for; without the file, once
+    the marker is gone or its process has ended, the analysis was not made (``vrs analyze`` failed or was stopped):
+    :class:`AnalysisError`."""
     if saved:
         import pickle
         import time
         from pathlib import Path
 
         marker = pending_marker(saved)
-        while not Path(saved).exists() and marker.exists():
+        while not Path(saved).exists() and _being_made(marker):
             time.sleep(0.01)
         if not Path(saved).exists():
             raise AnalysisError(f"no saved analysis at {saved}: the process that was making it stopped (its "
@@ -358,12 +359,32 @@ def save_analysis(spec: AnalysisSpec, path) -> tuple:
 
 def pending_marker(saved):
     """The marker file that says the analysis of ``saved`` (:func:`save_analysis`) is being computed: while it
-    exists, :func:`analyze_recorded` waits for the file. Whoever makes the analysis creates the marker before and
-    removes it after, also when the analysis fails."""
+    holds the id of a running process, :func:`analyze_recorded` waits for the file. Whoever makes the analysis
+    writes its process id there before and removes the marker after, also when the analysis fails."""
     from pathlib import Path
 
     saved = Path(saved)
     return saved.with_name(f"{saved.name}.pending")
+
+
+def _being_made(marker) -> bool:
+    """Whether the marker exists and the process it names still runs (a marker left by a process that was killed
+    is not waited for; elsewhere than on POSIX the process is taken to run while its marker exists)."""
+    import os
+
+    try:
+        pid = int(marker.read_text(encoding="utf-8").strip())
+    except (OSError, ValueError):
+        return False
+    if os.name != "posix":
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:   # another user's process: it runs
+        return True
+    return True
 
 
 def _spec_key(spec: AnalysisSpec) -> str:
