@@ -383,3 +383,32 @@ def test_prestarted_kernel_runs_the_notebook_as_a_fresh_one(tmp_path):
     assert elsewhere._stopping is not None
     elsewhere._stopping.join(timeout=60)
     assert not elsewhere.manager().has_kernel
+
+
+def test_a_kernel_asked_to_stop_is_not_interrupted_first(monkeypatch):
+    """jupyter_client interrupts a kernel before asking it to shut down, and ipykernel logs that interrupt as
+    "ERROR | KeyboardInterrupt caught in kernel" on the run's stderr (vrs reproduce showed 6-7 of them per run).
+    The runs' kernel manager leaves out that interrupt while shutting down and keeps every other (nbclient's cell
+    timeout interrupts a running cell)."""
+    import asyncio
+    import os
+
+    import pytest
+    from jupyter_client.manager import AsyncKernelManager
+
+    from vrs_helpers.app.kernel import kernel_manager_class
+
+    if os.name != "posix":
+        pytest.skip("the IPC kernel manager is POSIX only")
+    sent = []
+
+    async def interrupt(self):
+        sent.append(self.shutting_down)
+
+    monkeypatch.setattr(AsyncKernelManager, "_async_interrupt_kernel", interrupt)
+    km = kernel_manager_class()(kernel_name="python3")
+    assert km.shutting_down is False
+    asyncio.run(km._async_interrupt_kernel())      # a cell's timeout: interrupted
+    km.shutting_down = True
+    asyncio.run(km._async_interrupt_kernel())      # asked to stop after its run: not interrupted
+    assert sent == [False]

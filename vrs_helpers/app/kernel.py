@@ -44,6 +44,15 @@ def kernel_manager_class():
             kwargs.setdefault("ip", os.path.join(tempfile.gettempdir(), f"vrs-kernel-{uuid.uuid4().hex}"))
             super().__init__(**kwargs)
 
+        async def _async_interrupt_kernel(self):
+            # jupyter_client interrupts a kernel before asking it to shut down; a kernel in a message handler then
+            # logs "ERROR | KeyboardInterrupt caught in kernel" on the run's stderr although nothing went wrong.
+            # A kernel asked to stop after its run is not interrupted (a busy one is still stopped: by a signal
+            # after jupyter_client's shutdown wait); interrupts at other times (nbclient's cell timeout) are kept.
+            if self.shutting_down:
+                return
+            await super()._async_interrupt_kernel()
+
     return IPCKernelManager
 
 
