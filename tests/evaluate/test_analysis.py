@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vrs_helpers.evaluate.analysis import AnalysisError, analyze
 
@@ -224,11 +226,15 @@ def test_a_system_that_is_always_correct_is_separated_and_not_reported_as_number
     assert all(c["estimate"] is None and c["p_value"] is None for c in s["contrasts"])
 
 
-def test_a_saved_analysis_is_the_analysis_of_its_spec_only(tmp_path):
+def test_a_saved_analysis_is_the_analysis_of_its_spec_only(tmp_path, monkeypatch):
     """vrs analyze hands the report the analysis it computed (save_analysis): the report reads back the same
     readings and fit warnings that analyze_recorded computes itself, and a file made for another spec (another
     seed) is refused instead of being shown for it."""
     import warnings
+
+    from vrs_helpers.evaluate.handover import KEY_ENV
+
+    monkeypatch.setenv(KEY_ENV, "k" * 64)   # the key vrs analyze gives its report's kernel
 
     from vrs_helpers.evaluate.analysis import analyze_recorded, save_analysis
     from vrs_helpers.evaluate.spec import AnalysisSpec
@@ -242,7 +248,7 @@ def test_a_saved_analysis_is_the_analysis_of_its_spec_only(tmp_path):
     spec.table.to_parquet(table)
     handed = spec.replace(data=str(table))
     saved = tmp_path / "analysis.pickle"
-    analysis, fit_warnings = save_analysis(handed, saved)
+    analysis, fit_warnings = save_analysis(handed, saved, "k" * 64)
     in_report = AnalysisSpec.from_dict(handed.replace(table=None).to_dict()).validated()
     got, got_warnings = analyze_recorded(in_report, saved=saved)
     with warnings.catch_warnings():
@@ -255,7 +261,7 @@ def test_a_saved_analysis_is_the_analysis_of_its_spec_only(tmp_path):
         analyze_recorded(other, saved=saved)
 
 
-def test_a_pending_saved_analysis_is_waited_for_and_a_stopped_one_is_an_error(tmp_path):
+def test_a_pending_saved_analysis_is_waited_for_and_a_stopped_one_is_an_error(tmp_path, monkeypatch):
     """vrs analyze starts the report before its analysis is done: while the marker beside the file names a running
     process the report waits for the file (written later, here by a thread); once the marker is gone without a
     file, or names a process that has ended (one killed before it could remove it), the analysis was not made - an
@@ -266,9 +272,12 @@ def test_a_pending_saved_analysis_is_waited_for_and_a_stopped_one_is_an_error(tm
     import threading
     import time
 
-    from vrs_helpers.evaluate.analysis import analyze_recorded, pending_marker, save_analysis
+    from vrs_helpers.evaluate import handover
+    from vrs_helpers.evaluate.analysis import analyze_recorded, save_analysis
     from vrs_helpers.evaluate.spec import AnalysisSpec
 
+    key = "a1" * 32
+    monkeypatch.setenv(handover.KEY_ENV, key)
     rng = np.random.default_rng(2)
     rows = [{"system": s, "item": i, "score": 0.2 * (s == "B") + rng.normal(0, 0.2)} for s in "AB" for i in range(15)]
     spec = AnalysisSpec(pd.DataFrame(rows), "score", "system", "item", n_resamples=99).validated()
@@ -276,13 +285,12 @@ def test_a_pending_saved_analysis_is_waited_for_and_a_stopped_one_is_an_error(tm
     spec.table.to_parquet(table)
     handed = spec.replace(data=str(table))
     saved = tmp_path / "analysis.pickle"
-    marker = pending_marker(saved)
-    marker.write_text(str(os.getpid()))
+    marker = handover.mark(saved, key)
 
     def later():
         try:
             time.sleep(0.5)
-            save_analysis(handed, saved)
+            save_analysis(handed, saved, key)
         finally:
             marker.unlink()
 
@@ -293,14 +301,89 @@ def test_a_pending_saved_analysis_is_waited_for_and_a_stopped_one_is_an_error(tm
     thread.join()
     assert got.verdict == analyze_recorded(in_report)[0].verdict
     missing = tmp_path / "never.pickle"
-    pending_marker(missing).write_text(str(os.getpid()))
-    threading.Timer(0.3, pending_marker(missing).unlink).start()
+    handover.mark(missing, key)
+    threading.Timer(0.3, handover.marker(missing).unlink).start()
     with pytest.raises(AnalysisError, match="no saved analysis"):
         analyze_recorded(in_report, saved=missing)
     ended = subprocess.Popen([sys.executable, "-c", "pass"])
     ended.wait()
-    pending_marker(missing).write_text(str(ended.pid))   # left behind by a process that is gone
+    handover.write(handover.marker(missing), str(ended.pid).encode(), key)   # left by a process that is gone
     started = time.perf_counter()
     with pytest.raises(AnalysisError, match="no saved analysis"):
         analyze_recorded(in_report, saved=missing)
     assert time.perf_counter() - started < 5
+    # a marker naming a live process but not signed with the run's key (anybody can write one) is not waited for
+    handover.marker(missing).write_text(str(os.getpid()))
+    started = time.perf_counter()
+    with pytest.raises(AnalysisError, match="no saved analysis"):
+        analyze_recorded(in_report, saved=missing)
+    assert time.perf_counter() - started < 5
+
+
+class _Payload:
+    """A pickle that runs code when it is loaded: it creates the file named in its argument."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        import pathlib
+
+        return (pathlib.Path.touch, (pathlib.Path(self.path),))
+
+
+@pytest.mark.parametrize("key", [None, "k" * 64])
+def test_an_analysis_file_from_anywhere_else_is_never_unpickled(tmp_path, monkeypatch, key):
+    """Issue 37 (3): `vrs run 07 -p analysis_file evil.pickle` ran the payload. Without the run's key (a kernel
+    vrs analyze did not start), or with a key the file was not signed with, the file is refused before any
+    unpickling: the payload's side effect never happens."""
+    import pickle
+
+    from vrs_helpers.evaluate import handover
+    from vrs_helpers.evaluate.analysis import analyze_recorded
+
+    if key is None:
+        monkeypatch.delenv(handover.KEY_ENV, raising=False)
+    else:
+        monkeypatch.setenv(handover.KEY_ENV, key)
+    ran = tmp_path / "payload-ran"
+    evil = tmp_path / "evil.pickle"
+    evil.write_bytes(pickle.dumps(_Payload(ran)))
+    signed_elsewhere = tmp_path / "signed.pickle"
+    handover.write(signed_elsewhere, pickle.dumps(_Payload(ran)), "another key")
+    for path in (evil, signed_elsewhere):
+        with pytest.raises(handover.HandoverError):
+            analyze_recorded(None, saved=path)
+    assert not ran.exists()
+    assert pickle.loads(pickle.dumps(_Payload(ran))) is None and ran.exists()   # the payload is real
+
+
+def test_a_handover_file_in_a_folder_others_can_write_is_refused(tmp_path):
+    """Signed or not, a hand-over file in a folder other users can write to is not read (they could swap it)."""
+    from vrs_helpers.evaluate import handover
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    handover.write(shared / "a.pickle", b"body", "key")
+    assert handover.read(shared / "a.pickle", "key") == b"body"
+    shared.chmod(0o777)
+    with pytest.raises(handover.HandoverError, match="private folder"):
+        handover.read(shared / "a.pickle", "key")
+
+
+@settings(max_examples=200, deadline=None)
+@given(body=st.binary(max_size=200), flip=st.integers(min_value=0))
+def test_handover_signature_detects_any_change(body, flip):
+    """Property: a signed blob verifies with its key and fails after any single bit is flipped (tag or body) or
+    with another key."""
+    from vrs_helpers.evaluate import handover
+
+    blob = handover.sign(body, b"key")
+    assert handover.verify(blob, b"key") == body
+    with pytest.raises(handover.HandoverError):
+        handover.verify(blob, b"other key")
+    i = flip % (8 * len(blob))
+    changed = bytearray(blob)
+    changed[i // 8] ^= 1 << (i % 8)
+    with pytest.raises(handover.HandoverError):
+        handover.verify(bytes(changed), b"key")

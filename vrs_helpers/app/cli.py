@@ -110,6 +110,11 @@ def _cmd_run(args) -> int:
     from .runner import NotebookError, ParameterError, run_notebook, slug
 
     params = {name: _parse_value(value) for name, value in (args.param or [])}
+    if params.get("analysis_file"):   # issue 37: a file from anywhere must never reach pickle
+        print("error: analysis_file is how `vrs analyze` hands its analysis to its own report (signed with a key "
+              "only that run knows); `vrs run` does not read one. Leave it out: the workbook analyses its data "
+              "itself (or run `vrs analyze`).", file=sys.stderr)
+        return 2
     if args.inplace and params:
         print("error: --inplace stores the executed notebook as the committed one; it takes no -p parameters "
               "(the committed notebook shows the defaults, which reproduce the book).", file=sys.stderr)
@@ -247,8 +252,18 @@ def _cmd_student(args) -> int:
 
 def _cmd_analyze(args) -> int:
     from .logs_report import check_out_dir
+    from .publish import lock_out_dir, sweep_debris, sweep_stale
 
     check_out_dir(args.out)   # before anything is read: a bad --out never costs an analysis
+    sweep_stale()   # what runs killed before they could clean up left in the temporary folder
+    with lock_out_dir(args.out) as lock:   # one run at a time writes a folder
+        sweep_debris(args.out)
+        code = _analyze_locked(args)
+        lock.keep_folder()
+    return code
+
+
+def _analyze_locked(args) -> int:
     kernel = None
     if args.dask is None and args.format == "auto" and args.response and args.item:
         # a score table, most likely: its report's kernel starts now, on the other core, while pandas is imported
@@ -546,11 +561,63 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=_cmd_student)
 
     args = parser.parse_args(argv)
+    previous = _terminate_as_interrupt()
     try:
         return args.func(args)
     except VRSError as exc:  # a user error: one clear line and its exit code; anything else is a bug (traceback)
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except KeyboardInterrupt as exc:   # Ctrl-C, or SIGTERM (Terminated): cleaned up on the way here
+        out = getattr(args, "out", None) if args.command == "analyze" else None
+        kept = f"; the previous report in {out} (if any) is unchanged" if out else ""
+        what = "terminated" if isinstance(exc, Terminated) else "interrupted"
+        print(f"{what}{kept}.", file=sys.stderr)
+        return 128 + (exc.signum if isinstance(exc, Terminated) else 2)
+    except OSError as exc:   # a full disk or temporary folder is the user's to fix, not a bug
+        from .publish import disk_full, disk_full_error
+
+        if not disk_full(exc):
+            raise
+        out = getattr(args, "out", None) if args.command == "analyze" else None
+        print(f"error: {disk_full_error(exc, out).strerror}", file=sys.stderr)
+        return 2
+    finally:
+        _restore_signal(previous)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (or SIGHUP), raised in the main thread like Ctrl-C's KeyboardInterrupt, so that the same clean-up runs
+    (the report's kernel stopped, the work folder removed, the previous report untouched)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated(signum)
+
+
+def _terminate_as_interrupt():
+    """Handle SIGTERM and SIGHUP as an interruption (:class:`Terminated`) while a command runs (main thread only)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    previous = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            previous[sig] = signal.signal(sig, _raise_terminated)
+    return previous
+
+
+def _restore_signal(previous) -> None:
+    import signal
+
+    for sig, handler in (previous or {}).items():
+        signal.signal(sig, handler)
 
 
 if __name__ == "__main__":  # pragma: no cover

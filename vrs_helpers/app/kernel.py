@@ -19,10 +19,13 @@ import os
 import threading
 from pathlib import Path
 
+from .publish import KERNEL_PREFIX, work_dir
+
 ANALYZE_NOTEBOOK = "07_your_evaluation.ipynb"   # the workbook `vrs analyze` runs as its report
 KERNEL_NAME = "python3"  # resolved by jupyter_client to the interpreter that runs `vrs`, so any venv works
 # what nbclient passes to a kernel it starts itself: the IPython history in memory, no sqlite file per run
 KERNEL_ARGUMENTS = ["--HistoryManager.hist_file=:memory:"]
+IPC_PATH_MAX = 100   # a Unix socket's path has at most 107 bytes (sockaddr_un); ours end in "-N" (the channel)
 
 
 def kernel_manager_class():
@@ -39,9 +42,15 @@ def kernel_manager_class():
             import tempfile
             import uuid
 
-            kwargs.setdefault("transport", "ipc")
-            # a unique socket path per kernel: parallel runs (vrs batch) in one folder must not share sockets
-            kwargs.setdefault("ip", os.path.join(tempfile.gettempdir(), f"vrs-kernel-{uuid.uuid4().hex}"))
+            # a unique socket path per kernel: parallel runs (vrs batch) in one folder must not share sockets;
+            # the sockets and the connection file carry this process's id, so that a run killed before it could
+            # remove them is swept by the next one (app/publish.sweep_stale)
+            base = os.path.join(tempfile.gettempdir(), f"{KERNEL_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}")
+            kwargs.setdefault("connection_file", f"{base}.json")
+            if len(base) + 3 <= IPC_PATH_MAX:
+                kwargs.setdefault("transport", "ipc")
+                kwargs.setdefault("ip", base)
+            # else a TMPDIR too deep for a socket path (107 bytes on Linux): loopback TCP, jupyter_client's default
             super().__init__(**kwargs)
 
         async def _async_interrupt_kernel(self):
@@ -102,14 +111,24 @@ class PrestartedKernel:
     starts stopping it after the run, in the background: ``shutdown()`` then waits for that; call it yourself when
     the run does not happen). A failed start is raised by ``manager()``."""
 
-    def __init__(self, cwd: str | os.PathLike, preload=(), kernel_name: str = KERNEL_NAME):
+    def __init__(self, cwd: str | os.PathLike, preload=(), kernel_name: str = KERNEL_NAME, env: dict | None = None):
         self.cwd = Path(cwd).resolve()
         self.preload = list(preload)
+        self.env = dict(env or {})   # added to the kernel's environment (vrs analyze: the hand-over key)
         self._manager = kernel_manager_class()(kernel_name=kernel_name)
         self._error: BaseException | None = None
         self._stopping: threading.Thread | None = None   # the thread that stops the kernel (shutdown)
         self._stop_error: BaseException | None = None
         self._stop_lock = threading.Lock()
+        self._clients: list = []   # the clients made of its manager (nbclient's): their channels closed at the stop
+        make_client = self._manager.client
+
+        def client(*args, **kwargs):
+            made = make_client(*args, **kwargs)
+            self._clients.append(made)
+            return made
+
+        self._manager.client = client
         self._thread = threading.Thread(target=self._start, name="vrs-prestarted-kernel", daemon=True)
         self._thread.start()
 
@@ -122,7 +141,8 @@ class PrestartedKernel:
             self._error = exc
 
     async def _async_start(self) -> None:
-        await self._manager.start_kernel(cwd=str(self.cwd), extra_arguments=list(KERNEL_ARGUMENTS))
+        await self._manager.start_kernel(cwd=str(self.cwd), extra_arguments=list(KERNEL_ARGUMENTS),
+                                         env={**os.environ, **self.env})
         if not self.preload:
             return
         client = self._manager.client()
@@ -170,6 +190,19 @@ class PrestartedKernel:
                 run_sync(self._manager.shutdown_kernel)(now=now)
         except BaseException as exc:  # noqa: BLE001 - raised by shutdown(), in the caller's thread
             self._stop_error = exc
+        finally:
+            # a client nbclient made of a manager it does not own keeps its heartbeat thread and sockets open (13
+            # file descriptors and a thread per run in a process that runs reports one after another)
+            for made in self._clients:
+                try:
+                    made.stop_channels()
+                except Exception:  # noqa: BLE001 - already closed
+                    pass
+            self._clients.clear()
+            try:
+                self._manager.context.destroy(linger=0)
+            except Exception:  # noqa: BLE001
+                pass
 
     def __enter__(self) -> PrestartedKernel:
         return self
@@ -182,13 +215,21 @@ def report_kernel() -> PrestartedKernel:
     """The kernel of ``vrs analyze``'s report (workbook 07, :data:`ANALYZE_NOTEBOOK`), started now in a fresh
     temporary folder (the report's work folder, ``kernel.cwd``) with the workbook's modules imported. The CLI
     starts it first, before it imports pandas and reads the data, so that the kernel's start overlaps with
-    reading and checking them (:func:`vrs_helpers.app.runner.analyze_report`)."""
-    import tempfile
+    reading and checking them (:func:`vrs_helpers.app.runner.analyze_report`).
 
+    The kernel gets a fresh random key in its environment (``kernel.handover_key``): the analysis made in this
+    process reaches the report signed with it (:mod:`vrs_helpers.evaluate.handover`); it is never written to a file,
+    a parameter or a notebook."""
+    import secrets
+
+    from ..evaluate.handover import KEY_ENV
     from ..resources import find_workbook
 
-    work = tempfile.mkdtemp(prefix="vrs-analyze-")
-    return PrestartedKernel(work, preload=notebook_imports(find_workbook(ANALYZE_NOTEBOOK)))
+    key = secrets.token_hex(32)
+    kernel = PrestartedKernel(work_dir(), preload=notebook_imports(find_workbook(ANALYZE_NOTEBOOK)),
+                              env={KEY_ENV: key})
+    kernel.handover_key = key
+    return kernel
 
 
 ENGINE = "vrs-nbclient"

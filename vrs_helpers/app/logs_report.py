@@ -5,7 +5,6 @@ succeeded; and the check of an output folder every ``vrs analyze`` makes before 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -51,18 +50,21 @@ def check_out_dir(out_dir) -> Path:
 
 
 def write_outputs(files: dict, out_dir) -> None:
-    """Write ``{name: text}`` into ``out_dir``: every file first into a temporary folder, then moved in one by one
-    (each replaced atomically), so a failure before the move leaves a previous report as it was."""
-    work = Path(tempfile.mkdtemp(prefix="vrs-analyze-"))
+    """Write ``{name: text}`` as the report in ``out_dir``: every file first into a private temporary folder, then
+    the whole report swapped in (:func:`vrs_helpers.app.publish.publish`: all or nothing; the files of a previous
+    report of another kind - a score table's notebook and MathJax copy - are replaced too), so a failure, a full disk
+    included (:class:`~vrs_helpers.app.publish.DiskFullError`), leaves a previous report as it was."""
+    from .publish import DiskFullError, disk_full, disk_full_error, publish, work_dir
+
+    work = work_dir()
     try:
         for name, text in files.items():
             (work / name).write_text(text, encoding="utf-8")
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        for name in files:
-            tmp = out / f".{name}.partial"
-            shutil.copyfile(work / name, tmp)
-            os.replace(tmp, out / name)
+        publish({name: work / name for name in files}, out_dir)
+    except OSError as exc:
+        if isinstance(exc, DiskFullError) or not disk_full(exc):
+            raise
+        raise disk_full_error(exc, out_dir) from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -481,9 +481,12 @@ def _prepare_page(work: Path, out: Path, exclude_input: bool):
     from .report import copy_mathjax, mathjax_current, warm_page_exporter
 
     def prepare():
-        warm_page_exporter(exclude_input)
-        if not mathjax_current(out):
-            copy_mathjax(work)
+        try:
+            warm_page_exporter(exclude_input)
+            if not mathjax_current(out):
+                copy_mathjax(work)
+        except Exception:  # noqa: BLE001 - e.g. a full disk: the copy is made again, and fails, where it is used
+            pass
 
     thread = threading.Thread(target=prepare, name="vrs-report-page", daemon=True)
     thread.start()
@@ -507,15 +510,18 @@ def analyze_report(spec, *, out_dir: str | os.PathLike = "vrs-report", show_code
     memory). The summary is the same file on both backends.
 
     Bad input raises :class:`vrs_helpers.evaluate.scores.InputError` (or another ``VRSError``) before anything is
-    written. Everything is produced in a temporary folder first and moved into ``out_dir`` only when the run
-    succeeded, so a failed run leaves a previous report untouched (the failed copy stays in the temporary folder,
-    named in the error). Returns the summary.
+    written. Everything is produced in a private temporary folder first (:func:`vrs_helpers.app.publish.work_dir`)
+    and replaces the report in ``out_dir`` only when the run succeeded, all or nothing
+    (:func:`vrs_helpers.app.publish.publish`), so a failed run - an error, a full disk, an interruption - leaves a
+    previous report untouched (a report that failed in a cell keeps its work folder, named in the error). The
+    analysis reaches the report's kernel signed with the kernel's key (:mod:`vrs_helpers.evaluate.handover`).
+    Returns the summary.
     """
     import json
     import shutil
-    import tempfile
 
     from ..evaluate.spec import connected
+    from .publish import DiskFullError, disk_full, disk_full_error, publish, work_dir
 
     label = spec.data_label or str(spec.data)
     out = Path(out_dir)
@@ -526,7 +532,7 @@ def analyze_report(spec, *, out_dir: str | os.PathLike = "vrs-report", show_code
         if spec.backend is None and kernel is None:
             # the report's kernel starts, and imports the workbook's modules, while the data are read and checked
             kernel = report_kernel()
-        work = kernel.cwd if kernel is not None else Path(tempfile.mkdtemp(prefix="vrs-analyze-"))
+        work = kernel.cwd if kernel is not None else work_dir()
         try:
             spec = spec.validated(client=client)
         except BaseException:   # bad input: nothing was produced
@@ -534,23 +540,29 @@ def analyze_report(spec, *, out_dir: str | os.PathLike = "vrs-report", show_code
                 kernel.shutdown()
             shutil.rmtree(work, ignore_errors=True)
             raise
+        keep = ()
         if spec.backend is not None:
             from ..evaluate.analysis import analyze, write_summary
 
-            write_summary(analyze(spec.replace(backend=client)), work / "summary.json", work / "summary.txt")
-            produced = [(work / "summary.json", "summary.json"), (work / "summary.txt", "summary.txt")]
+            try:
+                write_summary(analyze(spec.replace(backend=client)), work / "summary.json", work / "summary.txt")
+            except BaseException:
+                shutil.rmtree(work, ignore_errors=True)
+                raise
+            produced = {"summary.json": work / "summary.json", "summary.txt": work / "summary.txt"}
         else:
             from concurrent.futures import ThreadPoolExecutor
 
-            from ..evaluate.analysis import pending_marker, save_analysis
-            from .report import MATHJAX_DIR, notebook_page
+            from ..evaluate import handover
+            from ..evaluate.analysis import save_analysis
+            from .report import MATHJAX_DIR, copy_mathjax, mathjax_current, notebook_page
             from .student import report_notebook
 
             table = work / "scores.parquet"
             handed = spec.replace(data=str(table), data_label=label)
+            key = getattr(kernel, "handover_key", None)   # a kernel started elsewhere: the report analyses itself
             params = {"spec": handed.replace(table=None).to_dict(), "summary_path": str(work / "summary.json"),
-                      "analysis_file": str(work / "analysis.pickle")}
-            marker = pending_marker(params["analysis_file"])
+                      "analysis_file": str(work / "analysis.pickle") if key else ""}
 
             def report():   # beside the analysis: the table for the report, then its run up to the analysis
                 try:
@@ -567,15 +579,17 @@ def analyze_report(spec, *, out_dir: str | os.PathLike = "vrs-report", show_code
                 with ThreadPoolExecutor(max_workers=1, thread_name_prefix="vrs-report") as pool:
                     try:
                         # the report starts now and waits for the analysis where it reads it (its cell 4) while
-                        # this process, named in the marker, makes it
-                        marker.write_text(str(os.getpid()), encoding="utf-8")
+                        # this process, named in the signed marker, makes it
+                        marker = handover.mark(params["analysis_file"], key) if key else None
                         run = pool.submit(report)
                         try:
                             # the analysis here, on this core, while the kernel starts on the other and then
                             # runs the report's first cells
-                            save_analysis(handed, params["analysis_file"])
+                            if key:
+                                save_analysis(handed, params["analysis_file"], key)
                         finally:
-                            marker.unlink(missing_ok=True)   # made or failed: the report stops waiting
+                            if marker is not None:
+                                marker.unlink(missing_ok=True)   # made or failed: the report stops waiting
                         page = _prepare_page(work, out, exclude_input=not show_code)   # beside its last cells
                         res = run.result()
                     except NotebookError:
@@ -586,6 +600,10 @@ def analyze_report(spec, *, out_dir: str | os.PathLike = "vrs-report", show_code
             except NotebookError as exc:   # the report failed after the analysis was made
                 page.join()   # the failed run's folder keeps its notebook, not a MathJax copy
                 shutil.rmtree(work / MATHJAX_DIR, ignore_errors=True)
+                if "No space left on device" in str(exc):
+                    kernel.shutdown()
+                    shutil.rmtree(work, ignore_errors=True)
+                    raise disk_full_error(OSError(28, "No space left on device"), out_dir) from None
                 raise NotebookError(f"{exc}. The previous report in {out_dir} (if any) is untouched.") from exc
             except BaseException:   # an error of the analysis itself (or an interruption): nothing is produced
                 if page is not None:
@@ -594,25 +612,29 @@ def analyze_report(spec, *, out_dir: str | os.PathLike = "vrs-report", show_code
                 shutil.rmtree(work, ignore_errors=True)
                 raise
             page.join()
-            (work / "report.html").write_text(notebook_page(res.output, exclude_input=not show_code),
-                                              encoding="utf-8")
-            produced = [(res.output, "report.ipynb"), (work / "report.html", "report.html"),
-                        (work / "summary.json", "summary.json")]
-    out.mkdir(parents=True, exist_ok=True)
-    for src, name in produced:
-        tmp = out / f".{name}.partial"
-        shutil.copyfile(src, tmp)
-        os.replace(tmp, out / name)
-    if spec.backend is None:   # report.html loads MathJax from ./mathjax (no CDN)
-        from .report import MATHJAX_DIR, copy_mathjax, mathjax_current
-
-        if mathjax_current(work):   # copied while the notebook ran (out had no current copy)
-            shutil.rmtree(out / MATHJAX_DIR, ignore_errors=True)
-            shutil.move(str(work / MATHJAX_DIR), str(out / MATHJAX_DIR))
-        copy_mathjax(out)   # nothing to do when current
-    if kernel is not None:
-        kernel.shutdown()   # stopped in the background since the run ended: done by now
-    shutil.rmtree(work, ignore_errors=True)
+            try:
+                (work / "report.html").write_text(notebook_page(res.output, exclude_input=not show_code),
+                                                  encoding="utf-8")
+                produced = {"report.ipynb": res.output, "report.html": work / "report.html",
+                            "summary.json": work / "summary.json"}
+                if mathjax_current(out):   # report.html loads MathJax from ./mathjax (no CDN)
+                    keep = (MATHJAX_DIR,)
+                else:   # copied while the notebook ran (else now)
+                    produced[MATHJAX_DIR] = copy_mathjax(work)
+            except BaseException:
+                kernel.shutdown()
+                shutil.rmtree(work, ignore_errors=True)
+                raise
+    try:
+        publish(produced, out, keep=keep)
+    except (OSError, shutil.Error) as exc:
+        if isinstance(exc, DiskFullError) or not disk_full(exc):
+            raise
+        raise disk_full_error(exc, out_dir) from None
+    finally:
+        if kernel is not None:
+            kernel.shutdown()   # stopped in the background since the run ended: done by now
+        shutil.rmtree(work, ignore_errors=True)
     return json.loads((out / "summary.json").read_text())
 
 

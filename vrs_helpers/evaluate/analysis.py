@@ -310,24 +310,23 @@ def analyze_recorded(spec: AnalysisSpec, saved=None) -> tuple:
 
     ``saved``: a file of :func:`save_analysis` holding that pair for this very spec: ``vrs analyze`` computes it in
     its own process while the report's kernel starts, and the report reads it instead of computing it again (the
-    same function on the same validated table). A file made for another spec (other data, options or seed) is an
-    :class:`AnalysisError`. While a marker file ``<saved>.pending`` names a running process (:func:`pending_marker`:
-    ``vrs analyze`` starts the report before its analysis is done) the file is waited for; without the file, once
-    the marker is gone or its process has ended, the analysis was not made (``vrs analyze`` failed or was stopped):
+    same function on the same validated table). The file is loaded only when it is this run's own hand-over, signed
+    with the key ``vrs analyze`` gave this kernel (:mod:`vrs_helpers.evaluate.handover`; a file from anywhere else -
+    ``vrs run 07 -p analysis_file ...`` - is refused unread). A file made for another spec (other data, options or
+    seed) is an :class:`AnalysisError`. While the signed marker ``<saved>.pending`` names a running process (``vrs
+    analyze`` starts the report before its analysis is done) the file is waited for; without the file, once the
+    marker is gone or its process has ended, the analysis was not made (``vrs analyze`` failed or was stopped):
     :class:`AnalysisError`."""
     if saved:
         import pickle
-        import time
-        from pathlib import Path
 
-        marker = pending_marker(saved)
-        while not Path(saved).exists() and _being_made(marker):
-            time.sleep(0.01)
-        if not Path(saved).exists():
+        from . import handover
+
+        if not handover.wait_for(saved):
             raise AnalysisError(f"no saved analysis at {saved}: the process that was making it stopped (its "
                                 "error says why); leave analysis_file empty to analyse the spec here.")
-        with open(saved, "rb") as f:
-            key, pair = pickle.load(f)
+        body = handover.read(saved)   # authenticated before anything is unpickled
+        key, pair = pickle.loads(body)
         if key != _spec_key(spec):
             raise AnalysisError(f"{saved} holds the analysis of another spec (other data or options); leave "
                                 "analysis_file empty to analyse this one.")
@@ -340,51 +339,17 @@ def analyze_recorded(spec: AnalysisSpec, saved=None) -> tuple:
     return analysis, list(dict.fromkeys(str(w.message) for w in caught))
 
 
-def save_analysis(spec: AnalysisSpec, path) -> tuple:
+def save_analysis(spec: AnalysisSpec, path, key: str) -> tuple:
     """Compute :func:`analyze_recorded` of a validated in-memory ``spec`` whose ``data`` names its table's Parquet
-    file (as ``vrs analyze`` hands it to the report), write it to ``path`` with the spec it belongs to, and return
-    it."""
-    import os
+    file (as ``vrs analyze`` hands it to the report), write it to ``path`` with the spec it belongs to, signed with
+    the run's ``key`` (:func:`vrs_helpers.evaluate.handover.write`), and return it."""
     import pickle
-    from pathlib import Path
+
+    from . import handover
 
     pair = analyze_recorded(spec)
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.partial")   # a reader waiting for it never sees a part of it
-    with open(tmp, "wb") as f:
-        pickle.dump((_spec_key(spec), pair), f, protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(tmp, path)
+    handover.write(path, pickle.dumps((_spec_key(spec), pair), protocol=pickle.HIGHEST_PROTOCOL), key)
     return pair
-
-
-def pending_marker(saved):
-    """The marker file that says the analysis of ``saved`` (:func:`save_analysis`) is being computed: while it
-    holds the id of a running process, :func:`analyze_recorded` waits for the file. Whoever makes the analysis
-    writes its process id there before and removes the marker after, also when the analysis fails."""
-    from pathlib import Path
-
-    saved = Path(saved)
-    return saved.with_name(f"{saved.name}.pending")
-
-
-def _being_made(marker) -> bool:
-    """Whether the marker exists and the process it names still runs (a marker left by a process that was killed
-    is not waited for; elsewhere than on POSIX the process is taken to run while its marker exists)."""
-    import os
-
-    try:
-        pid = int(marker.read_text(encoding="utf-8").strip())
-    except (OSError, ValueError):
-        return False
-    if os.name != "posix":
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:   # another user's process: it runs
-        return True
-    return True
 
 
 def _spec_key(spec: AnalysisSpec) -> str:

@@ -1,0 +1,252 @@
+"""How ``vrs analyze`` writes its report: all or nothing, one run at a time, and nothing left behind.
+
+- :func:`lock_out_dir` - a lock file in the output folder: a second run writing the same ``--out`` while the first
+  still runs is refused (exit 2) instead of the last writer silently winning;
+- :func:`publish` - the new report files staged inside the output folder (the same file system, so a full disk fails
+  the copy before any old file is touched), then swapped in by renames; the previous report files are moved aside
+  and removed only when every new file is in place, and put back when a rename fails;
+- :func:`disk_full` / :class:`DiskFullError` - "no space left on device" anywhere in a run becomes one clear error
+  (exit 2) instead of a traceback;
+- :func:`work_dir` and :func:`sweep_stale` - the temporary work folders, kernel sockets and connection files of a
+  run carry its process id in their names, so a run killed without a chance to clean up (SIGKILL, a power cut) is
+  swept by the next run once its process is gone.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+from ..errors import VRSError
+
+# every file a report of `vrs analyze` can consist of (score table: report.ipynb, report.html, summary.json and
+# mathjax/; logs: report.html, summary.json, summary.txt): a new report replaces all of them, so a logs report
+# written over a score-table report leaves no stale notebook or MathJax copy behind
+REPORT_FILES = ("report.html", "report.ipynb", "summary.json", "summary.txt", "mathjax")
+LOCK_NAME = ".vrs-lock"
+WORK_PREFIX = "vrs-analyze-"
+KERNEL_PREFIX = "vrs-kernel-"
+_STAGE = ".vrs-staging-"
+_OLD = ".vrs-previous-"
+_OWNED = re.compile(rf"^(?:{WORK_PREFIX}|{KERNEL_PREFIX})(\d+)-")
+
+
+class DiskFullError(VRSError, OSError):
+    """The disk (of the output folder or of the temporary folder) is full: exit 2, the previous report unchanged."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+class OutputBusyError(VRSError, ValueError):
+    """Another live ``vrs`` run is writing the same output folder: exit 2."""
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` (an ``OSError``, or ``shutil.Error`` collecting the errors of a tree copy) says that a disk or
+    quota is full."""
+    codes = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
+    if isinstance(exc, shutil.Error):
+        return any("No space left on device" in str(e) or "Disk quota exceeded" in str(e)
+                   for e in (exc.args[0] if exc.args and isinstance(exc.args[0], list) else [exc]))
+    return isinstance(exc, OSError) and exc.errno in codes
+
+
+def disk_full_error(exc: BaseException, out_dir=None, where=None) -> DiskFullError:
+    """The user's error for a full disk: where (``where``, else the file the error names), and what to do."""
+    where = where or getattr(exc, "filename2", None) or getattr(exc, "filename", None)
+    place = f" (writing {where})" if where else ""
+    kept = f" The previous report in {out_dir} (if any) is unchanged." if out_dir is not None else ""
+    return DiskFullError(errno.ENOSPC, f"the disk is full{place}: free some space, or write the report elsewhere "
+                         f"with --out and the temporary files elsewhere with TMPDIR=/a/larger/disk.{kept}")
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id runs (on POSIX; elsewhere every process is taken to run)."""
+    if pid <= 0:
+        return False
+    if os.name != "posix":
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:   # another user's process: it runs
+        return True
+    return True
+
+
+def work_dir() -> Path:
+    """A new private (0700) work folder in the temporary folder, named after this process
+    (``vrs-analyze-<pid>-...``: :func:`sweep_stale` removes it once the process is gone)."""
+    return Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-"))
+
+
+def sweep_stale(tmpdir=None) -> list[Path]:
+    """Remove the work folders, kernel sockets and connection files that runs of ``vrs`` left in the temporary
+    folder when they were killed: those named after a process that no longer runs and owned by this user. Returns
+    what was removed (best effort: what cannot be removed is left)."""
+    folder = Path(tmpdir or tempfile.gettempdir())
+    removed = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    for entry in entries:
+        match = _OWNED.match(entry.name)
+        if match is None or pid_alive(int(match.group(1))):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if uid is not None and st.st_uid != uid:
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+            removed.append(Path(entry.path))
+        except OSError:
+            pass
+    return removed
+
+
+class OutputLock:
+    """The lock of an output folder, held while a run writes it (:func:`lock_out_dir`). ``release()`` removes the
+    lock file and, when this run created the folder and nothing else was put there, the folder."""
+
+    def __init__(self, out: Path, fd: int | None, created: list[Path]):
+        self.out, self._fd, self._created = out, fd, created
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        try:
+            (self.out / LOCK_NAME).unlink(missing_ok=True)
+        except OSError:
+            pass
+        os.close(self._fd)
+        self._fd = None
+        for folder in reversed(self._created):   # made for this run and still empty: a failed run leaves no folder
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+
+    def keep_folder(self) -> None:
+        """The run succeeded: the folders it created stay."""
+        self._created = []
+
+    def __enter__(self) -> OutputLock:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def lock_out_dir(out_dir) -> OutputLock:
+    """Take the lock file ``out_dir/.vrs-lock`` (``fcntl.flock``: released by the system when the process ends,
+    however it ends), creating ``out_dir`` if needed. Raises :class:`OutputBusyError` while another live run holds
+    it. Elsewhere than on POSIX no lock is taken."""
+    out = Path(out_dir)
+    created = [p for p in reversed([out, *out.parents]) if not p.exists()]
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:   # pragma: no cover - not POSIX
+        return OutputLock(out, None, created)
+    path = out / LOCK_NAME
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                holder = os.read(fd, 64).decode("ascii", "replace").strip() or "unknown"
+            finally:
+                os.close(fd)
+            raise OutputBusyError(f"--out {out} is being written by another vrs run (process {holder}); wait for it "
+                                  "to finish, or give another folder with --out.") from None
+        try:
+            same = os.fstat(fd).st_ino == os.stat(path).st_ino   # not a lock file its holder removed meanwhile
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode("ascii"))
+    return OutputLock(out, fd, created)
+
+
+def publish(files: dict, out_dir, keep: tuple = ()) -> None:
+    """Replace the report in ``out_dir`` by ``files`` (``{name in out_dir: source file or folder}``, the sources moved:
+    they are the run's work files), all or nothing.
+
+    Every source is first moved into a staging folder inside ``out_dir`` (same file system: a disk too full for the
+    new report fails here, with nothing of the previous report touched; :class:`DiskFullError`). Then the previous
+    report's files (:data:`REPORT_FILES` and the names in ``files``) are moved aside, except those named in ``keep``
+    (e.g. a current MathJax copy the new report uses), the staged files are renamed into place, and the previous
+    ones removed. A failed rename puts the previous files back. Other files in ``out_dir`` are left alone."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f"{_STAGE}{os.getpid()}-", dir=out))
+    old = out / f"{_OLD}{os.getpid()}-{stage.name.rsplit('-', 1)[-1]}"
+    try:
+        try:
+            for name, src in files.items():
+                shutil.move(os.fspath(src), os.fspath(stage / name))
+        except (OSError, shutil.Error) as exc:
+            if disk_full(exc):
+                raise disk_full_error(exc, out, where=out) from None
+            raise
+        replaced = [n for n in dict.fromkeys([*REPORT_FILES, *files])
+                    if n not in keep and os.path.lexists(out / n)]
+        old.mkdir()
+        moved_old, moved_new = [], []
+        try:
+            for name in replaced:
+                os.replace(out / name, old / name)
+                moved_old.append(name)
+            for name in files:
+                os.replace(stage / name, out / name)
+                moved_new.append(name)
+        except BaseException:   # roll back: the previous report as it was
+            for name in moved_new:
+                _remove(out / name)
+            for name in moved_old:
+                os.replace(old / name, out / name)
+            raise
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def sweep_debris(out_dir) -> None:
+    """Clean up after a run that was killed while it wrote ``out_dir`` (its process no longer runs): its staging
+    folder is removed; from its set-aside folder the previous report files missing in ``out_dir`` are put back (it
+    was killed between the renames of :func:`publish`), the rest removed; old ``.*.partial`` files are removed."""
+    out = Path(out_dir)
+    if not out.is_dir():
+        return
+    for entry in out.iterdir():
+        m = re.match(rf"^({re.escape(_STAGE)}|{re.escape(_OLD)})(\d+)-", entry.name)
+        if m and not pid_alive(int(m.group(2))):
+            if m.group(1) == _OLD and entry.is_dir():
+                for child in entry.iterdir():
+                    if not os.path.lexists(out / child.name):
+                        os.replace(child, out / child.name)
+            _remove(entry)
+        elif entry.name.startswith(".") and entry.name.endswith(".partial"):
+            _remove(entry)
