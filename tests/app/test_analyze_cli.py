@@ -120,7 +120,7 @@ def test_an_error_of_the_analysis_stops_the_started_report_and_produces_nothing(
         works.append(kwargs["kernel"].cwd)
         return real(spec, **kwargs)
 
-    def failing(spec, path):
+    def failing(spec, path, key):
         time.sleep(1.0)   # the report is under way meanwhile
         raise InputError("the analysis failed here")
 
