@@ -95,6 +95,7 @@ class OwnAnalysis:
     answer: str | None = None                                # one sentence: the question answered (steps.answer)
     separated: dict = field(default_factory=dict)            # system -> "all correct" / "all wrong" (binary)
     fit_notes: list = field(default_factory=list)            # boundary estimates, failed simulations, non-convergence
+    ranking: pd.DataFrame | None = field(default=None, repr=False)  # k >= 3: one row per system (steps.rank)
 
     @property
     def glrt(self):
@@ -155,6 +156,11 @@ class OwnAnalysis:
             "disagreements": list(self.disagreements),
             "verdict": list(self.verdict), "notes": list(self.notes),
             "separation": dict(self.separated), "fit_notes": list(self.fit_notes),
+            "ranking": (None if self.ranking is None else
+                        self.ranking.drop(columns="method").replace({np.nan: None}).to_dict("records")),
+            "ranking_method": None if self.ranking is None else str(self.ranking["method"].iloc[0]),
+            "pairs": ([] if self.comparison_random is None else
+                      self.comparison_random.contrasts.replace({np.nan: None}).to_dict("records")),
         }
 
     def to_frame(self) -> pd.DataFrame:

@@ -32,6 +32,7 @@ from ..book.reliability import decision_study, phi
 from ..book.significance import bootstrap_test, permutation_test, resampling_test_dask
 from ..errors import VRSError
 from ..outcomes import P_FLOOR, p_text
+from .ranking import ranking_sentence, ranking_table
 from .readings import aso_readings, disagreements, expected_best_by_system, run_means
 from .scores import computed
 
@@ -350,8 +351,9 @@ def verdict(result, w: Work) -> None:
                     f"{t.evidence()}; the chi-square GLRT, valid only with many runs, gives {g2.evidence()}, "
                     f"p {_p(g2.p_value)}).")
             pairwise = pairwise_sentence(result)
-            if pairwise:
+            if pairwise and (result.ranking is None or len(result.systems) <= MAX_SYSTEM_LINES):
                 result.verdict.append(pairwise)
+            result.verdict.extend(ranking_lines(result))
             if result.disagree:
                 result.verdict.append("WARNING: the two readings disagree. The conclusion hinges on whether the "
                                       "runs are treated as fixed replications or as a sample of possible runs; "
@@ -370,6 +372,11 @@ def verdict(result, w: Work) -> None:
                     f"p {_p(t.p_value)}): "
                     + (f"the difference between the systems depends on {p}." if t.p_value < alpha else
                        f"no evidence that the difference between the systems depends on {p}."))
+    if len(result.reliability) > MAX_SYSTEM_LINES:   # many systems: one line, the details in summary.json
+        result.verdict.append("Reliability (phi per system; summary.json 'reliability' has the runs each needs for "
+                              f"phi >= {spec.target_phi}): " + ", ".join(
+                                  f"{s} {r.phi:.3f} ({r.interpretation})" for s, r in result.reliability.items()) + ".")
+        return
     for s, r in result.reliability.items():
         need = result.runs_needed.get(s) or {}
         more = "".join(f"; {k} level(s) of {f} would reach phi >= {spec.target_phi}" if k else
@@ -397,8 +404,52 @@ def pairwise_sentence(result) -> str | None:
            "(single-step max-T, Westfall & Young 1993)" if getattr(comp, "adjust", "").startswith("bootstrap") else
            "Wald z tests on the logit scale, Tukey-adjusted (no small-sample df for a GLMM)")
     found = int((c["p_value"] < result.alpha).sum())
+    listed = "; ".join(parts) if len(c) <= MAX_LISTED_PAIRS else "every pair is in summary.json ('pairs')"
     return (f"Pairwise, runs random ({how}; family-wise alpha = {result.alpha:g} over {len(c)} contrasts): "
-            f"{found} of {len(c)} pairs differ - " + "; ".join(parts) + ".")
+            f"{found} of {len(c)} pairs differ - " + listed + ".")
+
+
+MAX_LISTED_PAIRS = 6   # up to 4 systems the pairwise decisions are listed in the verdict; beyond, the ranking
+MAX_SYSTEM_LINES = 4   # beyond 4 systems ASO and reliability take one verdict line each, not one per system
+
+
+def rank(result, w: Work) -> None:
+    """Three or more systems: the ranking (:mod:`vrs_helpers.evaluate.ranking`) from the design's model - the
+    runs-random model when there are runs, else the runs-as-replications one - with its family-wise pairwise
+    decisions: per system the estimate (for 0/1 scores the accuracy, back-transformed from the logit scale on which
+    the decisions are made) with its 95 % confidence interval (per system, not simultaneous), the rank, the
+    simultaneous rank interval and the letters."""
+    comp = result.comparison_random if result.comparison_random is not None else result.comparison
+    if comp is None or len(w.systems) < 3 or "contrast" not in comp.contrasts:
+        return
+    m = comp.means
+    est, lo, hi = (("probability", "prob_lower", "prob_upper") if "probability" in m else ("emmean", "lower", "upper"))
+    systems = m.iloc[:, 0].astype(str).tolist()
+    small = "df" in comp.contrasts and "t" in comp.contrasts
+    how = ("Tukey-adjusted t tests on small-sample df" if small else
+           "single-step max-|z| over the parametric bootstrap" if str(getattr(comp, "adjust", "")).startswith(
+               "bootstrap") else "Tukey-adjusted Wald z tests on the logit scale")
+    result.ranking = ranking_table(systems, m[est], m[lo], m[hi], comp.contrasts, result.alpha,
+                                   higher_is_better=result.higher_is_better, method=how)
+
+
+def ranking_lines(result) -> list[str]:
+    """The ranking in the verdict: one line per system, after one line that answers which is best."""
+    table = getattr(result, "ranking", None)
+    if table is None:
+        return []
+    comp = result.comparison_random if result.comparison_random is not None else result.comparison
+    scale = "accuracy" if result.family == "binomial" else "mean"
+    c = comp.contrasts
+    found = int((c["p_value"] < result.alpha).sum())
+    lines = [f"Ranking of the {len(table)} systems ({table['method'].iloc[0]}: {found} of {len(c)} pairs differ at "
+             f"family-wise alpha = {result.alpha:g}, each pair in summary.json 'pairs'; {scale} with its 95 % CI; "
+             "rank interval: the ranks each system can hold; systems sharing a letter are not separated):"]
+    for r in table.itertuples():
+        span = f"{r.rank_low}" if r.rank_low == r.rank_high else f"{r.rank_low}-{r.rank_high}"
+        lines.append(f"  {r.rank}. {r.system}: {r.estimate:.4g} [{r.ci_low:.4g}, {r.ci_high:.4g}], "
+                     f"rank {span}, group {r.group}")
+    return lines
 
 
 def power(result, w: Work) -> None:
@@ -564,9 +615,23 @@ def stochastic_order(result, w: Work) -> None:
     if len(result.systems) >= 2:
         result.aso, notes = aso_readings(means, str(result.systems[0]), result.higher_is_better, seed=seed)
         result.notes.extend(notes)
-        at = next((i for i, v in enumerate(result.verdict) if v.startswith("Reliability of")), len(result.verdict))
-        result.verdict[at:at] = [a.sentence() for a in result.aso.values()]
+        at = next((i for i, v in enumerate(result.verdict) if v.startswith("Reliability")), len(result.verdict))
+        result.verdict[at:at] = ([a.sentence() for a in result.aso.values()]
+                                 if len(result.aso) < MAX_SYSTEM_LINES else [_aso_line(result)])
     result.disagreements = disagreements(result)
+
+
+def _aso_line(result) -> str:
+    """ASO of many systems against the baseline in one sentence: who is almost stochastically better, worse, neither."""
+    base = str(result.systems[0])
+    groups = {"better": [], "worse": [], "neither": []}
+    for s, a in result.aso.items():
+        groups["better" if a.winner == s else "worse" if a.winner == base else "neither"].append(str(s))
+    first = next(iter(result.aso.values()))
+    said = "; ".join(f"{k}: {', '.join(v)}" for k, v in groups.items() if v)
+    return (f"ASO on the run means against {base} ({first.candidate_better.n_a} vs {first.candidate_better.n_b} runs, "
+            f"deepsig's threshold eps_min < {first.threshold:g}; each system in summary.json 'aso'): almost "
+            f"stochastically {said}.")
 
 
 def answer(result, w: Work) -> None:
@@ -599,6 +664,10 @@ def answer_sentence(result) -> str | None:
             better = (means[a] > means[b]) == bool(result.higher_is_better)
             x, y = (a, b) if better else (b, a)
             return f"{scope}, {x} is better than {y}: {evidence}."
+        table = getattr(result, "ranking", None)
+        if table is not None:
+            return (f"{scope}, the {len(systems)} systems differ: {evidence}. "
+                    + ranking_sentence(table, comp.contrasts, result.alpha, result.higher_is_better))
         return f"{scope}, the {len(systems)} systems differ: {evidence}; the pairwise decisions follow."
     what = " and ".join(systems) if len(systems) == 2 else f"the {len(systems)} systems"
     return (f"{scope}: no evidence that {what} differ ({evidence}); with {runs} run(s) per system a small "
@@ -606,7 +675,7 @@ def answer_sentence(result) -> str | None:
 
 
 #: the steps of one response's analysis, in order
-STEPS = (separation, significance, conditional, paired, reliability, verdict, power, stochastic_order, answer)
+STEPS = (separation, significance, rank, conditional, paired, reliability, verdict, power, stochastic_order, answer)
 #: steps that read only the prepared data and write only their own part of the result (the resampling tests, numpy
 #: work that releases the GIL): in memory they run in a thread beside the steps before them (the model fits), and
 #: the analysis waits for them where they stand in STEPS; their numbers do not depend on it (seeded batches)

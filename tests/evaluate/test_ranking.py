@@ -1,0 +1,115 @@
+"""The ranking of many systems (issue 38): rank intervals from the decisions as defined by Mogstad et al. (2024), the
+compact letter display against its defining property and against R's multcompView, the best set."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vrs_helpers.evaluate import ranking
+
+REF = Path(__file__).parent.parent / "reference"
+
+
+@st.composite
+def decisions(draw, max_k=9):
+    k = draw(st.integers(min_value=1, max_value=max_k))
+    est = draw(st.lists(st.integers(min_value=-5, max_value=5), min_size=k, max_size=k))
+    bits = draw(st.lists(st.booleans(), min_size=k * (k - 1) // 2, max_size=k * (k - 1) // 2))
+    differ = np.zeros((k, k), dtype=bool)
+    for (i, j), b in zip(itertools.combinations(range(k), 2), bits, strict=True):
+        differ[i, j] = differ[j, i] = b
+    return np.array(est, dtype=float), differ
+
+
+@settings(max_examples=300, deadline=None)
+@given(decisions(), st.booleans())
+def test_rank_intervals_follow_from_the_decisions(case, higher):
+    """Property, by direct counting: lower end 1 + #significantly better, upper end k - #significantly worse; the
+    interval contains the point rank; a system separated from every other has a one-point interval."""
+    est, differ = case
+    k = len(est)
+    got = ranking.rank_intervals(est, differ, higher_is_better=higher)
+    s = est if higher else -est
+    for i in range(k):
+        better = sum(1 for j in range(k) if differ[i, j] and s[j] > s[i])
+        worse = sum(1 for j in range(k) if differ[i, j] and s[j] < s[i])
+        assert got["rank_low"][i] == 1 + better and got["rank_high"][i] == k - worse
+        assert got["rank"][i] == 1 + sum(1 for j in range(k) if s[j] > s[i])
+        assert got["rank_low"][i] <= got["rank"][i] <= got["rank_high"][i]
+        if differ[i].sum() == k - 1 and len(set(s)) == k:
+            assert got["rank_low"][i] == got["rank_high"][i]
+
+
+@settings(max_examples=400, deadline=None)
+@given(decisions(max_k=10))
+def test_letters_represent_exactly_the_decisions(case):
+    """Property (the definition of a letter display): two systems share a letter if and only if no decision
+    separates them; every system has at least one letter; no two letter columns are nested (absorbed)."""
+    _, differ = case
+    k = len(differ)
+    names = [f"s{i}" for i in range(k)]
+    letters = ranking.compact_letters(names, differ)
+    for i, j in itertools.combinations(range(k), 2):
+        share = bool(set(letters[names[i]]) & set(letters[names[j]]))
+        assert share == (not differ[i, j]), (i, j, letters)
+    assert all(letters[n] for n in names)
+
+
+def test_letters_equal_multcompview():
+    """The letters equal R's multcompView::multcompLetters (0.1-8) on the same decisions, column order included
+    (tests/reference/ranking_letters.R made the cases: random decision matrices of 3-12 systems)."""
+    ref = json.loads((REF / "ranking_letters.json").read_text())
+    assert len(ref["cases"]) >= 30
+    for case in ref["cases"]:
+        names = case["names"]
+        differ = np.array(case["differ"], dtype=bool)
+        assert ranking.compact_letters(names, differ) == dict(zip(names, case["letters"], strict=True)), names
+
+
+def test_letter_names_continue_past_the_alphabet():
+    """multcompView's naming: a..z, A..Z, then the last letter '.' as a prefix (53 columns end in '.a')."""
+    names = ranking._letter_names(53)
+    assert names[:3] == ["a", "b", "c"] and names[25:27] == ["z", "A"] and names[51] == "Z" and names[52] == ".a"
+    assert len(set(ranking._letter_names(120))) == 120
+
+
+def test_best_set_and_sentence():
+    """Three systems: A best, B not separated from A, C worse than both; the sentence names them."""
+    contrasts = pd.DataFrame({"contrast": ["A - B", "A - C", "B - C"], "p_value": [0.4, 0.001, 0.01]})
+    table = ranking.ranking_table(["A", "B", "C"], [0.9, 0.8, 0.5], [0.8, 0.7, 0.4], [1.0, 0.9, 0.6], contrasts,
+                                  0.05, method="test")
+    assert table["system"].tolist() == ["A", "B", "C"]
+    assert table["rank_low"].tolist() == [1, 1, 3] and table["rank_high"].tolist() == [2, 2, 3]
+    assert table["group"].tolist() == ["a", "a", "b"]
+    sentence = ranking.ranking_sentence(table, contrasts, 0.05)
+    assert sentence.startswith("A has the best estimate, and B cannot be separated from it")
+    assert "the other 1 of the 3 systems are significantly worse than A" in sentence
+    lower = ranking.ranking_table(["A", "B", "C"], [0.9, 0.8, 0.5], [0.8, 0.7, 0.4], [1.0, 0.9, 0.6], contrasts,
+                                  0.05, higher_is_better=False)
+    assert lower["system"].tolist() == ["C", "B", "A"] and lower["rank_low"].tolist() == [1, 2, 2]
+
+
+def test_a_contrast_not_computed_is_no_decision():
+    """A separated system's contrasts are NaN: they separate nothing (and are not 'no difference' as a decision:
+    the p matrix keeps NaN)."""
+    contrasts = pd.DataFrame({"contrast": ["A - B", "A - C", "B - C"], "p_value": [np.nan, 0.001, np.nan]})
+    differ, p = ranking.decision_matrix(["A", "B", "C"], contrasts, 0.05)
+    assert differ.sum() == 2 and differ[0, 2] and np.isnan(p[0, 1]) and np.isnan(p[1, 2])
+
+
+@pytest.mark.parametrize("names", [["a - b", "a", "b - c"], ["x", "y", "z"]])
+def test_decision_matrix_reads_pairs_in_order_when_names_are_ambiguous(names):
+    """Names containing ' - ' make contrast labels ambiguous: the pairs are then read in the order the contrasts
+    are made (i < j, row by row)."""
+    labels = [f"{a} - {b}" for a, b in itertools.combinations(names, 2)]
+    contrasts = pd.DataFrame({"contrast": labels, "p_value": [0.01, 0.5, 0.02]})
+    differ, _ = ranking.decision_matrix(names, contrasts, 0.05)
+    assert differ[0, 1] and not differ[0, 2] and differ[1, 2]

@@ -1,0 +1,190 @@
+"""Many systems: a ranking with honest ties instead of a wall of pairs (issue 38).
+
+From the estimates of k systems and the family-wise decisions of their k (k - 1) / 2 pairwise contrasts (the
+design's own model: Tukey on small-sample df, or single-step max-T):
+
+- :func:`rank_intervals` - the rank of each estimate and its *simultaneous rank interval* (Mogstad, Romano, Shaikh &
+  Wilhelm 2024, "Inference for ranks", the R package ``csranks``): lower end 1 + the number of systems significantly
+  better, upper end k - the number significantly worse. With simultaneous pairwise decisions at family-wise level
+  alpha, every system's true rank lies in its interval with probability at least 1 - alpha, jointly;
+- :func:`compact_letters` - the compact letter display (Piepho 2004, "An algorithm for a letter-based representation
+  of all-pairwise comparisons", J. Comput. Graph. Stat. 13(2): the insert-absorb algorithm without the sweeping
+  step, with the columns ordered as R's ``multcompView::multcompLetters`` orders them): systems that share a letter
+  are not separated, systems that share none are;
+- :func:`best_set` - the best system and the systems not separated from it;
+- :func:`ranking_table` / :func:`ranking_sentence` - one row per system and the answer for k >= 3.
+"""
+
+from __future__ import annotations
+
+import string
+
+import numpy as np
+import pandas as pd
+
+LETTERS = tuple(string.ascii_lowercase + string.ascii_uppercase + ".")
+
+
+def decision_matrix(systems, contrasts: pd.DataFrame, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(differ, p)``: the k x k symmetric matrices of the family-wise decisions (adjusted p < ``alpha``) and the
+    adjusted p-values of the pairwise ``contrasts`` (rows named ``"A - B"``, columns ``p_value``), in the order of
+    ``systems``. A contrast that was not computed (NaN: a separated system) is not a decision: ``differ`` False, p
+    NaN."""
+    names = [str(s) for s in systems]
+    k = len(names)
+    index = {}
+    for i in range(k):
+        for j in range(k):
+            if i != j:
+                index.setdefault(f"{names[i]} - {names[j]}", []).append((i, j))
+    p = np.full((k, k), np.nan)
+    labels = contrasts["contrast"].astype(str).tolist()
+    ambiguous = any(len(index.get(c, [])) != 1 for c in labels) or len(labels) != k * (k - 1) // 2
+    pairs = ([(i, j) for i in range(k) for j in range(i + 1, k)] if ambiguous else [index[c][0] for c in labels])
+    for (i, j), value in zip(pairs, contrasts["p_value"].to_numpy(dtype=float), strict=True):
+        p[i, j] = p[j, i] = value
+    differ = np.nan_to_num(p, nan=1.0) < alpha
+    np.fill_diagonal(differ, False)
+    return differ, p
+
+
+def rank_intervals(estimates, differ, higher_is_better: bool = True) -> pd.DataFrame:
+    """Rank (1 = best; tied estimates share the best of their ranks) and simultaneous rank interval of each system.
+
+    ``estimates``: k numbers; ``differ``: k x k symmetric booleans, the family-wise decisions. ``rank_low`` = 1 + the
+    number of systems significantly better, ``rank_high`` = k - the number significantly worse (Mogstad et al.
+    2024)."""
+    est = np.asarray(estimates, dtype=float)
+    sign = 1.0 if higher_is_better else -1.0
+    s = sign * est
+    differ = np.asarray(differ, dtype=bool)
+    above = s[None, :] > s[:, None]         # above[i, j]: j's estimate is better than i's
+    better = differ & above                 # j significantly better than i
+    worse = differ & above.T                # j significantly worse than i
+    k = len(est)
+    return pd.DataFrame({"rank": 1 + above.sum(axis=1), "rank_low": 1 + better.sum(axis=1),
+                         "rank_high": k - worse.sum(axis=1)})
+
+
+def _absorb(cols: list[np.ndarray]) -> list[np.ndarray]:
+    """Drop every column whose set of systems is contained in another column's (first such pair in column order,
+    then again from the start, until none is)."""
+    changed = True
+    while changed:
+        changed = False
+        for a in range(len(cols) - 1):
+            for b in range(a + 1, len(cols)):
+                if not (cols[b] & ~cols[a]).any():      # b within a
+                    del cols[b]
+                    changed = True
+                    break
+                if not (cols[a] & ~cols[b]).any():      # a within b
+                    del cols[a]
+                    changed = True
+                    break
+            if changed:
+                break
+    return cols
+
+
+def _first_true(col: np.ndarray) -> float:
+    hit = np.flatnonzero(col)
+    return float(hit[0]) if len(hit) else np.inf
+
+
+def _sort_columns(m: np.ndarray) -> np.ndarray:
+    """Columns ordered by their first system; columns that start at the same system ordered, pair by pair, by the
+    same rule on the systems below it (multcompView's order)."""
+    if m.shape[1] == 0:
+        return m
+    order = sorted(range(m.shape[1]), key=lambda c: _first_true(m[:, c]))
+    m = m[:, order].copy()
+    first = [_first_true(m[:, c]) for c in range(m.shape[1])]
+    for i in range(m.shape[1] - 1):
+        if first[i] == first[i + 1] and np.isfinite(first[i]):
+            rows = slice(int(first[i]) + 1, m.shape[0])
+            m[rows, i:i + 2] = _sort_columns(m[rows, i:i + 2])
+    return m
+
+
+def _letter_names(n: int, letters=LETTERS) -> list[str]:
+    """``n`` column names: the letters, then the last letter as a prefix of the others ("." "a" -> ".a"), as
+    multcompView names them."""
+    if n < len(letters):
+        return list(letters[:n])
+    again = tuple(letters[-1] + x for x in letters[:-1]) + (letters[-1],)
+    return list(letters[:-1]) + _letter_names(n - len(letters) + 1, again)
+
+
+def compact_letters(systems, differ) -> dict[str, str]:
+    """The compact letter display of the decisions ``differ`` (k x k symmetric booleans, in the order of
+    ``systems``): ``{system: letters}``. Every pair that no decision separates shares a letter, and no separated
+    pair does (Piepho 2004, insert-absorb: for each separated pair, in multcompView's order, every column holding
+    both is split in two - one without each of them - and columns contained in others are dropped)."""
+    names = [str(s) for s in systems]
+    k = len(names)
+    differ = np.asarray(differ, dtype=bool)
+    cols = [np.ones(k, dtype=bool)]
+    for j in range(k):                      # the pairs in multcompView's order: (j, i) for i > j, j ascending
+        for i in range(j + 1, k):
+            if not differ[i, j] or not any(c[i] and c[j] for c in cols):
+                continue
+            copies = []
+            for c in cols:
+                if c[i] and c[j]:
+                    copy = c.copy()
+                    copy[j] = False          # the appended copy leaves out the first of the pair
+                    copies.append(copy)
+                    c[i] = False             # the column in place leaves out the second
+            cols = _absorb(cols + copies)
+    m = _sort_columns(np.column_stack(cols))
+    labels = _letter_names(m.shape[1])
+    return {names[r]: "".join(labels[c] for c in range(m.shape[1]) if m[r, c]) for r in range(k)}
+
+
+def best_set(systems, estimates, differ, higher_is_better: bool = True) -> tuple[str, list[str], list[str]]:
+    """``(best, tied, below)``: the system with the best estimate, the others not separated from it, and those
+    significantly worse than it."""
+    names = [str(s) for s in systems]
+    est = np.asarray(estimates, dtype=float) * (1.0 if higher_is_better else -1.0)
+    b = int(np.nanargmax(est))
+    differ = np.asarray(differ, dtype=bool)
+    tied = [names[j] for j in np.argsort(-est, kind="stable") if j != b and not differ[b, j]]
+    below = [names[j] for j in np.argsort(-est, kind="stable") if j != b and differ[b, j]]
+    return names[b], tied, below
+
+
+def ranking_table(systems, estimates, ci_low, ci_high, contrasts: pd.DataFrame, alpha: float,
+                  higher_is_better: bool = True, method: str = "") -> pd.DataFrame:
+    """One row per system, best first: estimate with its CI, rank, simultaneous rank interval, letters (systems
+    sharing a letter are not separated at family-wise ``alpha``) and ``method`` (how the decisions were made)."""
+    names = [str(s) for s in systems]
+    differ, _ = decision_matrix(names, contrasts, alpha)
+    ranks = rank_intervals(estimates, differ, higher_is_better)
+    order = np.argsort(ranks["rank"].to_numpy(), kind="stable")
+    sub = differ[np.ix_(order, order)]
+    letters = compact_letters([names[i] for i in order], sub)
+    table = pd.DataFrame({"system": names, "estimate": np.asarray(estimates, dtype=float),
+                          "ci_low": np.asarray(ci_low, dtype=float), "ci_high": np.asarray(ci_high, dtype=float),
+                          **{c: ranks[c].to_numpy() for c in ranks}})
+    table = table.iloc[order].reset_index(drop=True)
+    table["group"] = table["system"].map(letters)
+    table["method"] = method
+    return table
+
+
+def ranking_sentence(table: pd.DataFrame, contrasts: pd.DataFrame, alpha: float,
+                     higher_is_better: bool = True) -> str:
+    """The answer for k >= 3: the best system, the systems it cannot be separated from, how many are worse."""
+    names = table["system"].tolist()
+    differ, _ = decision_matrix(names, contrasts, alpha)
+    best, tied, below = best_set(names, table["estimate"].to_numpy(), differ, higher_is_better)
+    k = len(names)
+    if not below:
+        return (f"No system is separated from the best estimate ({best}) at family-wise alpha = {alpha:g}: all {k} "
+                "are tied with it.")
+    if not tied:
+        return (f"{best} is the best of the {k} systems: each of the other {len(below)} is significantly worse "
+                f"(family-wise alpha = {alpha:g}).")
+    return (f"{best} has the best estimate, and {', '.join(tied)} cannot be separated from it at family-wise alpha = "
+            f"{alpha:g}; the other {len(below)} of the {k} systems are significantly worse than {best}.")
