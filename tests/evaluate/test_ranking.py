@@ -113,3 +113,40 @@ def test_decision_matrix_reads_pairs_in_order_when_names_are_ambiguous(names):
     contrasts = pd.DataFrame({"contrast": labels, "p_value": [0.01, 0.5, 0.02]})
     differ, _ = ranking.decision_matrix(names, contrasts, 0.05)
     assert differ[0, 1] and not differ[0, 2] and differ[1, 2]
+
+
+def test_twelve_systems_rank_as_emmeans_and_multcompview_say():
+    """Issue 38 acceptance: on a 12-system continuous log (tests/reference/ranking_data.py) the ranking's pairwise
+    decisions are emmeans' Tukey-adjusted KR contrasts of the same model (p within 1e-4: the two fits' stopping
+    error, as in tests/mixed/test_mixed_pairwise.py), its estimates emmeans' marginal means (1e-6), its letters
+    multcompView's on emmeans' p-values, and each rank interval the one those decisions define."""
+    import warnings
+
+    from vrs_helpers.evaluate.analysis import analyze
+    from vrs_helpers.evaluate.ranking import rank_intervals
+
+    ref = json.loads((REF / "ranking_twelve_emmeans.json").read_text())
+    data = pd.read_csv(REF / "ranking_twelve.csv.gz")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = analyze(data, "score", "system", "item", replications=["seed"], n_resamples=99)
+    table = a.ranking.set_index("system")
+    emm = {r["system"]: r for r in ref["emmeans"]}
+    for s, row in table.iterrows():
+        assert row["estimate"] == pytest.approx(emm[s]["emmean"], abs=1e-6)
+        assert row["ci_low"] == pytest.approx(emm[s]["lower.CL"], abs=1e-4)
+    ours = {r["contrast"]: r["p_value"] for r in a.to_summary()["pairs"]}
+    for r in ref["tukey"]:
+        assert ours[r["contrast"]] == pytest.approx(r["p.value"], abs=1e-4), r["contrast"]
+        assert (ours[r["contrast"]] < 0.05) == (r["p.value"] < 0.05)
+    assert a.ranking["system"].tolist() == ref["order"]
+    assert table["group"].to_dict() == ref["letters"]
+    names = ref["order"]
+    differ = np.zeros((12, 12), dtype=bool)
+    index = {n: i for i, n in enumerate(names)}
+    for r in ref["tukey"]:
+        i, j = (index[x] for x in r["contrast"].split(" - "))
+        differ[i, j] = differ[j, i] = r["p.value"] < 0.05
+    expected = rank_intervals([emm[n]["emmean"] for n in names], differ)
+    assert a.ranking["rank_low"].tolist() == expected["rank_low"].tolist()
+    assert a.ranking["rank_high"].tolist() == expected["rank_high"].tolist()
