@@ -8,7 +8,7 @@ time, on the workflow's own comparison.
 
 Base design (vrs_helpers.book.simulation.evaluation_log): 2 systems, 3 runs each, the same 300 items, continuous
 scores, run SD 0.05, item SD 0.1, residual SD 0.1, no system x item variation, balanced. Each cell changes one
-factor (see CELLS): 3 and 5 systems; 5 and 10 runs; 100 and 1,000 items; 0/1 scores (logistic, intercept 0.5, run SD
+factor (see CELLS): 3, 5 and 12 systems; 5 and 10 runs; 100 and 1,000 items; 0/1 scores (logistic, intercept 0.5, run SD
 0.35 and item SD 1 on the logit scale); a system x item SD as large as the residual (0.1) with run SD 0.05, 0.01 and
 0.005; 10 % of the rows missing at random; 0/1 scores with 3 systems; 0/1 scores with a system x item SD of 0.5.
 
@@ -78,6 +78,7 @@ CELLS = {
     "10 % rows missing": {"missing": 0.1},
     "0/1 x 3 systems": {**BINARY, "systems": 3},
     "0/1 x system x item": {**BINARY, "system_item_sd": 0.5},
+    "12 systems": {"systems": 12},
 }
 COLUMNS = ["cell", "family", "default test", "sims", "failed", "null rate", "MC SE", "band", "chi-square null",
            "chi-square SE", "delta", "power sims", "power", "power SE", "chi-square power", "CPU s"]
