@@ -249,6 +249,7 @@ def _cmd_analyze(args) -> int:
     from .logs_report import check_out_dir
 
     check_out_dir(args.out)   # before anything is read: a bad --out never costs an analysis
+    _check_input(args)   # a typo answered at once: before the kernel starts and the analysis is imported
     kernel = None
     if args.dask is None and args.format == "auto" and args.response and args.item:
         # a score table, most likely: its report's kernel starts now, on the other core, while pandas is imported
@@ -264,6 +265,28 @@ def _cmd_analyze(args) -> int:
 
             discard_kernel(kernel)
         raise
+
+
+def _check_input(args) -> None:
+    """What can be checked without pandas (:mod:`vrs_helpers.evaluate.precheck`, well under a second): the data path
+    exists (unless a log format is named), and a score table's option values and its header's columns."""
+    if args.format != "auto":
+        return
+    from ..evaluate import precheck
+
+    if not (args.response and args.item):   # evaluation logs, or a table whose columns are not named yet
+        if not precheck.match_pattern(args.data) and not Path(args.data).exists():
+            raise precheck.InputError(precheck.no_file(args.data))
+        return
+    precheck.fraction("alpha", args.alpha)
+    precheck.count("n_resamples", args.n_resamples)
+    precheck.count("n_sim", args.n_sim)
+    if args.dask is not None:
+        return   # a Parquet dataset read on the cluster
+    roles = [("response", r) for r in args.response] + [("system", args.system), ("item", args.item)]
+    roles += [("replication", c) for c in args.replication or []] + [("repeat", c) for c in args.repeat or []]
+    roles += [("property", c) for c in args.property or []]
+    precheck.check_table_input(args.data, roles)
 
 
 def _analyze_table(args, kernel) -> int:
