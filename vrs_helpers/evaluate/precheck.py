@@ -37,7 +37,8 @@ class InputError(VRSError, ValueError):
     """Bad input to ``vrs analyze`` / workbook 07; the message names the column, value or file and what to do."""
 
 
-def _suffix(path: Path) -> str:
+def table_suffix(path: Path) -> str:
+    """The suffix that tells a table's kind (``.csv`` for ``scores.csv.gz``), lower case."""
     suffixes = [s.lower() for s in path.suffixes]
     if suffixes and suffixes[-1] in (".gz", ".bz2", ".xz", ".zip"):
         suffixes = suffixes[:-1]
@@ -222,7 +223,7 @@ def _jsonl_columns(path: Path, wanted) -> list | None:
 
 def _file_columns(path: Path, wanted) -> list | None:
     """The columns of the score table in the file ``path`` (None: not judged here)."""
-    kind = TABLE_SUFFIXES.get(_suffix(path))
+    kind = TABLE_SUFFIXES.get(table_suffix(path))
     try:
         if kind == "parquet":
             import pyarrow.parquet as pq
@@ -236,7 +237,7 @@ def _file_columns(path: Path, wanted) -> list | None:
         raise
     except (ValueError, OSError) as exc:   # pyarrow's ArrowInvalid is a ValueError, UnicodeDecodeError too
         raise InputError(f"Could not read {path}: {exc}") from exc
-    if _suffix(path) in PLAIN_SUFFIXES:
+    if table_suffix(path) in PLAIN_SUFFIXES:
         return ["item", "score"]   # one score per line (scores._read_plain)
     return None
 

@@ -20,21 +20,20 @@ import pandas as pd
 
 from ..book.glrt import replication_problem
 from .precheck import (  # noqa: F401 - the names of the light checks, importable from here as before
-    _FIELD,
     PLAIN_SUFFIXES,
     TABLE_SUFFIXES,
     InputError,
-    _suffix,
     check_roles,
     iter_json_lines,
     match_pattern,
     no_file,
     suggest,
+    table_suffix,
 )
 
 
 def _read_table(path: Path) -> pd.DataFrame:
-    kind = TABLE_SUFFIXES.get(_suffix(path))
+    kind = TABLE_SUFFIXES.get(table_suffix(path))
     try:
         if kind == "parquet":
             return _with_rows(pd.read_parquet(path), path)
