@@ -24,7 +24,7 @@ import pytest
 from conftest import requires_data
 
 ROOT = Path(__file__).resolve().parent.parent
-BUILD_INPUTS = ["pyproject.toml", "README.md", "vrs_helpers", "notebooks", "data/book"]
+BUILD_INPUTS = ["pyproject.toml", "README.md", "vrs_helpers", "notebooks", "data/book", "docs"]
 
 
 def _run(args, cwd, env, timeout=600):

@@ -205,10 +205,14 @@ def _cmd_workbooks(args) -> int:
 
 
 def _cmd_docs(args) -> int:
-    from .report import build_api_docs
+    from .guide import GUIDE_DIR, build_guide
+    from .report import build_api_docs, copy_mathjax
 
     out = build_api_docs(args.out)
     print(f"API reference: {out / 'index.html'}")
+    site = Path(args.out).parent   # the guide beside the API, as in the report site, with its MathJax
+    copy_mathjax(site)
+    print(f"user guide: {build_guide(site / GUIDE_DIR)}")
     return 0
 
 
@@ -457,7 +461,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--force", action="store_true", help="overwrite workbooks already in DIR")
     p.set_defaults(func=_cmd_workbooks)
 
-    p = sub.add_parser("docs", help="the API reference from the docstrings (pdoc), as in the report site")
+    p = sub.add_parser("docs", help="the API reference from the docstrings (pdoc) and the user guide (docs/*.md, "
+                       "into guide/ beside it), as in the report site")
     p.add_argument("--out", default="build/html/api", help="output folder (default build/html/api)")
     p.set_defaults(func=_cmd_docs)
 
