@@ -1,10 +1,11 @@
 """The user guide of the report site: ``docs/*.md`` rendered into ``build/html/guide/`` beside the workbook pages
 and the API reference (``vrs reproduce``, ``vrs docs``).
 
-- :func:`build_guide` - every page of the guide, with a navigation (the order of the links in ``docs/index.md``),
-  math typeset offline by the site's MathJax 2.7 (``../mathjax/``), and its links checked: a link to a guide page
-  or an anchor that does not exist, to a workbook that does not exist, to an API page or anchor that pdoc did not
-  write, or to a file outside the site fails the build (:class:`GuideError`, every broken link listed);
+- :func:`build_guide` - every page of the guide (and its images, ``docs/figures/``), with a navigation (the order of
+  the links in ``docs/index.md``), math typeset offline by the site's MathJax 2.7 (``../mathjax/``), and its links
+  checked: a link to a guide page or an anchor that does not exist, to a workbook that does not exist, to an API
+  page or anchor that pdoc did not write, or to a file outside the site fails the build (:class:`GuideError`, every
+  broken link listed);
 - :func:`render_page` - one page: (HTML, the anchors it defines, the links it makes);
 - :func:`code_blocks` - the fenced code blocks of a Markdown file, which ``tests/test_docs.py`` executes.
 
@@ -84,6 +85,7 @@ class Page:
     body: str
     ids: set = field(default_factory=set)
     links: list = field(default_factory=list)
+    images: list = field(default_factory=list)   # image sources, relative to the page's folder
     toc: list = field(default_factory=list)   # (level, anchor, text) of the h2/h3 headings
 
 
@@ -108,6 +110,13 @@ def _markdown(page: Page):
         def link(self, text, url, title=None):
             page.links.append(url)
             return super().link(text, _site_url(url), title)
+
+        def codespan(self, text):
+            return super().codespan(text.replace("\\|", "|"))   # GitHub's escaped pipe in a table cell
+
+        def image(self, text, url, title=None):
+            page.images.append(url)
+            return super().image(text, url, title)
 
         def block_code(self, code, info=None):
             kind = (info or "").strip()
@@ -175,6 +184,8 @@ def _check_link(url: str, page: Page, pages: dict, site: Path) -> str | None:
     rel = path[3:]
     file = site / rel
     if rel.startswith("api/"):
+        if rel == "api/index.html" and not (site / "api").is_dir():
+            return None   # the API reference is not built here
         if file.is_file():
             return None if not anchor or anchor in set(_IDS.findall(file.read_text(encoding="utf-8"))) else \
                 f"{url}: the API page has no #{anchor}"
@@ -183,7 +194,7 @@ def _check_link(url: str, page: Page, pages: dict, site: Path) -> str | None:
             return f"{url}: no such API page"
         return None   # the API reference is not built here: the module exists
     if "/" in rel:
-        return f"{url}: no such page of the site"
+        return f"{url}: a link outside the site (the site's pages are the workbooks, index.html, api/ and guide/)"
     from ..resources import workbooks
 
     stems = {w.stem for w in workbooks()}
@@ -255,6 +266,10 @@ def build_guide(out_dir: str | Path = "build/html/guide", *, source: str | Path 
     site = out.resolve().parent
     problems = [f"{p.name[:-5]}.md: {why}" for p in pages.values() for url in p.links
                 if (why := _check_link(url, p, pages, site))]
+    folder = files[0].parent
+    images = sorted({img for p in pages.values() for img in p.images})
+    problems += [f"an image {img}: not a file in {folder.name}/figures/" for img in images
+                 if not img.startswith("figures/") or "/../" in img or not (folder / img).is_file()]
     index = pages["index.html"]
     order = ["index.html"] + [u for u in dict.fromkeys(_site_url(link).partition("#")[0] for link in index.links)
                               if u in pages and u != "index.html"]
@@ -269,4 +284,7 @@ def build_guide(out_dir: str | Path = "build/html/guide", *, source: str | Path 
     mathjax = f"../{MATHJAX_DIR}/MathJax.js?config={MATHJAX_CONFIG}"
     for page in nav:
         (out / page.name).write_text(_page_html(page, nav, mathjax), encoding="utf-8")
+    for img in images:
+        (out / img).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(folder / img, out / img)
     return out / "index.html"
