@@ -333,8 +333,8 @@ def analyze_logs(logs, metric: str | None = None, adjust: str = "holm", alpha: f
     chi2_verdicts = "method" in tasks.columns and tasks["method"].astype(str).str.startswith("GLRT").any()
     if few and few[0] < 10 and chi2_verdicts:
         notes.append(f"with {few[0]} runs per system the chi-square reference of the LRT is liberal (it treats the "
-                     "run variance as known; README, 'What the default test promises'): read a p-value near alpha "
-                     "with care, and plan more runs (vrs plan).")
+                     "run variance as known; user guide, 'Error rates of the default tests'): read a p-value near "
+                     "alpha with care, and plan more runs (vrs plan).")
     elif few:
         notes.append(f"with {few[0]} run(s) per system the verdicts use a small-sample test of the runs-random "
                      "model (the method in each task's row); the chi-square LRT (chi2, chi2_p_value) is beside it "
