@@ -275,6 +275,7 @@ def test_the_site_renders_offline_in_chromium(site, tmp_path, capsys):
     assert (tmp_path / "index.png").stat().st_size > 10_000 and (tmp_path / "notebook.png").is_file()
     out = capsys.readouterr().out
     assert re.search(r"01_toy\.html: [1-9]\d* formulas rendered, 0 internet requests, ok", out)
+    assert re.search(r"guide/verdict\.html: [1-9]\d* formulas rendered, 0 internet requests, ok", out)  # the guide
 
 
 @requires_chromium
