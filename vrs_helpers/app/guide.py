@@ -221,7 +221,10 @@ vertical-align:top}a.anchor{margin-left:.4em;color:#d0d7de;text-decoration:none;
 
 
 def _page_html(page: Page, nav: list[Page], mathjax: str) -> str:
+    from .report import MATHJAX_OUTPUT
+
     e = html.escape
+    output = MATHJAX_OUTPUT
     items = []
     for p in nav:
         if p.name == page.name:
@@ -234,7 +237,7 @@ def _page_html(page: Page, nav: list[Page], mathjax: str) -> str:
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{e(page.title)} - vrs-workbooks user guide</title><style>{_CSS}</style>
 <script type="text/x-mathjax-config">MathJax.Hub.Config({{tex2jax: {{inlineMath: [['\\\\(', '\\\\)']],
-displayMath: [['$$', '$$']], processEscapes: true}}}});</script>
+displayMath: [['$$', '$$']], processEscapes: true}}, {output}}});</script>
 <script src="{e(mathjax)}"></script></head><body>
 <div class="top"><a href="index.html">User guide</a><a href="../index.html">Reproduction report</a>
 <a href="../api/index.html">API reference</a></div>

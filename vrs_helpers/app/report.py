@@ -177,6 +177,13 @@ def add_check_anchors(nb):
 
 # ------------------------------------------------------------------------------------------- offline notebook pages
 
+# MathJax's output settings of every page of the site: the web font the copied MathJax ships (no image fonts, no
+# font from the internet), no status messages
+MATHJAX_OUTPUT = """TeX: {equationNumbers: {autoNumber: "AMS", useLabelIds: true}},
+  "HTML-CSS": {availableFonts: [], webFont: "STIX-Web", imageFont: null, linebreaks: {automatic: true}},
+  displayAlign: "center", messageStyle: "none"
+"""
+
 _PAGE_TEMPLATE = r"""{%- extends 'lab/index.html.j2' -%}
 {%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
@@ -186,9 +193,7 @@ _PAGE_TEMPLATE = r"""{%- extends 'lab/index.html.j2' -%}
 MathJax.Hub.Config({
   tex2jax: {inlineMath: [['$', '$'], ['\\(', '\\)']], displayMath: [['$$', '$$'], ['\\[', '\\]']],
             processEscapes: true, processEnvironments: true},
-  TeX: {equationNumbers: {autoNumber: "AMS", useLabelIds: true}},
-  "HTML-CSS": {availableFonts: [], webFont: "STIX-Web", imageFont: null, linebreaks: {automatic: true}},
-  displayAlign: "center", messageStyle: "none"
+  """ + MATHJAX_OUTPUT + r"""
 });
 </script>
 <script src="{{ resources.vrs_mathjax_url }}"></script>
