@@ -221,7 +221,7 @@ vertical-align:top}a.anchor{margin-left:.4em;color:#d0d7de;text-decoration:none;
 
 
 def _page_html(page: Page, nav: list[Page], mathjax: str) -> str:
-    from .report import MATHJAX_OUTPUT
+    from .mathjax import MATHJAX_OUTPUT
 
     e = html.escape
     output = MATHJAX_OUTPUT
@@ -256,7 +256,7 @@ def build_guide(out_dir: str | Path = "build/html/guide", *, source: str | Path 
     written."""
     import shutil
 
-    from .report import MATHJAX_CONFIG, MATHJAX_DIR
+    from .mathjax import MATHJAX_CONFIG, MATHJAX_DIR
 
     files = guide_sources(source)
     if not any(f.name == "index.md" for f in files):

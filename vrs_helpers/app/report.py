@@ -32,10 +32,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from .mathjax import MATHJAX_CONFIG, MATHJAX_DIR, MATHJAX_OUTPUT
 from .scorecard import SCORECARD_MIME
 
-MATHJAX_DIR = "mathjax"
-MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full,Safe"  # the combined configuration jupyter-server-mathjax ships
 API_DIR = "api"
 THUMB_DIR = "thumbs"
 KEY_FIGURE_TAG = "key-figure"  # a code cell tagged so gives the workbook's thumbnail (else its first figure)
@@ -176,13 +175,6 @@ def add_check_anchors(nb):
 
 
 # ------------------------------------------------------------------------------------------- offline notebook pages
-
-# MathJax's output settings of every page of the site: the web font the copied MathJax ships (no image fonts, no
-# font from the internet), no status messages
-MATHJAX_OUTPUT = """TeX: {equationNumbers: {autoNumber: "AMS", useLabelIds: true}},
-  "HTML-CSS": {availableFonts: [], webFont: "STIX-Web", imageFont: null, linebreaks: {automatic: true}},
-  displayAlign: "center", messageStyle: "none"
-"""
 
 _PAGE_TEMPLATE = r"""{%- extends 'lab/index.html.j2' -%}
 {%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
