@@ -44,7 +44,11 @@ def workdir(tmp_path):
 # ------------------------------------------------------------------------------------------------------- the build
 
 def test_the_guide_builds_with_a_navigation_and_offline_math(tmp_path):
-    index = build_guide(tmp_path / "guide")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # no warnings
+        index = build_guide(tmp_path / "guide")
     pages = sorted(p.name for p in (tmp_path / "guide").glob("*.html"))
     assert pages == sorted(p.with_suffix(".html").name for p in PAGES)
     html = (tmp_path / "guide" / "verdict.html").read_text(encoding="utf-8")
@@ -129,7 +133,7 @@ def test_python_blocks_run(page, workdir, monkeypatch):
     monkeypatch.chdir(workdir)
     namespace = {"__name__": f"docs_{page.stem}"}
     for b in blocks:
-        with contextlib.redirect_stdout(open(os.devnull, "w")):   # noqa: SIM115 - closed with the namespace
+        with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
             try:
                 exec(compile(b.body, f"{page.name}:{b.line}", "exec"), namespace)
             except Exception as exc:
