@@ -1,5 +1,6 @@
 """Benchmark how fast `vrs analyze` answers bad input (issue 42): the wall time of a new `vrs analyze` process on a
-missing file, a misspelt column, an option out of range and an unreadable file, beside `vrs --help`.
+missing file, a misspelt column, an option out of range, two bad option combinations and an unreadable file, beside
+`vrs --help`.
 
     python benchmarks/input_errors.py [--repeat 3]
 
@@ -21,7 +22,7 @@ TABLE = "system,seed,item,score\n" + "".join(f"{s},{r},{i},{(i * 7 + r) % 10 / 1
                                                for s in "AB" for r in range(3) for i in range(20))
 
 
-def cases(folder: Path) -> list[tuple[str, list[str]]]:
+def cases(folder: Path, root: Path) -> list[tuple[str, list[str]]]:
     (folder / "scores.csv").write_text(TABLE)
     (folder / "binary.csv").write_bytes(b"\xff\xfe\x00\x81" * 64)
     cols = ["--response", "score", "--system", "system", "--item", "item", "--replication", "seed"]
@@ -31,6 +32,10 @@ def cases(folder: Path) -> list[tuple[str, list[str]]]:
             ("misspelt column (--response scor)", ["analyze", str(folder / "scores.csv"), "--response", "scor",
                                                    *cols[2:], *out]),
             ("--alpha 5", ["analyze", str(folder / "scores.csv"), *cols, "--alpha", "5", *out]),
+            ("--test without --replication", ["analyze", str(folder / "scores.csv"), *cols[:6], "--test", "chisq",
+                                              *out]),
+            ("--dask with evaluation logs", ["analyze", str(root / "examples" / "harness_logs" / "inspect"),
+                                             "--dask", "local", *out]),
             ("unreadable file (not text)", ["analyze", str(folder / "binary.csv"), *cols, *out])]
 
 
@@ -41,7 +46,7 @@ def main(argv=None) -> int:
     root = Path(__file__).resolve().parent.parent
     met = True
     with tempfile.TemporaryDirectory() as tmp:
-        for name, argv_ in cases(Path(tmp)):
+        for name, argv_ in cases(Path(tmp), root):
             times, code = [], None
             for _ in range(args.repeat):
                 start = time.perf_counter()

@@ -71,6 +71,14 @@ def _alpha(folder):
     return [_csv(folder, _scores()), *TABLE, "--alpha", "5"]
 
 
+def _test_without_runs(folder):
+    return [_csv(folder, _scores()), "--response", "score", "--system", "system", "--item", "item", "--test", "chisq"]
+
+
+def _dask_logs(folder):
+    return [str(_lm_eval(folder)), "--dask", "local"]
+
+
 def _constant(folder):
     return [_csv(folder, _scores().assign(score=0.5)), *TABLE]
 
@@ -167,6 +175,8 @@ CASES = [
     ("a missing file", _no_file, 2, "No file at"),
     ("a file that is not text", _not_text, 2, "Could not read"),
     ("--alpha 5", _alpha, 2, "alpha must be between 0 and 1"),
+    ("--test without --replication", _test_without_runs, 2, "needs replication columns"),
+    ("--dask with evaluation logs", _dask_logs, 2, "evaluation logs are read in memory"),
     ("constant scores", _constant, 2, "is constant"),
     ("scores of 1e300", _huge, 2, "squares overflow"),
     ("an infinite score", _infinite, 2, "infinite value"),

@@ -109,7 +109,10 @@ def test_vrs_analyze_answers_a_typo_before_its_kernel_starts(tmp_path, monkeypat
              ([str(tmp_path / "scores.csv"), "--response", "score", "--item", "item", "--alpha", "5"],
               "alpha must be between 0 and 1"),
              ([str(tmp_path / "scores.csv"), "--response", "score", "--item", "item", "--n-sim", "0"],
-              "n_sim must be a positive integer")]
+              "n_sim must be a positive integer"),
+             ([str(tmp_path / "scores.csv"), "--response", "score", "--item", "item", "--test", "chisq"],
+              "needs replication columns"),
+             ([str(tmp_path), "--dask", "local"], "evaluation logs are read in memory")]
     for args, phrase in cases:
         assert cli.main(["analyze", *args, *out]) == 2
         assert phrase in capsys.readouterr().err

@@ -271,6 +271,10 @@ def _cmd_analyze(args) -> int:
         raise
 
 
+DASK_TABLE_ONLY = ("--dask analyses a Parquet score table on a cluster; evaluation logs are read in memory: leave "
+                   "--dask out")
+
+
 def _check_input(args) -> None:
     """What can be checked without pandas (:mod:`vrs_helpers.evaluate.precheck`, well under a second): the data path
     exists (unless a log format is named), and a score table's option values and its header's columns."""
@@ -281,7 +285,14 @@ def _check_input(args) -> None:
     if not (args.response and args.item):   # evaluation logs, or a table whose columns are not named yet
         if not precheck.match_pattern(args.data) and not Path(args.data).exists():
             raise precheck.InputError(precheck.no_file(args.data))
+        if args.dask is not None:
+            raise precheck.InputError(DASK_TABLE_ONLY + " (a score table: name its columns with --response COL "
+                                      "and --item COL).")
         return
+    if args.test is not None and not args.replication:
+        raise registry.TestChoiceError(f"--test {args.test} chooses the test of the runs-random reading, which "
+                                       "needs replication columns (the runs): give them with --replication COL, or "
+                                       "leave --test out.")
     precheck.fraction("alpha", args.alpha)
     precheck.count("n_resamples", args.n_resamples)
     precheck.count("n_sim", args.n_sim)
@@ -338,8 +349,7 @@ def _analyze_logs(args) -> int:
     from .logs_report import logs_report, read_logs
 
     if args.dask is not None:
-        raise InputError("--dask analyses a Parquet score table on a cluster; evaluation logs are read in memory: "
-                         "leave --dask out.")
+        raise InputError(DASK_TABLE_ONLY + ".")
     metric = args.response[0] if args.response else None
     logs, specs, notes = read_logs(args.data, fmt=args.format, system=args.system, cluster=args.cluster,
                                    metric=metric, dropna=args.dropna)
