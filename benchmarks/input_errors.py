@@ -31,6 +31,7 @@ def cases(folder: Path, root: Path) -> list[tuple[str, list[str]]]:
             ("missing file", ["analyze", str(folder / "nofile.csv"), *cols, *out]),
             ("misspelt column (--response scor)", ["analyze", str(folder / "scores.csv"), "--response", "scor",
                                                    *cols[2:], *out]),
+            ("a score table without --response/--item", ["analyze", str(folder / "scores.csv"), *out]),
             ("--alpha 5", ["analyze", str(folder / "scores.csv"), *cols, "--alpha", "5", *out]),
             ("--test without --replication", ["analyze", str(folder / "scores.csv"), *cols[:6], "--test", "chisq",
                                               *out]),

@@ -275,6 +275,12 @@ DASK_TABLE_ONLY = ("--dask analyses a Parquet score table on a cluster; evaluati
                    "--dask out")
 
 
+def _name_the_columns(data) -> str:
+    return (f"{data} is a score table (no evaluation logs of a known format were found in it): name its columns "
+            "with --response COL and --item COL (and --system, --replication), or give a folder of lm-eval, Inspect, "
+            "HELM or Every Eval Ever logs (--format to name it).")
+
+
 def _check_input(args) -> None:
     """What can be checked without pandas (:mod:`vrs_helpers.evaluate.precheck`, well under a second): the data path
     exists (unless a log format is named), and a score table's option values and its header's columns."""
@@ -288,6 +294,9 @@ def _check_input(args) -> None:
         if args.dask is not None:
             raise precheck.InputError(DASK_TABLE_ONLY + " (a score table: name its columns with --response COL "
                                       "and --item COL).")
+        if Path(args.data).is_file() and precheck.TABLE_SUFFIXES.get(precheck.table_suffix(Path(args.data))) in (
+                ",", "\t", "parquet"):   # no harness writes its logs as CSV, TSV or Parquet
+            raise precheck.InputError(_name_the_columns(args.data))
         return
     if args.test is not None and not args.replication:
         raise registry.TestChoiceError(f"--test {args.test} chooses the test of the runs-random reading, which "
@@ -321,9 +330,7 @@ def _analyze_table(args, kernel) -> int:
         finally:
             discard_kernel(kernel)
     if not args.response or not args.item:
-        raise InputError(f"{args.data} is a score table (no evaluation logs of a known format were found in it): "
-                         "name its columns with --response COL and --item COL (and --system, --replication), or "
-                         "give a folder of lm-eval, Inspect, HELM or Every Eval Ever logs (--format to name it).")
+        raise InputError(_name_the_columns(args.data))
     # the spec checks the options as it is built, and is validated against the data once (analyze_report)
     spec = AnalysisSpec(args.data, response=args.response, system=args.system, item=args.item,
                         replications=args.replication or [], repeats=args.repeat or [],
