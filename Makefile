@@ -32,6 +32,7 @@ benchmark: $(STAMP)
 	$(BIN)/python benchmarks/significance.py
 	$(BIN)/python benchmarks/circularity.py
 	$(BIN)/python benchmarks/analyze.py
+	$(BIN)/python benchmarks/input_errors.py
 
 clean:
 	rm -rf build

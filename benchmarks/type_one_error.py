@@ -145,7 +145,7 @@ def run_cell(cell: str, sims: int, seed: int, boot: int, pool, power_sims: int, 
 
 
 def markdown(table: pd.DataFrame) -> str:
-    """The README's table: rates with their Monte-Carlo SE in parentheses."""
+    """The user guide's table (docs/error-rates.md): rates with their Monte-Carlo SE in parentheses."""
     lines = ["| cell | default test | sims | null rate (SE) | band | chi-square LRT, null | delta | power (SE), sims | "
              "chi-square power |", "|:--|:--|--:|--:|:--|--:|--:|--:|--:|"]
     for _, r in table.iterrows():

@@ -1,4 +1,5 @@
-"""pyproject.toml and environment.yml list the same packages; the README lists every notebook."""
+"""pyproject.toml and environment.yml list the same packages; the README lists every notebook and the scorecard's
+counts (the guide's tables: tests/test_docs.py)."""
 
 import re
 from pathlib import Path
@@ -61,20 +62,6 @@ def test_papermill_parses_every_parameter():
         assigned = [t.id for node in ast.parse(cell.source).body if isinstance(node, ast.Assign)
                     for t in node.targets if isinstance(t, ast.Name)]
         assert list(pm.inspect_notebook(str(nb_path))) == assigned, nb_path.name
-
-
-def test_readme_coverage_table_is_coverage_csv():
-    """The README's coverage table and its counts are data/book/coverage.csv (the report renders the CSV)."""
-    import pandas as pd
-
-    cov = pd.read_csv(ROOT / "data" / "book" / "coverage.csv", keep_default_na=False)
-    readme = (ROOT / "README.md").read_text()
-    rows = re.findall(r"^\| ((?:Table|Figure|Section)[^|]*?) \| ([^|]+?) \| ([^|]+?) \|", readme, flags=re.M)
-    assert [(i, s, st) for i, s, st in rows] == list(zip(cov["item"], cov["section"].astype(str), cov["status"],
-                                                        strict=True))
-    counts = ", ".join(f"{v} {k}" for k, v in cov["status"].value_counts().items())
-    assert f"({counts})" in readme
-    assert "not yet" not in set(cov["status"]), "every item is reproduced or declared"
 
 
 def test_readme_scorecard_counts_are_the_baseline():

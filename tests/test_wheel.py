@@ -24,7 +24,7 @@ import pytest
 from conftest import requires_data
 
 ROOT = Path(__file__).resolve().parent.parent
-BUILD_INPUTS = ["pyproject.toml", "README.md", "vrs_helpers", "notebooks", "data/book"]
+BUILD_INPUTS = ["pyproject.toml", "README.md", "vrs_helpers", "notebooks", "data/book", "docs"]
 
 
 def _run(args, cwd, env, timeout=600):
@@ -74,6 +74,9 @@ def test_wheel_holds_the_workbooks_and_book_tables(installed):
     for table in sorted((ROOT / "data" / "book").glob("*.json")):
         assert f"vrs_helpers/book_tables/{table.name}" in names
     assert "vrs_helpers/book_tables/coverage.csv" in names and "vrs_helpers/workbooks/scorecard_baseline.csv" in names
+    for page in sorted((ROOT / "docs").glob("*.md")):   # the user guide, built into the report site
+        assert f"vrs_helpers/guide/{page.name}" in names
+    assert "vrs_helpers/guide/figures/report-figure.png" in names
 
 
 def test_installed_package_is_not_the_checkout(installed, tmp_path):
@@ -170,3 +173,4 @@ def test_vrs_reproduce_out_from_the_wheel(installed, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "site" / "scorecard.csv").is_file() and (tmp_path / "site" / "html" / "index.html").is_file()
     assert (tmp_path / "site" / "html" / "api").is_dir()
+    assert (tmp_path / "site" / "html" / "guide" / "verdict.html").is_file()   # from the packaged docs/

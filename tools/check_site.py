@@ -12,6 +12,8 @@ the network cut off (a proxy that does not exist, every host name unresolvable),
 - on the notebook pages, MathJax typeset the math: every ``$...$`` of the Markdown cells became MathJax output
   (``script[type^=math/tex]`` with its rendered ``span.MathJax``), none is left as raw TeX, no MathJax error; at
   least one page has math;
+- the same on the user guide's pages (``guide/*.html``, when the site has a guide): no request to the internet, its
+  math typeset, none left raw;
 - screenshots of the landing page and of the notebook page with the most math go to ``--out``.
 
 Exit code 0 when everything holds, 1 otherwise (each failure printed), 2 when no browser is found.
@@ -129,7 +131,8 @@ class _Dom(HTMLParser):
     def handle_data(self, data):
         if self._skip:
             return
-        if self._inside(lambda t, a: "jp-RenderedMarkdown" in (a.get("class") or "").split()):
+        if self._inside(lambda t, a: {"jp-RenderedMarkdown", "vrs-guide"} & set((a.get("class") or "").split())) \
+                and not self._inside(lambda t, a: t in ("code", "pre")):
             self.markdown_text.append(data)
         if self._inside(lambda t, a: t == "table" and "sc" in (a.get("class") or "").split()) and \
                 self._inside(lambda t, a: t == "td" and "num" in (a.get("class") or "").split()):
@@ -204,6 +207,17 @@ def check_site(site: Path, out: Path, browser: str) -> list[str]:
     if best is not None:
         run_browser(browser, best, screenshot=out / "notebook.png")
         print(f"screenshots: {out / 'index.png'}, {out / 'notebook.png'} ({best.name})")
+    guide = sorted((site / "guide").glob("*.html"))
+    guide_math = 0
+    for page in guide:
+        dom, requested = run_browser(browser, page)
+        found, n = check_notebook_page(dom, f"guide/{page.name}")
+        guide_math += n
+        problems += found + [f"guide/{page.name} requested {u} (must work offline)" for u in requested]
+        print(f"guide/{page.name}: {n} formulas rendered, {len(requested)} internet requests, "
+              f"{'ok' if not found and not requested else 'FAILED'}")
+    if guide and not guide_math:
+        problems.append("no page of the guide has rendered math")
     return problems
 
 

@@ -1,8 +1,9 @@
 """vrs_helpers: the tested helper library behind the vrs-workbooks notebooks (Riezler & Hagmann, *Validity,
 Reliability, and Significance*).
 
-The front door: the names the README documents are importable from here (``from vrs_helpers import analyze``) and
-stay importable when modules move. They load on first use, so ``import vrs_helpers`` is cheap.
+The front door: the names the README and the user guide (docs/) document are importable from here
+(``from vrs_helpers import analyze``) and stay importable when modules move. They load on first use, so
+``import vrs_helpers`` is cheap.
 
 Layers, each importing only from the ones below it:
 

@@ -43,7 +43,7 @@ class RegisteredTest:
     __test__ = False
 
     name: str
-    description: str                   # one line: the CLI help and the README
+    description: str                   # one line: the CLI help and the user guide
     method: str                        # the outcome's ``method`` (how summaries and sentences name it)
     outcome: str                       # its outcome kind: a key of vrs_helpers.outcomes.OUTCOME_TYPES
     families: tuple = ("gaussian",)    # the score families it applies to

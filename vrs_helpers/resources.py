@@ -5,7 +5,8 @@ A wheel ships the same files inside the package (``vrs_helpers/workbooks`` and `
 ``pyproject.toml``), read with :mod:`importlib.resources`. The checkout wins when both exist, so an editable install
 always runs the notebooks you edit.
 
-- :func:`workbooks_dir`, :func:`book_dir` - the folders;
+- :func:`workbooks_dir`, :func:`book_dir`, :func:`guide_dir` - the folders (the user guide's Markdown pages: ``docs/``
+  of a checkout, ``vrs_helpers/guide`` in a wheel);
 - :func:`workbooks` - the workbooks in order; :func:`find_workbook` - one by path, file name, stem or number
   (``"03"``, ``"03_krippendorff_paradoxes"``, ``"03_krippendorff_paradoxes.ipynb"``);
 - :func:`copy_workbooks` - copies for a seminar participant to open in JupyterLab (``vrs workbooks DIR``).
@@ -59,6 +60,18 @@ def book_dir() -> Path:
         return packaged
     raise ResourceError("The book's tables are neither in a checkout (data/book/ beside vrs_helpers) nor in the "
                         "installed package (vrs_helpers/book_tables); reinstall vrs-workbooks.")
+
+
+def guide_dir() -> Path:
+    """The folder of the user guide's Markdown pages: ``docs/`` of a checkout, else the installed package's copy."""
+    checkout = _CHECKOUT / "docs"
+    if (checkout / "index.md").is_file():
+        return checkout
+    packaged = _packaged("guide")
+    if packaged is not None and (packaged / "index.md").is_file():
+        return packaged
+    raise ResourceError("The user guide is neither in a checkout (docs/ beside vrs_helpers) nor in the installed "
+                        "package (vrs_helpers/guide); reinstall vrs-workbooks.")
 
 
 def workbooks(folder: str | os.PathLike | None = None) -> list[Path]:

@@ -214,9 +214,10 @@ def test_notebook_heading():
 def test_api_reference_documents_the_public_functions(tmp_path):
     from vrs_helpers.app.cli import main
 
-    assert main(["docs", "--out", str(tmp_path / "api")]) == 0     # `vrs docs` = report.build_api_docs
+    assert main(["docs", "--out", str(tmp_path / "api")]) == 0     # `vrs docs` = report.build_api_docs + the guide
     out = tmp_path / "api"
     assert (out / "index.html").is_file()
+    assert (tmp_path / "guide" / "index.html").is_file()   # beside it, its links to the API checked (tests/test_docs)
     page = (out / "vrs_helpers" / "book" / "glrt.html").read_text()
     assert 'id="compare_systems"' in page and "GLRT" in page
     from vrs_helpers.book import glrt
@@ -274,6 +275,7 @@ def test_the_site_renders_offline_in_chromium(site, tmp_path, capsys):
     assert (tmp_path / "index.png").stat().st_size > 10_000 and (tmp_path / "notebook.png").is_file()
     out = capsys.readouterr().out
     assert re.search(r"01_toy\.html: [1-9]\d* formulas rendered, 0 internet requests, ok", out)
+    assert re.search(r"guide/verdict\.html: [1-9]\d* formulas rendered, 0 internet requests, ok", out)  # the guide
 
 
 @requires_chromium

@@ -1,4 +1,4 @@
-"""Several tasks of evaluation logs (evaluate/tasks.py): Holm and Benjamini-Hochberg against statsmodels, the per-task
+"""Several tasks of evaluation logs (evaluate/tasks.py): Holm and Benjamini-Hochberg by statsmodels, the per-task
 LRT against fits written out here, the small-sample default where systems have runs, the pooled model's design, bad
 tasks named before any fit, and p-values that underflow written as "< 1e-300"."""
 
@@ -15,25 +15,38 @@ from vrs_helpers.evaluate.readers import load_eval_logs
 from vrs_helpers.evaluate.readers.writers import simulate_binary, write_every_eval_ever
 from vrs_helpers.evaluate.scores import InputError
 from vrs_helpers.evaluate.steps import verdict_text
-from vrs_helpers.evaluate.tasks import adjust_pvalues, analyze_logs, random_part, system_lrt, validate_tasks
+from vrs_helpers.evaluate.tasks import adjusted, analyze_logs, random_part, system_lrt, validate_tasks
 from vrs_helpers.mixed.ddf import contrast_test
 from vrs_helpers.outcomes import p_text
 from vrs_helpers.registry import TestChoiceError
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.floats(0, 1), min_size=1, max_size=12))
-def test_adjustments_equal_statsmodels(p):
+@given(st.lists(st.one_of(st.floats(0, 1), st.just(float("nan"))), min_size=1, max_size=12))
+def test_adjustments_are_statsmodels_multipletests_on_the_tasks_with_a_p_value(p):
+    p = np.asarray(p, dtype=float)
+    ok = np.isfinite(p)
     for ours, theirs in (("holm", "holm"), ("bh", "fdr_bh")):
-        np.testing.assert_allclose(adjust_pvalues(p, ours), multipletests(p, method=theirs)[1], rtol=1e-12,
-                                   atol=1e-15)
+        out = adjusted(p, ours)
+        assert np.isnan(out[~ok]).all()
+        if ok.any():
+            np.testing.assert_allclose(out[ok], multipletests(p[ok], method=theirs)[1], rtol=1e-12, atol=1e-15)
+
+
+def test_adjustments_match_r_p_adjust():
+    # R: p.adjust(p, "holm") and p.adjust(p, "BH")
+    p = [0.001, 0.008, 0.039, 0.041, 0.042, 0.06, 0.074, 0.205]
+    np.testing.assert_allclose(adjusted(p, "holm"), [0.008, 0.056] + [0.234] * 6, rtol=1e-12)
+    np.testing.assert_allclose(adjusted(p, "bh"), [0.008, 0.032, 0.0672, 0.0672, 0.0672, 0.08, 0.0845714285714286,
+                                                   0.205], rtol=1e-12)
 
 
 def test_adjustment_keeps_missing_p_values_out_of_the_family():
-    out = adjust_pvalues([0.01, np.nan, 0.04], "holm")
+    out = adjusted([0.01, np.nan, 0.04], "holm")
     assert np.isnan(out[1]) and out[0] == pytest.approx(0.02) and out[2] == pytest.approx(0.04)
+    assert np.isnan(adjusted([np.nan, np.nan], "bh")).all()
     with pytest.raises(InputError, match="holm, bh"):
-        adjust_pvalues([0.1], "bonferroni")
+        adjusted([0.1], "bonferroni")
 
 
 def test_underflowed_p_values_are_written_below_1e_300():

@@ -210,10 +210,14 @@ def _cmd_workbooks(args) -> int:
 
 
 def _cmd_docs(args) -> int:
-    from .report import build_api_docs
+    from .guide import GUIDE_DIR, build_guide
+    from .report import build_api_docs, copy_mathjax
 
     out = build_api_docs(args.out)
     print(f"API reference: {out / 'index.html'}")
+    site = Path(args.out).parent   # the guide beside the API, as in the report site, with its MathJax
+    copy_mathjax(site)
+    print(f"user guide: {build_guide(site / GUIDE_DIR)}")
     return 0
 
 
@@ -255,6 +259,7 @@ def _cmd_analyze(args) -> int:
     from .publish import lock_out_dir, sweep_debris, sweep_stale
 
     check_out_dir(args.out)   # before anything is read: a bad --out never costs an analysis
+    _check_input(args)   # a typo answered at once: before the kernel starts and the analysis is imported
     sweep_stale()   # what runs killed before they could clean up left in the temporary folder
     with lock_out_dir(args.out) as lock:   # one run at a time writes a folder
         sweep_debris(args.out)
@@ -281,6 +286,48 @@ def _analyze_locked(args) -> int:
         raise
 
 
+DASK_TABLE_ONLY = ("--dask analyses a Parquet score table on a cluster; evaluation logs are read in memory: leave "
+                   "--dask out")
+
+
+def _name_the_columns(data) -> str:
+    return (f"{data} is a score table (no evaluation logs of a known format were found in it): name its columns "
+            "with --response COL and --item COL (and --system, --replication), or give a folder of lm-eval, Inspect, "
+            "HELM or Every Eval Ever logs (--format to name it).")
+
+
+def _check_input(args) -> None:
+    """What can be checked without pandas (:mod:`vrs_helpers.evaluate.precheck`, well under a second): the data path
+    exists (unless a log format is named), and a score table's option values and its header's columns."""
+    if args.format != "auto":
+        return
+    from ..evaluate import precheck
+
+    if not (args.response and args.item):   # evaluation logs, or a table whose columns are not named yet
+        if not precheck.match_pattern(args.data) and not Path(args.data).exists():
+            raise precheck.InputError(precheck.no_file(args.data))
+        if args.dask is not None:
+            raise precheck.InputError(DASK_TABLE_ONLY + " (a score table: name its columns with --response COL "
+                                      "and --item COL).")
+        if Path(args.data).is_file() and precheck.TABLE_SUFFIXES.get(precheck.table_suffix(Path(args.data))) in (
+                ",", "\t", "parquet"):   # no harness writes its logs as CSV, TSV or Parquet
+            raise precheck.InputError(_name_the_columns(args.data))
+        return
+    if args.test is not None and not args.replication:
+        raise registry.TestChoiceError(f"--test {args.test} chooses the test of the runs-random reading, which "
+                                       "needs replication columns (the runs): give them with --replication COL, or "
+                                       "leave --test out.")
+    precheck.fraction("alpha", args.alpha)
+    precheck.count("n_resamples", args.n_resamples)
+    precheck.count("n_sim", args.n_sim)
+    if args.dask is not None:
+        return   # a Parquet dataset read on the cluster
+    roles = [("response", r) for r in args.response] + [("system", args.system), ("item", args.item)]
+    roles += [("replication", c) for c in args.replication or []] + [("repeat", c) for c in args.repeat or []]
+    roles += [("property", c) for c in args.property or []]
+    precheck.check_table_input(args.data, roles)
+
+
 def _analyze_table(args, kernel) -> int:
     from ..evaluate.readers import sniff_format
     from ..evaluate.scores import InputError
@@ -298,9 +345,7 @@ def _analyze_table(args, kernel) -> int:
         finally:
             discard_kernel(kernel)
     if not args.response or not args.item:
-        raise InputError(f"{args.data} is a score table (no evaluation logs of a known format were found in it): "
-                         "name its columns with --response COL and --item COL (and --system, --replication), or "
-                         "give a folder of lm-eval, Inspect, HELM or Every Eval Ever logs (--format to name it).")
+        raise InputError(_name_the_columns(args.data))
     # the spec checks the options as it is built, and is validated against the data once (analyze_report)
     spec = AnalysisSpec(args.data, response=args.response, system=args.system, item=args.item,
                         replications=args.replication or [], repeats=args.repeat or [],
@@ -326,8 +371,7 @@ def _analyze_logs(args) -> int:
     from .logs_report import logs_report, read_logs
 
     if args.dask is not None:
-        raise InputError("--dask analyses a Parquet score table on a cluster; evaluation logs are read in memory: "
-                         "leave --dask out.")
+        raise InputError(DASK_TABLE_ONLY + ".")
     metric = args.response[0] if args.response else None
     logs, specs, notes = read_logs(args.data, fmt=args.format, system=args.system, cluster=args.cluster,
                                    metric=metric, dropna=args.dropna)
@@ -449,7 +493,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--force", action="store_true", help="overwrite workbooks already in DIR")
     p.set_defaults(func=_cmd_workbooks)
 
-    p = sub.add_parser("docs", help="the API reference from the docstrings (pdoc), as in the report site")
+    p = sub.add_parser("docs", help="the API reference from the docstrings (pdoc) and the user guide (docs/*.md, "
+                       "into guide/ beside it), as in the report site")
     p.add_argument("--out", default="build/html/api", help="output folder (default build/html/api)")
     p.set_defaults(func=_cmd_docs)
 

@@ -9,7 +9,8 @@
 - one page per executed notebook, exported with a template that loads nothing from the internet: MathJax is served
   from ``mathjax/`` (copied from the ``jupyter-server-mathjax`` package, MathJax 2.7), require.js, mermaid and the
   widget manager (which the workbooks do not use) are left out; a header links back to the report and the API;
-- ``api/``: the API reference generated from the docstrings with pdoc (:func:`build_api_docs`).
+- ``api/``: the API reference generated from the docstrings with pdoc (:func:`build_api_docs`);
+- ``guide/``: the user guide, ``docs/*.md`` rendered with its links checked (:mod:`vrs_helpers.app.guide`).
 
 Everything here is a function of the run results and the scorecard rows; nothing is printed.
 """
@@ -31,10 +32,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from .mathjax import MATHJAX_CONFIG, MATHJAX_DIR, MATHJAX_OUTPUT
 from .scorecard import SCORECARD_MIME
 
-MATHJAX_DIR = "mathjax"
-MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full,Safe"  # the combined configuration jupyter-server-mathjax ships
 API_DIR = "api"
 THUMB_DIR = "thumbs"
 KEY_FIGURE_TAG = "key-figure"  # a code cell tagged so gives the workbook's thumbnail (else its first figure)
@@ -185,9 +185,7 @@ _PAGE_TEMPLATE = r"""{%- extends 'lab/index.html.j2' -%}
 MathJax.Hub.Config({
   tex2jax: {inlineMath: [['$', '$'], ['\\(', '\\)']], displayMath: [['$$', '$$'], ['\\[', '\\]']],
             processEscapes: true, processEnvironments: true},
-  TeX: {equationNumbers: {autoNumber: "AMS", useLabelIds: true}},
-  "HTML-CSS": {availableFonts: [], webFont: "STIX-Web", imageFont: null, linebreaks: {automatic: true}},
-  displayAlign: "center", messageStyle: "none"
+  """ + MATHJAX_OUTPUT + r"""
 });
 </script>
 <script src="{{ resources.vrs_mathjax_url }}"></script>
@@ -595,7 +593,7 @@ data (a finding; the notebook gives the reason). Reference rows compare ours wit
 a printed number: they are not counted as reproductions. Values are shown at the book's printed precision (hover
 for the full value).</p>
 <nav><a href='#workbooks'>Workbooks</a><a href='#coverage'>Coverage of the book</a>
-<a href='#scorecard'>Reproduction scorecard</a>{api}</nav>
+<a href='#scorecard'>Reproduction scorecard</a><a href='guide/index.html'>User guide</a>{api}</nav>
 <h2 id='workbooks'>Workbooks</h2>
 <p>Riezler &amp; Hagmann, <i>Validity, Reliability, and Significance</i>: the executed notebooks.</p>
 {cards_html(books, api_href)}
@@ -616,7 +614,7 @@ def nav_html(api_href: str | None = f"{API_DIR}/index.html", index_href: str = "
     card = f"#sc-{workbook}" if workbook else "#scorecard"
     return (f"<nav class='vrs-nav'><a href='{e(index_href)}'>← Reproduction report</a>"
             f"<a href='{e(index_href)}{e(card)}'>{'Scorecard of this workbook' if workbook else 'Scorecard'}</a>"
-            f"{api}</nav>")
+            f"<a href='guide/index.html'>User guide</a>{api}</nav>")
 
 
 # ------------------------------------------------------------------------------------------------ API reference
@@ -670,12 +668,13 @@ def site_page(result, html_dir: str | Path, api: bool = True) -> Path | None:
 
 
 def build_site(results: list, card: pd.DataFrame, html_dir: str | Path = "build/html", *, api: bool = True,
-               pages: bool = True, api_built: bool = False) -> Path:
+               pages: bool = True, api_built: bool = False, guide: bool = True) -> Path:
     """Write the report site into ``html_dir``: the notebook pages of ``results`` (their executed notebooks,
     exported offline with a header; ``result.html`` is set to the page), MathJax, thumbnails, the API reference
     (``api=True``) and ``index.html``. Returns the index. ``pages=False``: the pages are written already
     (:func:`site_page`, ``result.html`` set); ``api_built``: so is the API reference (:func:`build_api_docs` into
-    ``html_dir/api``) - ``vrs reproduce`` writes both while the notebooks run."""
+    ``html_dir/api``) - ``vrs reproduce`` writes both while the notebooks run. ``guide``: the user guide into
+    ``html_dir/guide`` (:func:`vrs_helpers.app.guide.build_guide`)."""
     html_dir = Path(html_dir)
     html_dir.mkdir(parents=True, exist_ok=True)
     copy_mathjax(html_dir)
@@ -687,4 +686,8 @@ def build_site(results: list, card: pd.DataFrame, html_dir: str | Path = "build/
     books = workbooks(results, html_dir)
     index = html_dir / "index.html"
     index.write_text(index_html(results, card, books, api_link(api)), encoding="utf-8")
+    if guide:
+        from .guide import GUIDE_DIR, build_guide
+
+        build_guide(html_dir / GUIDE_DIR)   # after the pages: its links to them are checked
     return index

@@ -12,10 +12,6 @@ columns and says what to do about anything that would make a wrong number.
 
 from __future__ import annotations
 
-import difflib
-import glob
-import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,27 +19,21 @@ import numpy as np
 import pandas as pd
 
 from ..book.glrt import replication_problem
-from ..errors import VRSError
-
-TABLE_SUFFIXES = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".jsonl": "jsonl", ".ndjson": "jsonl",
-                  ".parquet": "parquet", ".pq": "parquet"}
-PLAIN_SUFFIXES = {".txt", ".score", ".scores", ""}
-_FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-class InputError(VRSError, ValueError):
-    """Bad input to ``vrs analyze`` / workbook 07; the message names the column, value or file and what to do."""
-
-
-def _suffix(path: Path) -> str:
-    suffixes = [s.lower() for s in path.suffixes]
-    if suffixes and suffixes[-1] in (".gz", ".bz2", ".xz", ".zip"):
-        suffixes = suffixes[:-1]
-    return suffixes[-1] if suffixes else ""
+from .precheck import (  # noqa: F401 - the names of the light checks, importable from here as before
+    PLAIN_SUFFIXES,
+    TABLE_SUFFIXES,
+    InputError,
+    check_roles,
+    iter_json_lines,
+    match_pattern,
+    no_file,
+    suggest,
+    table_suffix,
+)
 
 
 def _read_table(path: Path) -> pd.DataFrame:
-    kind = TABLE_SUFFIXES.get(_suffix(path))
+    kind = TABLE_SUFFIXES.get(table_suffix(path))
     try:
         if kind == "parquet":
             return _with_rows(pd.read_parquet(path), path)
@@ -93,36 +83,6 @@ def read_delimited(path: Path, sep: str) -> pd.DataFrame:
     return _with_rows(pd.read_csv(path, sep=sep), path)
 
 
-def iter_json_lines(path, error: type = None):
-    """(line number, record) for every non-empty line of a JSON-lines file; a line that is not a JSON object is an
-    error (``error``, default :class:`InputError`) naming the file and the line."""
-    import json
-
-    error = error or InputError
-    path = Path(path)
-    try:
-        handle = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise error(f"Could not read {path}: {exc}") from exc
-    with handle:
-        try:
-            for number, line in enumerate(handle, start=1):
-                text = line.strip()
-                if not text:
-                    continue
-                try:
-                    record = json.loads(text)
-                except json.JSONDecodeError as exc:
-                    raise error(f"{path}, line {number}: not valid JSON ({exc.msg} at column {exc.colno}: "
-                                f"{text[:60]!r}). A JSON-lines file has one JSON object per line.") from None
-                if not isinstance(record, dict):
-                    raise error(f"{path}, line {number}: a JSON {type(record).__name__}, not an object "
-                                "({...}). A JSON-lines file has one JSON object per line.")
-                yield number, record
-        except UnicodeDecodeError as exc:
-            raise error(f"Could not read {path}: not UTF-8 text ({exc.reason}).") from None
-
-
 def _read_plain(path: Path) -> pd.DataFrame:
     """One score per line (empty lines skipped); the item is the 1-based line number."""
     try:
@@ -146,44 +106,6 @@ def _read_plain(path: Path) -> pd.DataFrame:
     return pd.DataFrame({"item": items, "score": scores})
 
 
-def _nearest_dir(glob_pattern: str) -> str:
-    parts = Path(glob_pattern).parts
-    for k in range(len(parts), 0, -1):
-        cand = Path(*parts[:k])
-        if "*" not in str(cand) and cand.is_dir():
-            return str(cand)
-    return "."
-
-
-def match_pattern(text: str) -> list[tuple[str, dict]]:
-    """The files or folders a run-folder pattern with named fields matches, e.g.
-    ``runs/{system}/seed={seed}/scores.tsv``: a sorted list of (path, {field: value}). A pattern without fields
-    gives [] (it is a plain path). Errors: a field named twice, no match (naming the nearest existing folder), a
-    match whose field values contain '/'."""
-    fields = _FIELD.findall(text)
-    if not fields:
-        return []
-    if len(set(fields)) != len(fields):
-        raise InputError(f"The pattern {text!r} names a field twice ({', '.join(fields)}); name each field once.")
-    trimmed = text.rstrip("/") or text
-    glob_pattern = _FIELD.sub("*", trimmed)
-    pieces = _FIELD.split(trimmed)   # literal, field, literal, field, ..., literal
-    regex = re.compile("^" + "".join(f"(?P<{p}>[^/]+)" if i % 2 else re.escape(p)
-                                     for i, p in enumerate(pieces)) + "$")
-    found = sorted(glob.glob(glob_pattern, recursive=False))
-    if not found:
-        raise InputError(f"The pattern {text!r} matches no file (searched {glob_pattern!r}; the nearest existing "
-                         f"folder is {_nearest_dir(glob_pattern)!r}). Check the path and the field names.")
-    out = []
-    for f in found:
-        m = regex.match(f.replace(os.sep, "/") if os.sep != "/" else f)
-        if m is None:
-            raise InputError(f"{f} matches the glob {glob_pattern!r} but not the pattern {text!r}: a field value "
-                             "contains '/' or the fixed parts differ. Rename the file or adjust the pattern.")
-        out.append((f, {name: m.group(name) for name in fields}))
-    return out
-
-
 def load_scores(source, *, sep: str | None = None) -> pd.DataFrame:
     """A score table from a DataFrame, a file (CSV, TSV, Parquet, JSON lines; compressed as pandas reads them), a
     folder of Parquet files, or a run-folder pattern with named fields, e.g. ``runs/{system}/seed={seed}/scores.tsv``.
@@ -202,8 +124,7 @@ def load_scores(source, *, sep: str | None = None) -> pd.DataFrame:
         if path.is_dir() and any(path.glob("*.parquet")):  # a Parquet dataset (as `vrs analyze --dask` reads it)
             return pd.read_parquet(path)
         if not path.is_file():
-            raise InputError(f"No file at {path}. Give a CSV/TSV/Parquet/JSON-lines file, a folder of Parquet files "
-                             "or a run-folder pattern such as 'runs/{system}/seed={seed}/scores.tsv'.")
+            raise InputError(no_file(path))
         if sep is not None:
             return _with_rows(pd.read_csv(path, sep=sep), path)
         return _read_table(path)
@@ -259,11 +180,6 @@ class DataSummary:
 
     def _repr_html_(self) -> str:
         return f"<p>{self.design}</p>" + self.to_frame().to_html()
-
-
-def suggest(name: str, columns) -> str:
-    close = difflib.get_close_matches(str(name), [str(c) for c in columns], n=1, cutoff=0.5)
-    return f" Did you mean {close[0]!r}?" if close else ""
 
 
 def computed(x):
@@ -363,16 +279,8 @@ def validate(df, *, response, system: str | None = None, item: str, replications
     roles = [("response", r) for r in responses] + [("system", system), ("item", item)]
     roles += [("replication", r) for r in replications] + [("repeat", r) for r in repeats]
     roles += [("property", p) for p in properties]
-    cols = list(df.columns)
-    for role, c in roles:
-        if c is not None and c not in cols:
-            raise InputError(f"The {role} column {c!r} is not in the data.{suggest(c, cols)} Columns: "
-                             f"{', '.join(map(str, cols))}.")
+    check_roles(roles, list(df.columns))
     used = [c for _, c in roles if c is not None]
-    dup = sorted({c for c in used if used.count(c) > 1})
-    if dup:
-        raise InputError(f"Column(s) {dup} are given in two roles; each column has one role (response, system, "
-                         "item, replication, repeat or property).")
     out = df[used] if lazy else df[used].copy()
     for r in responses:
         out = _numeric_response(out, r, lazy)

@@ -27,40 +27,12 @@ from .. import registry
 from ..book.glrt import ITEMS
 from ..registry import TestChoiceError
 from .metrics import MetricsError, metric_directions
+from .precheck import count as _count
+from .precheck import fraction as _fraction
+from .precheck import names as _names
 from .scores import DataSummary, InputError, computed, load_scores, validate
 
 FAMILY_CHOICES = ("auto", *registry.FAMILIES)
-
-
-def _names(value, what: str) -> tuple:
-    """A column name or a list of them as a tuple of names (None or "" -> ())."""
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return ()
-    items = (value,) if isinstance(value, str) else tuple(value)
-    bad = [v for v in items if not isinstance(v, str) or not v]
-    if bad:
-        raise InputError(f"{what} must be column names; got {bad!r}.")
-    return items
-
-
-def _count(name: str, value) -> int:
-    try:
-        ok = not isinstance(value, bool) and float(value).is_integer() and int(value) >= 1
-    except (TypeError, ValueError, OverflowError):
-        ok = False
-    if not ok:
-        raise InputError(f"{name} must be a positive integer, got {value!r}.")
-    return int(value)
-
-
-def _fraction(name: str, value) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        v = math.nan
-    if not 0 < v < 1:
-        raise InputError(f"{name} must be between 0 and 1, got {value!r}.")
-    return v
 
 
 @dataclass(frozen=True, eq=False)

@@ -46,26 +46,24 @@ MIXED_IGNORES = ("nothing of the design it was given: items, system-by-item vari
                  "run-to-run variation (with runs) are random effects; it generalizes over items and runs")
 
 
-def adjust_pvalues(p, method: str = "holm") -> np.ndarray:
-    """Adjusted p-values across a family of tests (NaN entries kept out of the family and returned as NaN):
-    ``holm`` - Holm's step-down, p_(i) (m - i + 1) made monotone upwards (as R's ``p.adjust(method = "holm")``);
-    ``bh`` - Benjamini-Hochberg's step-up, p_(i) m / i made monotone downwards (R's ``"BH"``); both capped at 1."""
+METHODS = {"holm": "holm", "bh": "fdr_bh"}   # our names -> statsmodels' multipletests methods
+
+
+def adjusted(p, method: str = "holm") -> np.ndarray:
+    """p-values adjusted across a family of tests by statsmodels' ``multipletests`` (``holm``: Holm's step-down,
+    R's ``p.adjust(method = "holm")``; ``bh``: Benjamini-Hochberg's step-up, ``fdr_bh``, R's ``"BH"``). A task
+    without a p-value (NaN) is kept out of the family and stays NaN (``multipletests`` itself would return NaN for
+    every entry)."""
     method = str(method).lower()
     if method not in ADJUSTMENTS:
         raise InputError(f"adjust must be one of {', '.join(ADJUSTMENTS)}; got {method!r}.")
+    from statsmodels.stats.multitest import multipletests
+
     p = np.asarray(p, dtype=float)
     out = np.full(p.shape, np.nan)
-    ok = np.flatnonzero(np.isfinite(p))
-    m = len(ok)
-    if not m:
-        return out
-    order = ok[np.argsort(p[ok], kind="stable")]
-    ranked = p[order]
-    if method == "holm":
-        adj = np.maximum.accumulate(ranked * (m - np.arange(m)))
-    else:
-        adj = np.minimum.accumulate((ranked * m / np.arange(1, m + 1))[::-1])[::-1]
-    out[order] = np.minimum(adj, 1.0)
+    ok = np.isfinite(p)
+    if ok.any():
+        out[ok] = multipletests(p[ok], method=METHODS[method])[1]
     return out
 
 
@@ -275,7 +273,7 @@ def analyze_logs(logs, metric: str | None = None, adjust: str = "holm", alpha: f
     """Analyse :class:`~vrs_helpers.evaluate.readers.EvalLogs`: per task the mixed-model LRT of the systems
     (:func:`system_lrt` on the validated :func:`task_spec`: with runs, the family's small-sample default test or
     ``test``; ``n_sim`` and ``seed`` for a parametric bootstrap; ``items`` as :func:`random_part`), p-values adjusted
-    across tasks (``adjust``: ``holm`` or ``bh``, :func:`adjust_pvalues`), the pooled model (:func:`pooled_test`; when
+    across tasks (``adjust``: ``holm`` or ``bh``, :func:`adjusted`), the pooled model (:func:`pooled_test`; when
     every task has the metric's family and there are several tasks), and beside them the harness's own numbers
     (:func:`~vrs_helpers.evaluate.harness_stats.harness_numbers`), Miller's errors per system, task and run, the paired
     difference of each system against ``baseline`` (default: the first system) per task, and McNemar's test where each
@@ -297,7 +295,7 @@ def analyze_logs(logs, metric: str | None = None, adjust: str = "holm", alpha: f
         rows.append(row)
         tables[task] = d
     tasks = pd.DataFrame(rows)
-    tasks["p_adjusted"] = adjust_pvalues(tasks["p_value"].to_numpy(dtype=float), adjust)
+    tasks["p_adjusted"] = adjusted(tasks["p_value"].to_numpy(dtype=float), adjust)
     tasks["p_text"] = tasks["p_value"].map(p_text)
     tasks["p_adjusted_text"] = tasks["p_adjusted"].map(p_text)
     tasks["decision"] = [("" if not np.isfinite(p) else "differ" if p < alpha else "show no significant difference")
@@ -335,8 +333,8 @@ def analyze_logs(logs, metric: str | None = None, adjust: str = "holm", alpha: f
     chi2_verdicts = "method" in tasks.columns and tasks["method"].astype(str).str.startswith("GLRT").any()
     if few and few[0] < 10 and chi2_verdicts:
         notes.append(f"with {few[0]} runs per system the chi-square reference of the LRT is liberal (it treats the "
-                     "run variance as known; README, 'What the default test promises'): read a p-value near alpha "
-                     "with care, and plan more runs (vrs plan).")
+                     "run variance as known; user guide, 'Error rates of the default tests'): read a p-value near "
+                     "alpha with care, and plan more runs (vrs plan).")
     elif few:
         notes.append(f"with {few[0]} run(s) per system the verdicts use a small-sample test of the runs-random "
                      "model (the method in each task's row); the chi-square LRT (chi2, chi2_p_value) is beside it "

@@ -1,0 +1,265 @@
+"""The checks of ``vrs analyze``'s input that need neither pandas nor the models: they run before the report's
+kernel starts and before the analysis modules are imported (together some seconds), so that a typo is answered at
+once (issue 42).
+
+- :func:`check_table_input` - the data path exists (a file, a folder, or a run-folder pattern that matches), the
+  file can be read, and every column named on the command line is in its header (CSV/TSV by their first line,
+  JSON lines by their records' keys, Parquet by its schema), each in one role;
+- :func:`check_roles` - the column roles against a table's columns (also :func:`~.scores.validate`'s check);
+- :func:`match_pattern` - the files a run-folder pattern with named fields matches;
+- :func:`iter_json_lines` - the records of a JSON-lines file, a bad line an error naming it;
+- :func:`names`, :func:`count`, :func:`fraction` - option values (:class:`~.spec.AnalysisSpec` checks its own with
+  them);
+- :class:`InputError` - the error of bad input (exit 2), raised here and by :mod:`.scores`.
+
+Only what is certainly wrong is reported here; whatever this module cannot judge (a zipped file, a header with
+duplicate or empty names, a folder of Parquet files) is left to :func:`~.scores.load_scores` and
+:func:`~.scores.validate`, which read the whole table.
+"""
+
+from __future__ import annotations
+
+import difflib
+import glob
+import math
+import os
+import re
+from pathlib import Path
+
+from ..errors import VRSError
+
+TABLE_SUFFIXES = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".jsonl": "jsonl", ".ndjson": "jsonl",
+                  ".parquet": "parquet", ".pq": "parquet"}
+PLAIN_SUFFIXES = {".txt", ".score", ".scores", ""}
+_FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+class InputError(VRSError, ValueError):
+    """Bad input to ``vrs analyze`` / workbook 07; the message names the column, value or file and what to do."""
+
+
+def table_suffix(path: Path) -> str:
+    """The suffix that tells a table's kind (``.csv`` for ``scores.csv.gz``), lower case."""
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] in (".gz", ".bz2", ".xz", ".zip"):
+        suffixes = suffixes[:-1]
+    return suffixes[-1] if suffixes else ""
+
+
+def iter_json_lines(path, error: type = None):
+    """(line number, record) for every non-empty line of a JSON-lines file; a line that is not a JSON object is an
+    error (``error``, default :class:`InputError`) naming the file and the line."""
+    import json
+
+    error = error or InputError
+    path = Path(path)
+    try:
+        handle = path.open(encoding="utf-8")
+    except OSError as exc:
+        raise error(f"Could not read {path}: {exc}") from exc
+    with handle:
+        try:
+            for number, line in enumerate(handle, start=1):
+                text = line.strip()
+                if not text:
+                    continue
+                try:
+                    record = json.loads(text)
+                except json.JSONDecodeError as exc:
+                    raise error(f"{path}, line {number}: not valid JSON ({exc.msg} at column {exc.colno}: "
+                                f"{text[:60]!r}). A JSON-lines file has one JSON object per line.") from None
+                if not isinstance(record, dict):
+                    raise error(f"{path}, line {number}: a JSON {type(record).__name__}, not an object "
+                                "({...}). A JSON-lines file has one JSON object per line.")
+                yield number, record
+        except UnicodeDecodeError as exc:
+            raise error(f"Could not read {path}: not UTF-8 text ({exc.reason}).") from None
+
+
+def _nearest_dir(glob_pattern: str) -> str:
+    parts = Path(glob_pattern).parts
+    for k in range(len(parts), 0, -1):
+        cand = Path(*parts[:k])
+        if "*" not in str(cand) and cand.is_dir():
+            return str(cand)
+    return "."
+
+
+def match_pattern(text: str) -> list[tuple[str, dict]]:
+    """The files or folders a run-folder pattern with named fields matches, e.g.
+    ``runs/{system}/seed={seed}/scores.tsv``: a sorted list of (path, {field: value}). A pattern without fields
+    gives [] (it is a plain path). Errors: a field named twice, no match (naming the nearest existing folder), a
+    match whose field values contain '/'."""
+    fields = _FIELD.findall(text)
+    if not fields:
+        return []
+    if len(set(fields)) != len(fields):
+        raise InputError(f"The pattern {text!r} names a field twice ({', '.join(fields)}); name each field once.")
+    trimmed = text.rstrip("/") or text
+    glob_pattern = _FIELD.sub("*", trimmed)
+    pieces = _FIELD.split(trimmed)   # literal, field, literal, field, ..., literal
+    regex = re.compile("^" + "".join(f"(?P<{p}>[^/]+)" if i % 2 else re.escape(p)
+                                     for i, p in enumerate(pieces)) + "$")
+    found = sorted(glob.glob(glob_pattern, recursive=False))
+    if not found:
+        raise InputError(f"The pattern {text!r} matches no file (searched {glob_pattern!r}; the nearest existing "
+                         f"folder is {_nearest_dir(glob_pattern)!r}). Check the path and the field names.")
+    out = []
+    for f in found:
+        m = regex.match(f.replace(os.sep, "/") if os.sep != "/" else f)
+        if m is None:
+            raise InputError(f"{f} matches the glob {glob_pattern!r} but not the pattern {text!r}: a field value "
+                             "contains '/' or the fixed parts differ. Rename the file or adjust the pattern.")
+        out.append((f, {name: m.group(name) for name in fields}))
+    return out
+
+
+def suggest(name: str, columns) -> str:
+    close = difflib.get_close_matches(str(name), [str(c) for c in columns], n=1, cutoff=0.5)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def no_file(path) -> str:
+    """The message for a data path where nothing is."""
+    return (f"No file at {path}. Give a CSV/TSV/Parquet/JSON-lines file, a folder of Parquet files or a run-folder "
+            "pattern such as 'runs/{system}/seed={seed}/scores.tsv'.")
+
+
+def check_roles(roles, columns) -> None:
+    """Every named column of ``roles`` ((role, column or None) pairs) is one of ``columns`` (else an error with a
+    did-you-mean), and no column has two roles."""
+    cols = list(columns)
+    for role, c in roles:
+        if c is not None and c not in cols:
+            raise InputError(f"The {role} column {c!r} is not in the data.{suggest(c, cols)} Columns: "
+                             f"{', '.join(map(str, cols))}.")
+    used = [c for _, c in roles if c is not None]
+    dup = sorted({c for c in used if used.count(c) > 1})
+    if dup:
+        raise InputError(f"Column(s) {dup} are given in two roles; each column has one role (response, system, "
+                         "item, replication, repeat or property).")
+
+
+def names(value, what: str) -> tuple:
+    """A column name or a list of them as a tuple of names (None or "" -> ())."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return ()
+    items = (value,) if isinstance(value, str) else tuple(value)
+    bad = [v for v in items if not isinstance(v, str) or not v]
+    if bad:
+        raise InputError(f"{what} must be column names; got {bad!r}.")
+    return items
+
+
+def count(name: str, value) -> int:
+    """``value`` as a positive integer (else an error naming ``name``)."""
+    try:
+        ok = not isinstance(value, bool) and float(value).is_integer() and int(value) >= 1
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
+        raise InputError(f"{name} must be a positive integer, got {value!r}.")
+    return int(value)
+
+
+def fraction(name: str, value) -> float:
+    """``value`` as a number strictly between 0 and 1 (else an error naming ``name``)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        v = math.nan
+    if not 0 < v < 1:
+        raise InputError(f"{name} must be between 0 and 1, got {value!r}.")
+    return v
+
+
+_OPENERS = {".gz": "gzip", ".bz2": "bz2", ".xz": "lzma"}
+
+
+def _open_text(path: Path):
+    """``path`` opened as text, decompressed as pandas would (None for a zip archive: not judged here)."""
+    last = path.suffix.lower()
+    if last == ".zip":
+        return None
+    if last in _OPENERS:
+        import importlib
+
+        return importlib.import_module(_OPENERS[last]).open(path, "rt", encoding="utf-8-sig", newline="")
+    return path.open(encoding="utf-8-sig", newline="")
+
+
+def _delimited_header(path: Path, sep: str):
+    """The column names of a delimited file's header line as pandas reads them (the delimiter checked as
+    :func:`~.scores.read_delimited` does), or None when they cannot be judged here."""
+    import csv
+
+    handle = _open_text(path)
+    if handle is None:
+        return None
+    with handle:
+        line = handle.readline()
+    fields = next(csv.reader([line], delimiter=sep), [])
+    if len(fields) == 1:
+        found = [d for d in (",", "\t", ";", "|") if d != sep and d in fields[0]]
+        if len(found) > 1:
+            return None   # read_delimited names the delimiters
+        if found:
+            fields = next(csv.reader([line], delimiter=found[0]), [])
+    fields = [f.rstrip("\r\n") for f in fields]
+    if not fields or any(not f for f in fields) or len(set(fields)) != len(fields):
+        return None   # pandas renames empty and repeated names
+    return fields
+
+
+def _jsonl_columns(path: Path, wanted) -> list | None:
+    """The keys of a JSON-lines file's records: those of the first record when it has every ``wanted`` column,
+    else of all records (pandas takes their union)."""
+    keys: dict = {}
+    for i, (_, record) in enumerate(iter_json_lines(path)):
+        keys.update(dict.fromkeys(record))
+        if i == 0 and all(c in keys for c in wanted):
+            break
+    return list(keys) if keys else None
+
+
+def _file_columns(path: Path, wanted) -> list | None:
+    """The columns of the score table in the file ``path`` (None: not judged here)."""
+    kind = TABLE_SUFFIXES.get(table_suffix(path))
+    try:
+        if kind == "parquet":
+            import pyarrow.parquet as pq
+
+            return list(pq.read_schema(path).names)
+        if kind == "jsonl":
+            return _jsonl_columns(path, wanted)
+        if kind is not None:
+            return _delimited_header(path, kind)
+    except InputError:
+        raise
+    except (ValueError, OSError) as exc:   # pyarrow's ArrowInvalid is a ValueError, UnicodeDecodeError too
+        raise InputError(f"Could not read {path}: {exc}") from exc
+    if table_suffix(path) in PLAIN_SUFFIXES:
+        return ["item", "score"]   # one score per line (scores._read_plain)
+    return None
+
+
+def check_table_input(data, roles) -> None:
+    """Before anything heavy: the score table at ``data`` (a path or a run-folder pattern) exists, can be read and
+    has every column of ``roles`` ((role, column or None) pairs), each in one role. Raises :class:`InputError`
+    with the message the full read (:func:`~.scores.load_scores`, :func:`~.scores.validate`) would give; what
+    cannot be judged from a header passes and is checked there."""
+    text = str(data)
+    matches = match_pattern(text)
+    if matches:
+        first, fields = Path(matches[0][0]), list(matches[0][1])
+    else:
+        first, fields = Path(text), []
+        if first.is_dir():
+            return   # a folder of Parquet parts (or of logs): read as a whole
+        if not first.is_file():
+            raise InputError(no_file(first))
+    if not first.is_file():
+        return
+    wanted = [c for _, c in roles if c is not None]
+    columns = _file_columns(first, wanted)
+    if columns is not None:
+        check_roles(roles, fields + [c for c in columns if c not in fields])
