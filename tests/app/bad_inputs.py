@@ -144,6 +144,21 @@ def _bad_baseline(folder):
     return [str(_lm_eval(folder)), "--baseline", "model-c"]
 
 
+def _empty_key(column, rows=(5,)):
+    def make(folder):
+        d = _scores().assign(length=lambda t: t["item"].str[1:].astype(int) % 3)
+        d[column] = d[column].astype(object)
+        d.loc[list(rows), column] = np.nan
+        return [_csv(folder, d), *TABLE, "--property", "length"]
+    return make
+
+
+def _near_duplicate_systems(folder):
+    d = _scores()
+    d.loc[(d["system"] == "B") & (d["seed"] == 0), "system"] = "b "   # 'B' in two runs, 'b ' in one
+    return [_csv(folder, d), *TABLE]
+
+
 # (name, input maker, exit code, a phrase of the message)
 CASES = [
     ("--out /proc/nonexistent/x", _bad_out_proc, 2, "cannot be written there"),
@@ -166,6 +181,11 @@ CASES = [
     ("logs: an unknown --format", _unknown_format, 2, "Unknown log format"),
     ("a folder without logs of a known format", _nothing_known, 2, "No evaluation logs"),
     ("logs: a --baseline that is not a system", _bad_baseline, 2, "--baseline 'model-c' is not a system"),
+    ("an empty system cell", _empty_key("system"), 2, "the system column 'system' in 1 row (data row 6)"),
+    ("empty item cells", _empty_key("item", (3, 50)), 2, "the item column 'item' in 2 rows (data rows 4, 51)"),
+    ("an empty run (seed) cell", _empty_key("seed"), 2, "the replication column 'seed' in 1 row (data row 6)"),
+    ("an empty property cell", _empty_key("length"), 2, "the property column 'length' in 1 row (data row 6)"),
+    ("systems 'B' and 'b ' (case, spaces)", _near_duplicate_systems, 2, "'B' and 'b '"),
 ]
 
 
@@ -180,6 +200,13 @@ def _tab(folder):
 def _dropna(folder):
     d = _scores(n_items=50)
     d.loc[[5, 77, 200], "score"] = np.nan
+    return [_csv(folder, d), *TABLE, "--dropna", "--n-resamples", "99"]
+
+
+def _dropna_key(folder):
+    d = _scores(n_items=50)
+    d["system"] = d["system"].astype(object)
+    d.loc[[5, 77], "system"] = np.nan
     return [_csv(folder, d), *TABLE, "--dropna", "--n-resamples", "99"]
 
 
@@ -204,6 +231,7 @@ READ = [
     ("a ;-separated file named .csv", _semicolon, _caption),
     ("a tab-separated file named .csv", _tab, _caption),
     ("--dropna with 3 of 300 scores missing", _dropna, _caption),
+    ("--dropna with 2 of 300 system cells empty", _dropna_key, _caption),
     ("p-values that underflow (a difference of 5 SD over 300 items x 3 runs)", _underflow, _underflow_line),
 ]
 

@@ -474,7 +474,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="a data property of the items (numeric: slope; otherwise per level); repeatable")
     p.add_argument("--baseline", default=None, help="the reference system of the paired tests")
     p.add_argument("--out", default="vrs-report", help="output folder (default: vrs-report)")
-    p.add_argument("--dropna", action="store_true", help="drop rows with a missing score instead of failing")
+    p.add_argument("--dropna", action="store_true",
+                   help="drop rows with a missing score, or an empty system, item, replication, repeat or property "
+                        "cell, instead of failing (the report says how many)")
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--n-resamples", type=int, default=10_000)
     p.add_argument("--test", default=None, type=_test_name, choices=registry.names(), help=registry.help_text())

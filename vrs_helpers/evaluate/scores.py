@@ -16,6 +16,7 @@ import difflib
 import glob
 import os
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -246,10 +247,12 @@ class DataSummary:
     runs_per_system: dict = field(default_factory=dict)
     n_dropped_nan: int = 0
     design: str = ""
+    n_dropped_keys: int = 0   # rows without a system, item, run, repeat or property label (dropna)
 
     def to_frame(self) -> pd.DataFrame:
         rows = [("rows", self.n_rows), ("items", self.n_items), ("systems", self.n_systems),
                 ("dropped rows with a missing score", self.n_dropped_nan)]
+        rows += [("dropped rows with a missing key", self.n_dropped_keys)] if self.n_dropped_keys else []
         rows += [(f"levels of {k}", v) for k, v in self.replications.items()]
         rows += [(f"runs of {s}", v) for s, v in self.runs_per_system.items()]
         return pd.DataFrame(rows, columns=["", "value"]).set_index("")
@@ -334,6 +337,91 @@ def _labels(column: pd.Series) -> pd.Series:
     return column.astype(str).astype("category")
 
 
+def _rows(mask: np.ndarray, shown: int = 5) -> str:
+    """The first rows where ``mask`` holds, as 1-based data row numbers (a file's rows below its header)."""
+    rows = np.flatnonzero(mask)[:shown] + 1
+    n = int(mask.sum())
+    return f"data row{'s' if n > 1 else ''} {', '.join(map(str, rows))}{', ...' if n > shown else ''}"
+
+
+def _drop_missing_keys(out, keys, label_cols, dropna: bool, lazy: bool):
+    """The key columns (system, item, replications, repeats, properties) checked for missing labels - empty cells,
+    and text labels that are blank - before anything else reads them: an error naming each column, its count and
+    first rows, or (``dropna``) those rows dropped. The label columns become text labels (:func:`_labels`).
+    Returns (table, number of rows dropped)."""
+    cols = [c for _, c in keys]
+    if lazy:
+        counts = [int(v) for v in computed([out[c].isna().sum() for c in cols])]
+        n_drop = 0
+        if any(counts) and dropna:
+            n_drop = int(computed(out[cols].isna().any(axis=1).sum()))
+            out = out.dropna(subset=cols)
+        for c in label_cols:
+            out[c] = out[c].astype(str)
+        masks = dict.fromkeys(cols)
+    else:
+        masks = {c: out[c].isna().to_numpy() for c in cols}
+        for c in label_cols:
+            out[c] = _labels(out[c])
+            blank = [i for i, v in enumerate(out[c].cat.categories) if not str(v).strip()]
+            if c in masks and blank:
+                masks[c] = masks[c] | np.isin(out[c].cat.codes.to_numpy(), blank)
+        counts = [int(masks[c].sum()) for c in cols]
+        n_drop = 0
+        if any(counts) and dropna:
+            keep = ~np.logical_or.reduce([masks[c] for c in cols])
+            n_drop = int((~keep).sum())
+            out = out[keep].reset_index(drop=True)
+            for c in label_cols:
+                out[c] = out[c].cat.remove_unused_categories()
+    if any(counts) and not dropna:
+        desc = "; ".join(f"the {role} column {c!r} in {n} row{'s' if n > 1 else ''}"
+                         + (f" ({_rows(masks[c])})" if masks[c] is not None else "")
+                         for (role, c), n in zip(keys, counts, strict=True) if n)
+        raise InputError(f"Empty key cells: {desc}. Every row needs a label in each key column "
+                         f"({', '.join(cols)}) to be placed in the design. Fill them in, or drop those rows with "
+                         "dropna=True (vrs analyze --dropna).")
+    return out, n_drop
+
+
+def _label_key(label) -> str:
+    text = unicodedata.normalize("NFKC", str(label))
+    return " ".join(unicodedata.normalize("NFKC", text.casefold()).split())
+
+
+def near_duplicates(labels, *, case: bool = True) -> list[list[str]]:
+    """Groups of distinct labels that name the same thing but for case, spacing (surrounding, or runs of blanks
+    inside) or Unicode form (NFKC: full-width letters, ligatures): ``['A', 'a ']``. ``case=False``: only labels that
+    differ in their surrounding spaces. Sorted groups of two or more, in order of their first label."""
+    groups: dict = {}
+    for label in dict.fromkeys(map(str, labels)):
+        groups.setdefault(_label_key(label) if case else label.strip(), []).append(label)
+    return sorted((sorted(g) for g in groups.values() if len(g) > 1), key=lambda g: g[0])
+
+
+def check_near_duplicates(table, keys) -> None:
+    """Labels of a key column that differ only in case, spacing or Unicode form (``A`` and ``a ``) would be
+    different systems (runs, repeats) to every model: an error naming them. Items are checked for surrounding
+    spaces only (items such as words may differ in case). Reads the unique labels only (the categories of a
+    validated table)."""
+    for role, c in keys:
+        values = table[c].cat.categories if isinstance(table[c].dtype, pd.CategoricalDtype) else table[c].unique()
+        values = pd.Index(values).astype(str)
+        if role == "item":
+            if not (values.str.strip() != values).any():   # cheap on 10^6 items: most have no surrounding spaces
+                continue
+            found = near_duplicates(values, case=False)
+        else:
+            found = near_duplicates(values)
+        if found:
+            shown = "; ".join(" and ".join(repr(v) for v in g) for g in found[:5])
+            what = {"system": "systems", "replication": "runs", "repeat": "repeats", "item": "items"}[role]
+            raise InputError(f"The {role} column {c!r} has labels that differ only in case, spaces or Unicode form: "
+                             f"{shown}{'; ...' if len(found) > 5 else ''} ({len(found)} group(s)). They would be "
+                             f"analysed as different {what}. If they are the same, write them the same way in the "
+                             "data (e.g. trim the spaces); if not, give them names that differ in more than that.")
+
+
 def validate(df, *, response, system: str | None = None, item: str, replications=(),
              properties=(), dropna: bool = False, repeats=()) -> tuple[pd.DataFrame, DataSummary]:
     """Check the roles of the columns of a score table and return (a clean copy, a :class:`DataSummary`).
@@ -374,9 +462,20 @@ def validate(df, *, response, system: str | None = None, item: str, replications
         raise InputError(f"Column(s) {dup} are given in two roles; each column has one role (response, system, "
                          "item, replication, repeat or property).")
     out = df[used] if lazy else df[used].copy()
+    if system is None:
+        sys_col = "_system"
+        out = out.assign(**{sys_col: "all"})
+    else:
+        sys_col = system
+    n_rows_given = int(computed(out[used[0]].size)) if lazy else len(out)
+    keys = [("system", system)] * (system is not None) + [("item", item)] + [("replication", r) for r in replications]
+    keys += [("repeat", r) for r in repeats] + [("property", p) for p in properties]
+    out, n_keyless = _drop_missing_keys(out, keys, [sys_col, item, *replications, *repeats], dropna, lazy)
+    if not lazy:   # labels that differ only in case or spaces, on the categories (one per label, not per row)
+        check_near_duplicates(out, [k for k in keys if k[0] != "property"])
     for r in responses:
         out = _numeric_response(out, r, lazy)
-    n_rows_in = int(computed(out[responses[0]].size)) if lazy else len(out)
+    n_rows_in = n_rows_given - n_keyless
     missing = out[responses].isna()
     per_column = [int(v) for v in computed(missing.sum())]
     for r, n in zip(responses, per_column, strict=True):
@@ -390,22 +489,13 @@ def validate(df, *, response, system: str | None = None, item: str, replications
         if not lazy:
             out = out.reset_index(drop=True)
     if n_rows_in - n_nan == 0:
-        raise InputError(f"No data rows{' left after dropping the rows with a missing score' if n_nan else ''}: "
-                         "give at least one row per system, run and item.")
+        what = " left after dropping the rows with a missing " + ("score or key" if n_keyless else "score")
+        raise InputError(f"No data rows{what if n_nan or n_keyless else ''}: give at least one row per system, run "
+                         "and item.")
     for r in responses:
         _check_values(out[r], r)
-    if system is None:
-        sys_col = "_system"
-        out = out.assign(**{sys_col: "all"})
-    else:
-        sys_col = system
-    for c in [sys_col, item, *replications, *repeats]:
-        out[c] = out[c].astype(str) if lazy else _labels(out[c])
     for p in properties:
-        missing, distinct = (int(v) for v in computed([out[p].isna().sum(), out[p].nunique()])) if lazy else \
-            (int(out[p].isna().sum()), int(out[p].nunique()))
-        if missing:
-            raise InputError(f"The property {p!r} has {missing} missing value(s); fill or drop them.")
+        distinct = int(computed(out[p].nunique()))
         if distinct < 2:
             first = computed(out[p].head(1, npartitions=-1)).iloc[0] if lazy else out[p].iloc[0]
             raise InputError(f"The property {p!r} has a single value ({first!r}): there is nothing to "
@@ -415,6 +505,8 @@ def validate(df, *, response, system: str | None = None, item: str, replications
     cells = computed(out.groupby(keys, observed=True)[responses[0]].size())
     cells = cells[cells > 0]
     frame = cells.rename("n").reset_index()
+    if lazy:   # the labels of a dask table: those of its cells (computed above)
+        check_near_duplicates(frame, [k for k in keys if k[0] != "property"])
     systems = sorted(frame[sys_col].unique())
     if frame[item].nunique() < 2:
         raise InputError(f"The data hold a single item ({item} = {frame[item].iloc[0]!r}): the variation between "
@@ -451,12 +543,13 @@ def validate(df, *, response, system: str | None = None, item: str, replications
     info = DataSummary(
         n_rows=int(frame["n"].sum()), n_items=int(frame[item].nunique()), n_systems=len(systems), systems=systems,
         replications={r: int(frame[r].nunique()) for r in replications},
-        runs_per_system={s: int(runs_actual[s]) for s in systems}, n_dropped_nan=n_nan)
+        runs_per_system={s: int(runs_actual[s]) for s in systems}, n_dropped_nan=n_nan, n_dropped_keys=n_keyless)
     info.design = (f"{info.n_rows:,} rows: {info.n_systems} system(s) ({', '.join(systems[:6])}"
                    f"{', ...' if len(systems) > 6 else ''}) x {info.n_items:,} items"
                    + (f", runs per system {sorted(set(info.runs_per_system.values()))} over "
                       f"{', '.join(replications)}" if replications else ", one run per system")
                    + (f", repeats per item {_span(per_cell)} over {', '.join(repeats)}" if repeats else "")
+                   + (f"; {n_keyless} rows with a missing key dropped" if n_keyless else "")
                    + (f"; {n_nan} rows with a missing score dropped" if n_nan else "")
                    + (f"; read as {DELIMITERS[sep]}-separated (the file's header uses {DELIMITERS[sep]}s)"
                       if (sep := getattr(df, "attrs", {}).get("delimiter")) in DELIMITERS else ""))
