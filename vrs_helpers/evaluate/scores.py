@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..book.glrt import replication_problem
-from ..errors import VRSError
+from .files import InputError, base_suffix, check_text_file, not_utf8, open_text, read_text
 
 TABLE_SUFFIXES = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".jsonl": "jsonl", ".ndjson": "jsonl",
                   ".parquet": "parquet", ".pq": "parquet"}
@@ -32,31 +32,36 @@ PLAIN_SUFFIXES = {".txt", ".score", ".scores", ""}
 _FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-class InputError(VRSError, ValueError):
-    """Bad input to ``vrs analyze`` / workbook 07; the message names the column, value or file and what to do."""
-
-
-def _suffix(path: Path) -> str:
-    suffixes = [s.lower() for s in path.suffixes]
-    if suffixes and suffixes[-1] in (".gz", ".bz2", ".xz", ".zip"):
-        suffixes = suffixes[:-1]
-    return suffixes[-1] if suffixes else ""
-
-
 def _read_table(path: Path) -> pd.DataFrame:
-    kind = TABLE_SUFFIXES.get(_suffix(path))
+    kind = TABLE_SUFFIXES.get(base_suffix(path))
     try:
         if kind == "parquet":
             return _with_rows(pd.read_parquet(path), path)
+        check_text_file(path)
         if kind == "jsonl":
             return _with_rows(pd.DataFrame([rec for _, rec in iter_json_lines(path)]), path)
         if kind is not None:
             return read_delimited(path, kind)
-    except (ValueError, OSError, pd.errors.ParserError) as exc:
+    except UnicodeDecodeError:
+        raise InputError(not_utf8(path)) from None
+    except (ValueError, OSError, EOFError, pd.errors.ParserError) as exc:
         if isinstance(exc, InputError):
             raise
         raise InputError(f"Could not read {path}: {exc}") from exc
     return _read_plain(path)
+
+
+def _read_csv(path, sep: str) -> pd.DataFrame:
+    """A delimited file with the delimiter the user gave; a file that is not UTF-8 text is an error saying where."""
+    check_text_file(path)
+    try:
+        return _with_rows(pd.read_csv(path, sep=sep), path)
+    except UnicodeDecodeError:
+        raise InputError(not_utf8(path)) from None
+    except (ValueError, OSError, EOFError, pd.errors.ParserError) as exc:
+        if isinstance(exc, InputError):
+            raise
+        raise InputError(f"Could not read {path}: {exc}") from exc
 
 
 def _with_rows(table: pd.DataFrame, path: Path) -> pd.DataFrame:
@@ -102,9 +107,9 @@ def iter_json_lines(path, error: type = None):
     error = error or InputError
     path = Path(path)
     try:
-        handle = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise error(f"Could not read {path}: {exc}") from exc
+        handle = open_text(path)
+    except (OSError, InputError) as exc:
+        raise error(str(exc) if isinstance(exc, InputError) else f"Could not read {path}: {exc}") from exc
     with handle:
         try:
             for number, line in enumerate(handle, start=1):
@@ -120,16 +125,15 @@ def iter_json_lines(path, error: type = None):
                     raise error(f"{path}, line {number}: a JSON {type(record).__name__}, not an object "
                                 "({...}). A JSON-lines file has one JSON object per line.")
                 yield number, record
-        except UnicodeDecodeError as exc:
-            raise error(f"Could not read {path}: not UTF-8 text ({exc.reason}).") from None
+        except UnicodeDecodeError:
+            raise error(not_utf8(path)) from None
+        except (OSError, EOFError) as exc:   # a damaged compressed file
+            raise error(f"Could not read {path}: {exc}") from None
 
 
 def _read_plain(path: Path) -> pd.DataFrame:
     """One score per line (empty lines skipped); the item is the 1-based line number."""
-    try:
-        lines = path.read_text().splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"Could not read {path}: {exc}") from exc
+    lines = read_text(path).splitlines()
     items, scores = [], []
     for i, line in enumerate(lines, start=1):
         text = line.strip()
@@ -206,12 +210,12 @@ def load_scores(source, *, sep: str | None = None) -> pd.DataFrame:
             raise InputError(f"No file at {path}. Give a CSV/TSV/Parquet/JSON-lines file, a folder of Parquet files "
                              "or a run-folder pattern such as 'runs/{system}/seed={seed}/scores.tsv'.")
         if sep is not None:
-            return _with_rows(pd.read_csv(path, sep=sep), path)
+            return _read_csv(path, sep)
         return _read_table(path)
     fields = list(matches[0][1])
     frames, columns0, first = [], None, None
     for f, _ in matches:
-        table = pd.read_csv(f, sep=sep) if sep is not None else _read_table(Path(f))
+        table = _read_csv(f, sep) if sep is not None else _read_table(Path(f))
         if table.empty:
             raise InputError(f"{f} has no rows.")
         clash = [c for c in fields if c in table.columns]
