@@ -318,3 +318,19 @@ def test_items_differing_in_case_are_items_but_not_in_spaces():
     df.loc[(df["system"] == "S1") & (df["item"] == "i3"), "item"] = "i3 "
     with pytest.raises(InputError, match="item column 'item'.*'i3' and 'i3 '"):
         validate(df, **KW)
+
+
+def test_empty_keys_and_near_duplicates_on_a_dask_table():
+    """The same rules on a dask DataFrame (vrs analyze --dask): counts without row numbers, --dropna, and the
+    near-duplicates among the labels of its cells."""
+    dd = pytest.importorskip("dask.dataframe")
+    df = _table().astype({"item": object})
+    df.loc[[3, 8], "item"] = None
+    with pytest.raises(InputError, match="the item column 'item' in 2 rows\\. Every row"):
+        validate(dd.from_pandas(df, npartitions=3), **KW)
+    clean, info = validate(dd.from_pandas(df, npartitions=3), dropna=True, **KW)
+    assert info.n_dropped_keys == 2 and info.n_rows == 118 and len(clean.compute()) == 118
+    df = _table()
+    df.loc[(df["system"] == "S1") & (df["seed"] == "0"), "system"] = "s1"
+    with pytest.raises(InputError, match="'S1' and 's1'"):
+        validate(dd.from_pandas(df, npartitions=3), **KW)

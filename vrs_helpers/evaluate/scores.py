@@ -472,11 +472,12 @@ def validate(df, *, response, system: str | None = None, item: str, replications
     else:
         sys_col = system
     n_rows_given = int(computed(out[used[0]].size)) if lazy else len(out)
-    keys = [("system", system)] * (system is not None) + [("item", item)] + [("replication", r) for r in replications]
-    keys += [("repeat", r) for r in repeats] + [("property", p) for p in properties]
-    out, n_keyless = _drop_missing_keys(out, keys, [sys_col, item, *replications, *repeats], dropna, lazy)
+    key_roles = [("system", system)] * (system is not None) + [("item", item)]
+    key_roles += [("replication", r) for r in replications] + [("repeat", r) for r in repeats]
+    out, n_keyless = _drop_missing_keys(out, key_roles + [("property", p) for p in properties],
+                                        [sys_col, item, *replications, *repeats], dropna, lazy)
     if not lazy:   # labels that differ only in case or spaces, on the categories (one per label, not per row)
-        check_near_duplicates(out, [k for k in keys if k[0] != "property"])
+        check_near_duplicates(out, key_roles)
     for r in responses:
         out = _numeric_response(out, r, lazy)
     n_rows_in = n_rows_given - n_keyless
@@ -510,7 +511,7 @@ def validate(df, *, response, system: str | None = None, item: str, replications
     cells = cells[cells > 0]
     frame = cells.rename("n").reset_index()
     if lazy:   # the labels of a dask table: those of its cells (computed above)
-        check_near_duplicates(frame, [k for k in keys if k[0] != "property"])
+        check_near_duplicates(frame, key_roles)
     systems = sorted(frame[sys_col].unique())
     if frame[item].nunique() < 2:
         raise InputError(f"The data hold a single item ({item} = {frame[item].iloc[0]!r}): the variation between "
