@@ -336,7 +336,7 @@ def _labels(column: pd.Series) -> pd.Series:
     every later grouping, comparison and model fit reads the codes instead of hashing 10^6 strings again. A column
     that is already categorical with text categories keeps its categories (and their order)."""
     dtype = column.dtype
-    if isinstance(dtype, pd.CategoricalDtype) and all(isinstance(c, str) for c in dtype.categories):
+    if isinstance(dtype, pd.CategoricalDtype) and dtype.categories.inferred_type in ("string", "empty"):
         return column
     return column.astype(str).astype("category")
 
@@ -367,8 +367,8 @@ def _drop_missing_keys(out, keys, label_cols, dropna: bool, lazy: bool):
         masks = {c: out[c].isna().to_numpy() for c in cols}
         for c in label_cols:
             out[c] = _labels(out[c])
-            blank = [i for i, v in enumerate(out[c].cat.categories) if not str(v).strip()]
-            if c in masks and blank:
+            blank = np.flatnonzero(out[c].cat.categories.astype(str).str.strip() == "")   # vectorized: 10^6 items
+            if c in masks and len(blank):
                 masks[c] = masks[c] | np.isin(out[c].cat.codes.to_numpy(), blank)
         counts = [int(masks[c].sum()) for c in cols]
         n_drop = 0
