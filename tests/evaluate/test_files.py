@@ -203,3 +203,14 @@ def test_lm_eval_results_without_samples_say_log_samples(tmp_path):
         load_eval_logs(tmp_path)
     with pytest.raises(LogFormatError, match="no samples_<task>_.*re-run lm_eval with --log_samples"):
         load_eval_logs(results_b[0])
+
+
+@pytest.mark.parametrize("name, text", [("s.csv", "system,item,score\nA,i1,0.5\n"), ("s.jsonl", '{"a": 1}\n'),
+                                        ("s.txt", "0.5\n0.7\n")])
+def test_a_utf8_byte_order_mark_is_read_as_utf8(tmp_path, name, text):
+    """Excel's 'CSV UTF-8' - what the messages above advise - starts with a byte-order mark: read as UTF-8."""
+    (tmp_path / name).write_bytes(b"\xef\xbb\xbf" + text.encode())
+    got = load_scores(tmp_path / name)
+    columns = {"s.csv": ["system", "item", "score"], "s.jsonl": ["a"], "s.txt": ["item", "score"]}
+    assert list(got.columns) == columns[name]
+    assert got.iloc[0, -1] == {"s.csv": 0.5, "s.jsonl": 1, "s.txt": 0.5}[name]

@@ -79,11 +79,12 @@ def open_binary(path):
 
 
 def open_text(path, errors: str = "strict"):
-    """A text handle on a file's UTF-8 text, decompressed by its suffix. Decoding errors surface while reading:
-    :func:`not_utf8` turns them into a message."""
+    """A text handle on a file's UTF-8 text, decompressed by its suffix; a byte-order mark at its start (Excel's
+    'CSV UTF-8' writes one) is dropped. Decoding errors surface while reading: :func:`not_utf8` turns them into a
+    message."""
     if compression(path) is None:
-        return open(path, encoding="utf-8", errors=errors)
-    return io.TextIOWrapper(open_binary(path), encoding="utf-8", errors=errors)
+        return open(path, encoding="utf-8-sig", errors=errors)
+    return io.TextIOWrapper(open_binary(path), encoding="utf-8-sig", errors=errors)
 
 
 def read_text(path) -> str:

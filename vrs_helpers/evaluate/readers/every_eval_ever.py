@@ -29,7 +29,7 @@ def _is_eee(path: Path) -> bool:
 
 
 def _detect(root: Path) -> list:
-    cands = [root] if root.is_file() else find_files(root, "*.jsonl") + find_files(root, "*.jsonl.*")
+    cands = [root] if root.is_file() else find_files(root, "*.jsonl*")
     return sorted(p for p in cands if base_suffix(p) == ".jsonl" and _is_eee(p))
 
 
