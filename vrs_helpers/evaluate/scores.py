@@ -190,8 +190,11 @@ def match_pattern(text: str) -> list[tuple[str, dict]]:
 
 
 def load_scores(source, *, sep: str | None = None) -> pd.DataFrame:
-    """A score table from a DataFrame, a file (CSV, TSV, Parquet, JSON lines; compressed as pandas reads them), a
-    folder of Parquet files, or a run-folder pattern with named fields, e.g. ``runs/{system}/seed={seed}/scores.tsv``.
+    """A score table from a DataFrame, a file (CSV, TSV, Parquet, JSON lines, plain scores; compressed: ``.gz``,
+    ``.bz2``, ``.xz``, a ``.zip`` of one file), a folder of Parquet files, or a run-folder pattern with named
+    fields, e.g. ``runs/{system}/seed={seed}/scores.tsv`` (run folders that are links to folders are followed).
+    Text that is not UTF-8 is an error naming the line and byte (and "save it as UTF-8"); a spreadsheet (``.xlsx``,
+    ``.xls``, ``.ods``, or one renamed ``.csv``) one saying to save it as CSV (UTF-8).
 
     Pattern fields become text columns (categorical: one label per file); files are read in sorted order, so the
     result is deterministic. A ``.csv`` whose header is separated by semicolons or tabs is read with that delimiter;
@@ -430,10 +433,14 @@ def validate(df, *, response, system: str | None = None, item: str, replications
              properties=(), dropna: bool = False, repeats=()) -> tuple[pd.DataFrame, DataSummary]:
     """Check the roles of the columns of a score table and return (a clean copy, a :class:`DataSummary`).
 
-    Raises :class:`InputError` for: a missing column (with a did-you-mean), a column in two roles, a non-numeric
-    response (naming bad values and, in memory, their rows), missing scores (unless ``dropna``), a missing or single
-    property value, a replication column with a single level within every system (run variance not estimable),
-    items not shared by all systems, and two rows for the same system, run and item.
+    Raises :class:`InputError` for: a missing column (with a did-you-mean), a column in two roles, an empty or blank
+    key cell - system, item, replication, repeat, property - (naming the column and, in memory, its first 1-based
+    data rows; ``dropna`` drops those rows instead, counted in ``n_dropped_keys``), labels of the system,
+    replication or repeat column that differ only in case, spacing or Unicode form (``A`` and ``a ``; items: only in
+    surrounding spaces; :func:`near_duplicates`, on the unique labels), a non-numeric response (naming bad values
+    and, in memory, their rows), missing scores (unless ``dropna``), a single property value, a replication column
+    with a single level within every system (run variance not estimable), items not shared by all systems, and two
+    rows for the same system, run and item.
 
     ``df`` may be a pandas or a dask DataFrame (``vrs analyze --dask``): every check is an aggregation (counts per
     system and item, per system, run and item), so the same checks give the same messages on both, and a dask
