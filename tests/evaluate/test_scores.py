@@ -334,3 +334,14 @@ def test_empty_keys_and_near_duplicates_on_a_dask_table():
     df.loc[(df["system"] == "S1") & (df["seed"] == "0"), "system"] = "s1"
     with pytest.raises(InputError, match="'S1' and 's1'"):
         validate(dd.from_pandas(df, npartitions=3), **KW)
+
+
+def test_an_empty_key_cell_in_a_run_folder_names_its_file(tmp_path):
+    """In a table read from a run-folder pattern the rows are named by file and data row within it."""
+    df = _table().astype({"item": object})
+    df.loc[(df["system"] == "S1") & (df["seed"] == "2") & (df["item"] == "i3"), "item"] = None   # data row 4
+    _write_runs(tmp_path, df)
+    data = load_scores(str(tmp_path / "runs/{system}/seed={seed}/scores.tsv"))
+    want = str(tmp_path / "runs" / "S1" / "seed=2" / "scores.tsv")
+    with pytest.raises(InputError, match=f"item column 'item' in 1 row \\({want} data row 4\\)"):
+        validate(data, **KW)

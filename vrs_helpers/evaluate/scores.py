@@ -239,7 +239,17 @@ def load_scores(source, *, sep: str | None = None) -> pd.DataFrame:
     for name in fields:   # one label per file, as a categorical column built from the files' row counts
         labels, codes = np.unique([values[name] for _, values in matches], return_inverse=True)
         out[name] = pd.Categorical.from_codes(np.repeat(codes, lengths), categories=[str(v) for v in labels])
-    return out[fields + [c for c in out.columns if c not in fields]]
+    out = out[fields + [c for c in out.columns if c not in fields]]
+    out.attrs["files"] = FileRows((str(f), n) for (f, _), n in zip(matches, lengths, strict=True))
+    return out
+
+
+class FileRows(tuple):
+    """(file, rows) of the files a run-folder pattern read, in order, so that messages name a row's file; kept in
+    ``DataFrame.attrs``, which pandas deep-copies on every operation: this one is shared, not copied."""
+
+    def __deepcopy__(self, memo):
+        return self
 
 
 @dataclass
@@ -344,14 +354,20 @@ def _labels(column: pd.Series) -> pd.Series:
     return column.astype(str).astype("category")
 
 
-def _rows(mask: np.ndarray, shown: int = 5) -> str:
-    """The first rows where ``mask`` holds, as 1-based data row numbers (a file's rows below its header)."""
-    rows = np.flatnonzero(mask)[:shown] + 1
+def _rows(mask: np.ndarray, files=None, shown: int = 5) -> str:
+    """The first rows where ``mask`` holds, as 1-based data row numbers (a file's rows below its header); for a
+    table read from a run-folder pattern (``files``: [(file, rows)] in order), each with its file."""
+    rows = np.flatnonzero(mask)[:shown]
     n = int(mask.sum())
-    return f"data row{'s' if n > 1 else ''} {', '.join(map(str, rows))}{', ...' if n > shown else ''}"
+    more = ", ..." if n > shown else ""
+    if not files:
+        return f"data row{'s' if n > 1 else ''} {', '.join(str(r + 1) for r in rows)}{more}"
+    starts = np.cumsum([0] + [k for _, k in files])
+    where = [(files[i][0], r - starts[i] + 1) for r in rows for i in [int(np.searchsorted(starts, r, "right")) - 1]]
+    return "; ".join(f"{f} data row {k}" for f, k in where) + more
 
 
-def _drop_missing_keys(out, keys, label_cols, dropna: bool, lazy: bool):
+def _drop_missing_keys(out, keys, label_cols, dropna: bool, lazy: bool, files=None):
     """The key columns (system, item, replications, repeats, properties) checked for missing labels - empty cells,
     and text labels that are blank - before anything else reads them: an error naming each column, its count and
     first rows, or (``dropna``) those rows dropped. The label columns become text labels (:func:`_labels`).
@@ -383,7 +399,7 @@ def _drop_missing_keys(out, keys, label_cols, dropna: bool, lazy: bool):
                 out[c] = out[c].cat.remove_unused_categories()
     if any(counts) and not dropna:
         desc = "; ".join(f"the {role} column {c!r} in {n} row{'s' if n > 1 else ''}"
-                         + (f" ({_rows(masks[c])})" if masks[c] is not None else "")
+                         + (f" ({_rows(masks[c], files)})" if masks[c] is not None else "")
                          for (role, c), n in zip(keys, counts, strict=True) if n)
         raise InputError(f"Empty key cells: {desc}. Every row needs a label in each key column "
                          f"({', '.join(cols)}) to be placed in the design. Fill them in, or drop those rows with "
@@ -473,6 +489,8 @@ def validate(df, *, response, system: str | None = None, item: str, replications
         raise InputError(f"Column(s) {dup} are given in two roles; each column has one role (response, system, "
                          "item, replication, repeat or property).")
     out = df[used] if lazy else df[used].copy()
+    if not lazy:
+        out.attrs.pop("files", None)   # named in the messages below; the clean table does not carry it
     if system is None:
         sys_col = "_system"
         out = out.assign(**{sys_col: "all"})
@@ -482,7 +500,8 @@ def validate(df, *, response, system: str | None = None, item: str, replications
     key_roles = [("system", system)] * (system is not None) + [("item", item)]
     key_roles += [("replication", r) for r in replications] + [("repeat", r) for r in repeats]
     out, n_keyless = _drop_missing_keys(out, key_roles + [("property", p) for p in properties],
-                                        [sys_col, item, *replications, *repeats], dropna, lazy)
+                                        [sys_col, item, *replications, *repeats], dropna, lazy,
+                                        getattr(df, "attrs", {}).get("files"))
     if not lazy:   # labels that differ only in case or spaces, on the categories (one per label, not per row)
         check_near_duplicates(out, key_roles)
     for r in responses:
