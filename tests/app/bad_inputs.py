@@ -166,6 +166,39 @@ def _bad_baseline(folder):
     return [str(_lm_eval(folder)), "--baseline", "model-c"]
 
 
+def _empty_key(column, rows=(5,)):
+    def make(folder):
+        d = _scores().assign(length=lambda t: t["item"].str[1:].astype(int) % 3)
+        d[column] = d[column].astype(object)
+        d.loc[list(rows), column] = np.nan
+        return [_csv(folder, d), *TABLE, "--property", "length"]
+    return make
+
+
+def _near_duplicate_systems(folder):
+    d = _scores()
+    d.loc[(d["system"] == "B") & (d["seed"] == 0), "system"] = "b "   # 'B' in two runs, 'b ' in one
+    return [_csv(folder, d), *TABLE]
+
+
+def _latin1(folder):
+    d = _scores().replace({"system": {"A": "Système-A"}})
+    return [_csv(folder, d, encoding="latin-1"), *TABLE]
+
+
+def _xlsx(folder):
+    path = folder / "scores.xlsx"
+    path.write_bytes(b"PK\x03\x04" + bytes(60))   # what a spreadsheet program writes: a zip archive
+    return [str(path), *TABLE]
+
+
+def _no_log_samples(folder):
+    logs = _lm_eval(folder)
+    for p in logs.glob("model-b/samples_*.jsonl"):   # model-b run without --log_samples
+        p.unlink()
+    return [str(logs)]
+
+
 # (name, input maker, exit code, a phrase of the message)
 CASES = [
     ("--out /proc/nonexistent/x", _bad_out_proc, 2, "cannot be written there"),
@@ -193,6 +226,14 @@ CASES = [
     ("logs: an unknown --format", _unknown_format, 2, "Unknown log format"),
     ("a folder without logs of a known format", _nothing_known, 2, "No evaluation logs"),
     ("logs: a --baseline that is not a system", _bad_baseline, 2, "--baseline 'model-c' is not a system"),
+    ("an empty system cell", _empty_key("system"), 2, "the system column 'system' in 1 row (data row 6)"),
+    ("empty item cells", _empty_key("item", (3, 50)), 2, "the item column 'item' in 2 rows (data rows 4, 51)"),
+    ("an empty run (seed) cell", _empty_key("seed"), 2, "the replication column 'seed' in 1 row (data row 6)"),
+    ("an empty property cell", _empty_key("length"), 2, "the property column 'length' in 1 row (data row 6)"),
+    ("systems 'B' and 'b ' (case, spaces)", _near_duplicate_systems, 2, "'B' and 'b '"),
+    ("a Latin-1 CSV", _latin1, 2, "line 2, byte 5 of the line: 0xe8 is not UTF-8"),
+    ("an Excel file (.xlsx)", _xlsx, 2, "Save it as CSV (UTF-8)"),
+    ("lm-eval: a results file without samples", _no_log_samples, 2, "re-run lm_eval with --log_samples"),
 ]
 
 
@@ -208,6 +249,37 @@ def _dropna(folder):
     d = _scores(n_items=50)
     d.loc[[5, 77, 200], "score"] = np.nan
     return [_csv(folder, d), *TABLE, "--dropna", "--n-resamples", "99"]
+
+
+def _dropna_key(folder):
+    d = _scores(n_items=50)
+    d["system"] = d["system"].astype(object)
+    d.loc[[5, 77], "system"] = np.nan
+    return [_csv(folder, d), *TABLE, "--dropna", "--n-resamples", "99"]
+
+
+def _jsonl_gz(folder):
+    path = folder / "scores.jsonl.gz"
+    _scores().to_json(path, orient="records", lines=True, compression="gzip")
+    return [str(path), *TABLE, "--n-resamples", "99"]
+
+
+def _linked_runs(folder):
+    import os
+
+    real = folder / "real"
+    from vrs_helpers.evaluate.readers.writers import simulate_binary, write_lm_eval
+
+    write_lm_eval(simulate_binary(seed=3, tasks=("arith", "logic"), items=20, runs=3), real)
+    (folder / "logs").mkdir()
+    for run in sorted(real.iterdir()):
+        os.symlink(run.resolve(), folder / "logs" / run.name)
+    os.symlink((folder / "logs").resolve(), folder / "logs" / "loop")   # and a link loop
+    return [str(folder / "logs"), "--n-sim", "49"]
+
+
+def _read_line(folder, stdout):
+    return next(line for line in stdout.splitlines() if "file(s)" in line)
 
 
 def _underflow(folder):
@@ -231,6 +303,9 @@ READ = [
     ("a ;-separated file named .csv", _semicolon, _caption),
     ("a tab-separated file named .csv", _tab, _caption),
     ("--dropna with 3 of 300 scores missing", _dropna, _caption),
+    ("--dropna with 2 of 300 system cells empty", _dropna_key, _caption),
+    ("a gzip-compressed JSON-lines file (.jsonl.gz)", _jsonl_gz, _caption),
+    ("lm-eval logs whose 3 run folders are symbolic links (and a link loop)", _linked_runs, _read_line),
     ("p-values that underflow (a difference of 5 SD over 300 items x 3 runs)", _underflow, _underflow_line),
 ]
 

@@ -1,6 +1,7 @@
 """The notebook runner: papermill execution, HTML export, scorecard collection, batch grids, failures."""
 
 import os
+import re
 from pathlib import Path
 
 import nbformat
@@ -412,3 +413,38 @@ def test_a_kernel_asked_to_stop_is_not_interrupted_first(monkeypatch):
     km.shutting_down = True
     asyncio.run(km._async_interrupt_kernel())      # asked to stop after its run: not interrupted
     assert sent == [False]
+
+
+@pytest.mark.parametrize("grid, phrase", [
+    ("notebook: t.ipynb\nparameters:\n\tx: [1, 2]\n", "g.yaml, line 3 is indented with a tab.*spaces"),
+    ("notebook: t.ipynb\nparameters:\n  x: !!python/object/apply:os.system ['echo owned']\n",
+     "line 3: the tag !!python/object/apply:os.system is not read.*remove the tag"),
+    ("notebook: !!python/name:os.system\n", "line 1: the tag !!python/name:os.system is not read"),
+    ("notebook: notes.txt\nparameters: {x: [1]}\n", "notes.txt is not a Jupyter notebook.*Name a .ipynb file"),
+    ("notebook: t.ipynb\nparameters: {x: [1\n", "line \\d: not valid YAML"),
+    ("- t.ipynb\n- x\n", "holds a list, not a mapping"),
+    ("notebook: [t.ipynb]\n", "'notebook' must be the path of a notebook"),
+    ("notebook: t.ipynb\nparameters: {x: []}\n", "'x' have an empty list of values"),
+    ("notebook: t.ipynb\nparameters: {x: [1]}\nexclude: [{x: 1}]\n", "leaves out every combination"),
+], ids=["tab", "python tag", "python tag as notebook", "not a notebook", "invalid YAML", "a list", "notebook a list",
+        "no values", "all excluded"])
+def test_a_careless_grid_exits_2_naming_what_to_change(tmp_path, capsys, grid, phrase):
+    """Issue 37: a grid that cannot run is one line on stderr (exit 2), before any run, never a traceback; a YAML tag
+    builds nothing (yaml.safe_load)."""
+    _write_nb(tmp_path / "t.ipynb", ["y = x"])
+    (tmp_path / "notes.txt").write_text("hello\n")
+    (tmp_path / "g.yaml").write_text(grid)
+    assert main(["batch", str(tmp_path / "g.yaml"), "--out", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert re.search(phrase, err), err
+    assert not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize("what", ["a missing grid", "a folder", "a notebook"])
+def test_batch_given_no_grid_file_says_what_a_grid_is(tmp_path, capsys, what):
+    nb = _write_nb(tmp_path / "t.ipynb", ["y = x"])
+    target = {"a missing grid": tmp_path / "missing.yaml", "a folder": tmp_path, "a notebook": nb}[what]
+    assert main(["batch", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert "A grid is a YAML file" in err and "Traceback" not in err, err

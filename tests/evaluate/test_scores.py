@@ -228,3 +228,120 @@ def test_validated_keys_are_text_labels_coded_once(labels, seed):
         assert all(isinstance(v, str) for v in out[c].cat.categories)
         assert out[c].astype(str).tolist() == df[c].astype(str).tolist()
     assert np.array_equal(out["score"].to_numpy(), df["score"].to_numpy())
+
+
+# ------------------------------------------------------------------ issue 37: missing keys, near-duplicate labels
+
+KW = dict(response="score", system="system", item="item", replications=["seed"])
+
+
+@pytest.mark.parametrize("column, role", [("system", "system"), ("item", "item"), ("seed", "replication"),
+                                          ("length", "property")])
+@pytest.mark.parametrize("empty", [np.nan, None, "", "  "])
+def test_an_empty_key_cell_names_its_column_and_rows(column, role, empty):
+    """An empty (or blank) system, item, run or property cell is an error naming the column and the 1-based data
+    rows, before anything else; --dropna drops those rows (and says how many)."""
+    df = _table().assign(length=lambda d: d["item"].str[1:].astype(int) % 4)
+    if empty in ("", "  ") and column == "length":
+        empty = np.nan   # a numeric property has no blank text
+    df[column] = df[column].astype(object)
+    df.loc[[4, 9, 70], column] = empty   # data rows 5, 10 and 71
+    kw = {**KW, "properties": ["length"]}
+    with pytest.raises(InputError, match=f"the {role} column '{column}' in 3 rows \\(data rows 5, 10, 71\\).*"
+                                         "--dropna"):
+        validate(df, **kw)
+    clean, info = validate(df, dropna=True, **kw)
+    assert len(clean) == 117 and info.n_dropped_keys == 3 and "3 rows with a missing key dropped" in info.design
+    assert "" not in set(clean[column].astype(str).str.strip())
+
+
+def test_empty_cells_in_several_key_columns_are_named_together():
+    df = _table().astype({"system": object, "item": object})
+    df.loc[0, "system"] = np.nan
+    df.loc[[1, 2], "item"] = np.nan
+    with pytest.raises(InputError, match="system column 'system' in 1 row \\(data row 1\\); the item column 'item' "
+                                         "in 2 rows \\(data rows 2, 3\\)"):
+        validate(df, **KW)
+    _, info = validate(df, dropna=True, **KW)
+    assert info.n_dropped_keys == 3
+
+
+def _variant(label: str, how: int) -> str:
+    """A label written differently but naming the same thing: case, surrounding spaces, doubled inner blanks, or
+    full-width letters (NFKC maps them back)."""
+    if how == 0:
+        return label.swapcase()
+    if how == 1:
+        return f" {label}  "
+    if how == 2:
+        return label.replace(" ", "  ") if " " in label else label.upper() + "\t"
+    return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in label)   # full-width forms
+
+
+_words = st.text(alphabet="abcdefgxyz0123-", min_size=1, max_size=6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(labels=st.lists(_words, min_size=1, max_size=6, unique=True), pick=st.integers(0, 5),
+       how=st.integers(0, 3), joined=st.booleans())
+def test_near_duplicates_find_a_label_written_twice(labels, pick, how, joined):
+    from vrs_helpers.evaluate.scores import near_duplicates
+
+    labels = [f"{a} {a}" if joined else a for a in labels]   # some labels with an inner blank
+    assert near_duplicates(labels) == []   # distinct lowercase labels without spaces around them: no group
+    label = labels[pick % len(labels)]
+    twin = _variant(label, how)
+    if twin == label:   # digits and '-' have no case
+        return
+    groups = near_duplicates(labels + [twin])
+    assert groups == [sorted([label, twin])]
+
+
+def test_near_duplicate_labels_are_refused_in_system_and_run_columns():
+    df = _table()
+    df.loc[df["system"] == "S1", "system"] = np.where(df.loc[df["system"] == "S1", "seed"] == "0", "s1 ", "S1")
+    with pytest.raises(InputError, match="system column 'system'.*'S1' and 's1 '.*different systems"):
+        validate(df, **KW)
+    df = _table()
+    df.loc[(df["system"] == "S0") & (df["seed"] == "2"), "seed"] = " 2"
+    df.loc[(df["system"] == "S1") & (df["seed"] == "1"), "seed"] = "1 "   # ' 2' and '2' both occur
+    with pytest.raises(InputError, match="replication column 'seed'.*' 2' and '2'.*'1' and '1 '.*different runs"):
+        validate(df, **KW)
+
+
+def test_items_differing_in_case_are_items_but_not_in_spaces():
+    df = _table()
+    df.loc[df["item"] == "i1", "item"] = "I0"   # beside 'i0', in every system and run
+    clean, info = validate(df, **KW)   # items that differ in case are different items (words, sentences)
+    assert info.n_items == 20 and {"i0", "I0"} <= set(clean["item"].cat.categories)
+    df = _table()
+    df.loc[(df["system"] == "S1") & (df["item"] == "i3"), "item"] = "i3 "
+    with pytest.raises(InputError, match="item column 'item'.*'i3' and 'i3 '"):
+        validate(df, **KW)
+
+
+def test_empty_keys_and_near_duplicates_on_a_dask_table():
+    """The same rules on a dask DataFrame (vrs analyze --dask): counts without row numbers, --dropna, and the
+    near-duplicates among the labels of its cells."""
+    dd = pytest.importorskip("dask.dataframe")
+    df = _table().astype({"item": object})
+    df.loc[[3, 8], "item"] = None
+    with pytest.raises(InputError, match="the item column 'item' in 2 rows\\. Every row"):
+        validate(dd.from_pandas(df, npartitions=3), **KW)
+    clean, info = validate(dd.from_pandas(df, npartitions=3), dropna=True, **KW)
+    assert info.n_dropped_keys == 2 and info.n_rows == 118 and len(clean.compute()) == 118
+    df = _table()
+    df.loc[(df["system"] == "S1") & (df["seed"] == "0"), "system"] = "s1"
+    with pytest.raises(InputError, match="'S1' and 's1'"):
+        validate(dd.from_pandas(df, npartitions=3), **KW)
+
+
+def test_an_empty_key_cell_in_a_run_folder_names_its_file(tmp_path):
+    """In a table read from a run-folder pattern the rows are named by file and data row within it."""
+    df = _table().astype({"item": object})
+    df.loc[(df["system"] == "S1") & (df["seed"] == "2") & (df["item"] == "i3"), "item"] = None   # data row 4
+    _write_runs(tmp_path, df)
+    data = load_scores(str(tmp_path / "runs/{system}/seed={seed}/scores.tsv"))
+    want = str(tmp_path / "runs" / "S1" / "seed=2" / "scores.tsv")
+    with pytest.raises(InputError, match=f"item column 'item' in 1 row \\({want} data row 4\\)"):
+        validate(data, **KW)

@@ -168,8 +168,11 @@ def _report_regressions(rows, folder: Path, vanished: bool = True) -> int:
 
 def _cmd_reproduce(args) -> int:
     from ..resources import find_workbook, workbooks_dir
+    from .logs_report import check_out_dir
     from .runner import notebooks_in, reproduce
 
+    check_out_dir(args.build, hint="Give another folder with --build (or --out): it is created if missing, and the "
+                                   "executed notebooks, scorecard.csv and html/ are written into it.")
     args.folder = args.folder or str(workbooks_dir())
     nbs = [find_workbook(n) for n in args.notebooks] if args.notebooks else notebooks_in(args.folder)
     if not nbs:
@@ -222,8 +225,12 @@ def _cmd_docs(args) -> int:
 
 
 def _cmd_batch(args) -> int:
+    from .logs_report import check_out_dir
     from .runner import batch
 
+    if args.out is not None:
+        check_out_dir(args.out, hint="Give another folder with --out: it is created if missing, and the executed "
+                                     "notebooks, results.csv and checks.csv are written into it.")
     results, table = batch(args.grid, out_dir=args.out, workers=args.workers, dask=args.dask)
     from .runner import batch_checks
 
@@ -397,11 +404,18 @@ def _plan_repeats(args) -> None:
         raise PlanningError("--repeats plans items x repeats (Miller 2024): give --item-diff-sd (SD over items of "
                             "the difference of the systems' expected item scores) and --within-sd (SD of one draw "
                             "within an item; sqrt(p (1 - p)) for 0/1 scores of accuracy p).")
-    sd = {k: _parse_value(getattr(args, k)) for k in ("item_diff_sd", "within_sd", "delta", "alpha", "target")}
-    print(miller_plan(float(sd["delta"]), float(sd["item_diff_sd"]) ** 2, float(sd["within_sd"]) ** 2,
-                      repeats=[_parse_value(k) for k in args.repeats],
-                      items=[_parse_value(m) for m in args.items or []], alpha=float(sd["alpha"]),
-                      power=float(sd["target"])).text())
+    sd = {}
+    for k in ("item_diff_sd", "within_sd", "delta", "alpha", "target"):   # numbers whose squares stay finite
+        text = getattr(args, k)
+        try:
+            sd[k] = float(text)
+        except (TypeError, ValueError):
+            raise PlanningError(f"--{k.replace('_', '-')} must be a number, got {text!r}.") from None
+        if not abs(sd[k]) <= 1e100:
+            raise PlanningError(f"--{k.replace('_', '-')} must be a finite number no larger than 1e100 in size, got "
+                                f"{text!r}.")
+    print(miller_plan(sd["delta"], sd["item_diff_sd"] ** 2, sd["within_sd"] ** 2, repeats=list(args.repeats),
+                      items=list(args.items or []), alpha=sd["alpha"], power=sd["target"]).text())
 
 
 def _cmd_plan(args) -> int:
@@ -534,7 +548,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="a data property of the items (numeric: slope; otherwise per level); repeatable")
     p.add_argument("--baseline", default=None, help="the reference system of the paired tests")
     p.add_argument("--out", default="vrs-report", help="output folder (default: vrs-report)")
-    p.add_argument("--dropna", action="store_true", help="drop rows with a missing score instead of failing")
+    p.add_argument("--dropna", action="store_true",
+                   help="drop rows with a missing score, or an empty system, item, replication, repeat or property "
+                        "cell, instead of failing (the report says how many)")
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--n-resamples", type=int, default=10_000)
     p.add_argument("--test", default=None, type=_test_name, choices=registry.names(), help=registry.help_text())

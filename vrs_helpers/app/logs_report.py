@@ -16,12 +16,14 @@ class OutputFolderError(VRSError, ValueError):
     """An output folder that cannot take the report (an existing file, an unwritable place): exit 2."""
 
 
-def check_out_dir(out_dir) -> Path:
+def check_out_dir(out_dir, hint: str | None = None) -> Path:
     """Check, before any analysis, that the report can be written to ``out_dir``: not an existing file, under no
     file, creatable and writable (a probe file is written and removed; folders created for the probe are removed
-    again, so a later failure leaves nothing behind). Raises :class:`OutputFolderError` saying what to do."""
+    again, so a later failure leaves nothing behind). Raises :class:`OutputFolderError` saying what to do (``hint``:
+    the last sentence, for another command than ``vrs analyze``)."""
     out = Path(out_dir)
-    hint = "Give another folder with --out (it is created if missing; only the report files in it are replaced)."
+    hint = hint or ("Give another folder with --out (it is created if missing; only the report files in it are "
+                    "replaced).")
     if out.exists() and not out.is_dir():
         raise OutputFolderError(f"--out {out} is an existing file, not a folder. {hint}")
     existing = out

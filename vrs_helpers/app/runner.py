@@ -376,10 +376,10 @@ def _batch_one(notebook: str, params: dict, out_dir: str) -> RunResult:
 
 def load_grid(path: str | os.PathLike) -> dict:
     """Read and check a grid file: ``notebook`` (path, relative to the file), ``parameters`` ({name: [values]})."""
-    import yaml
+    from .grid import check_grid, read_grid
 
     p = Path(path)
-    spec = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    spec = read_grid(p)   # a mapping of plain YAML values; a careless file is an error naming the line
     if "notebook" not in spec:
         raise ParameterError(f"{p}: the grid file needs a 'notebook' entry (path of the notebook to run).")
     nb = Path(spec["notebook"])
@@ -393,6 +393,7 @@ def load_grid(path: str | os.PathLike) -> dict:
     exclude = spec.get("exclude") or []
     if not isinstance(exclude, list) or not all(isinstance(e, dict) for e in exclude):
         raise ParameterError(f"{p}: 'exclude' must be a list of {{parameter: value}} combinations to leave out.")
+    check_grid(p, nb, params, exclude)
     return {"notebook": nb, "parameters": params, "output": spec.get("output"), "exclude": exclude}
 
 

@@ -313,12 +313,28 @@ def mcnemar_test(table: pd.DataFrame, a: str, b: str, metric: str = "score", tas
     return mcnemar(wide[a], wide[b])
 
 
+def _whole(name: str, value, low: int, high: int) -> int:
+    """A whole number in [low, high], given as a number or as text ('10', '1e3'), else an error saying so."""
+    try:
+        number = math.nan if isinstance(value, bool) else float(value)
+    except (TypeError, ValueError, OverflowError):
+        number = math.nan
+    if not number.is_integer() or not low <= number <= high:
+        raise PlanningError(f"{name} must be whole numbers from {low} to {high:,}, got {value!r}.")
+    return int(number)
+
+
 def _k(repeats) -> tuple:
     ka, kb = (repeats, repeats) if np.ndim(repeats) == 0 else tuple(repeats)
-    for k in (ka, kb):
-        if not float(k).is_integer() or int(k) < 1:
-            raise PlanningError(f"repeats must be whole numbers >= 1, got {repeats!r}.")
-    return int(ka), int(kb)
+    return _whole("repeats", ka, 1, 10**6), _whole("repeats", kb, 1, 10**6)
+
+
+def _items_count(x: float) -> int:
+    """ceil(x) items, or an error when no evaluation could have them (a difference far below the noise)."""
+    if not x <= 1e15:
+        raise PlanningError(f"more than 10^15 items would be needed ({x:.3g}): the difference delta is far smaller "
+                            "than the variation of the scores; give the smallest difference that matters to you.")
+    return int(math.ceil(x))
 
 
 def _variance(omega2, sigma2_a, sigma2_b, repeats) -> float:
@@ -348,7 +364,8 @@ def miller_items_needed(delta: float, omega2: float, sigma2_a: float, sigma2_b: 
     _check(alpha, power, delta)
     var = _variance(omega2, sigma2_a, sigma2_b, repeats)
     z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
-    return int(math.ceil(z * z * var / (delta * delta)))
+    with np.errstate(over="ignore", divide="ignore"):   # too many items: _items_count says so
+        return _items_count(z * z * var / np.float64(delta) ** 2)
 
 
 def miller_power(n_items: int, delta: float, omega2: float, sigma2_a: float, sigma2_b: float | None = None,
@@ -356,9 +373,8 @@ def miller_power(n_items: int, delta: float, omega2: float, sigma2_a: float, sig
     """Power of the two-sided paired z test of a difference ``delta`` with ``n_items`` items (the normal
     approximation of :func:`miller_items_needed`, both tails counted)."""
     _check(alpha, 0.5, delta)
-    if int(n_items) < 1:
-        raise PlanningError(f"n_items must be >= 1, got {n_items!r}.")
-    se = math.sqrt(_variance(omega2, sigma2_a, sigma2_b, repeats) / int(n_items))
+    n_items = _whole("items", n_items, 1, 10**9)
+    se = math.sqrt(_variance(omega2, sigma2_a, sigma2_b, repeats) / n_items)
     q = stats.norm.ppf(1 - alpha / 2)
     return float(stats.norm.sf(q - abs(delta) / se) + stats.norm.cdf(-q - abs(delta) / se))
 
@@ -404,10 +420,12 @@ def miller_plan(delta: float, omega2: float, sigma2_a: float, sigma2_b: float | 
         row = {"repeats": _k(k)[0], "items_needed": miller_items_needed(delta, omega2, sigma2_a, sigma2_b, k,
                                                                         alpha, power)}
         for m in items:
-            row[f"power at {int(m)} items"] = miller_power(int(m), delta, omega2, sigma2_a, sigma2_b, k, alpha)
+            m = _whole("items", m, 1, 10**9)
+            row[f"power at {m} items"] = miller_power(m, delta, omega2, sigma2_a, sigma2_b, k, alpha)
         rows.append(row)
     z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
-    floor = int(math.ceil(z * z * omega2 / (delta * delta))) if omega2 > 0 else 1
+    with np.errstate(over="ignore", divide="ignore"):
+        floor = _items_count(z * z * omega2 / np.float64(delta) ** 2) if omega2 > 0 else 1
     return MillerPlan(float(delta), float(omega2), float(sigma2_a), float(sigma2_a if sigma2_b is None else sigma2_b),
                       float(alpha), float(power), pd.DataFrame(rows), floor)
 

@@ -62,19 +62,29 @@ def _number(name: str, value, low: float = 0.0, strict: bool = False) -> float:
         v = float(value)
     except (TypeError, ValueError):
         raise PlanningError(f"{name} must be a number, got {value!r}.") from None
-    if not math.isfinite(v) or v < low or (strict and v == low):
+    if not math.isfinite(v) or abs(v) > 1e100:   # squares and products of 1e150 overflow double precision
+        raise PlanningError(f"{name} must be a finite number no larger than 1e100 in size (use units in which the "
+                            f"scores are moderate numbers), got {value!r}.")
+    if v < low or (strict and v == low):
         raise PlanningError(f"{name} must be {'>' if strict else '>='} {low:g}, got {value!r}.")
     return v
 
 
-def _count(name: str, value, low: int) -> int:
+#: what a plan may ask for (power_table, vrs plan): beyond these a number is a typo, not a design
+MAX_RUNS, MAX_ITEMS, MAX_SYSTEMS = 100_000, 10**9, 10_000
+
+
+def _count(name: str, value, low: int, high: float = math.inf) -> int:
+    """A whole number in [low, high] (given as a number or as text: '10', '1e3'), else an error saying so."""
     try:
-        whole = not isinstance(value, bool) and float(value).is_integer()
+        number = float(value) if not isinstance(value, bool) else math.nan
+        whole = number.is_integer()
     except (TypeError, ValueError, OverflowError):
         whole = False
-    if not whole or int(value) < low:
-        raise PlanningError(f"{name} must be an integer >= {low}, got {value!r}.")
-    return int(value)
+    if not whole or not low <= number <= high:
+        most = f" (and at most {high:,})" if high < math.inf else ""
+        raise PlanningError(f"{name} must be an integer >= {low}{most}, got {value!r}.")
+    return int(number)
 
 
 def _check_alpha(alpha) -> float:
@@ -361,7 +371,7 @@ def _crossed(crossed) -> dict:
             sd, levels = value
         except (TypeError, ValueError):
             raise PlanningError(f"crossed column {name!r}: give (SD, levels), got {value!r}.") from None
-        out[str(name)] = (_number(f"SD of {name}", sd), _count(f"levels of {name}", levels, 2))
+        out[str(name)] = (_number(f"SD of {name}", sd), _count(f"levels of {name}", levels, 2, MAX_RUNS))
     return out
 
 
@@ -462,9 +472,9 @@ def power_table(runs, items, delta, components: VarianceComponents, systems: int
     items = [items] if np.ndim(items) == 0 else list(items)
     if not runs or not items:
         raise PlanningError("give at least one number of runs and one number of items.")
-    runs = [_count("runs per system", n, 2) for n in runs]
-    items = [_count("items", m, 1) for m in items]
-    k = _count("systems", systems, 2)
+    runs = [_count("runs per system", n, 2, MAX_RUNS) for n in runs]
+    items = [_count("items", m, 1, MAX_ITEMS) for m in items]
+    k = _count("systems", systems, 2, MAX_SYSTEMS)
     alpha = _check_alpha(alpha)
     delta = float(_number("delta", delta, low=-math.inf)) if np.ndim(delta) == 0 else np.asarray(delta, float)
     target = _check_effect(delta, k, target)

@@ -26,36 +26,28 @@ import os
 import re
 from pathlib import Path
 
-from ..errors import VRSError
+from .files import InputError, base_suffix, not_utf8, open_text
 
 TABLE_SUFFIXES = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".jsonl": "jsonl", ".ndjson": "jsonl",
                   ".parquet": "parquet", ".pq": "parquet"}
 PLAIN_SUFFIXES = {".txt", ".score", ".scores", ""}
 _FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
-class InputError(VRSError, ValueError):
-    """Bad input to ``vrs analyze`` / workbook 07; the message names the column, value or file and what to do."""
-
-
-def table_suffix(path: Path) -> str:
-    """The suffix that tells a table's kind (``.csv`` for ``scores.csv.gz``), lower case."""
-    suffixes = [s.lower() for s in path.suffixes]
-    if suffixes and suffixes[-1] in (".gz", ".bz2", ".xz", ".zip"):
-        suffixes = suffixes[:-1]
-    return suffixes[-1] if suffixes else ""
+table_suffix = base_suffix   # the suffix that tells a table's kind (``.csv`` for ``scores.csv.gz``), lower case
 
 
 def iter_json_lines(path, error: type = None):
-    """(line number, record) for every non-empty line of a JSON-lines file; a line that is not a JSON object is an
-    error (``error``, default :class:`InputError`) naming the file and the line."""
+    """(line number, record) for every non-empty line of a JSON-lines file (compressed or not, :func:`~.files.
+    open_text`); a line that is not a JSON object is an error (``error``, default :class:`InputError`) naming the
+    file and the line."""
     import json
 
     error = error or InputError
     path = Path(path)
     try:
-        handle = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise error(f"Could not read {path}: {exc}") from exc
+        handle = open_text(path)
+    except (OSError, InputError) as exc:
+        raise error(str(exc) if isinstance(exc, InputError) else f"Could not read {path}: {exc}") from exc
     with handle:
         try:
             for number, line in enumerate(handle, start=1):
@@ -71,8 +63,10 @@ def iter_json_lines(path, error: type = None):
                     raise error(f"{path}, line {number}: a JSON {type(record).__name__}, not an object "
                                 "({...}). A JSON-lines file has one JSON object per line.")
                 yield number, record
-        except UnicodeDecodeError as exc:
-            raise error(f"Could not read {path}: not UTF-8 text ({exc.reason}).") from None
+        except UnicodeDecodeError:
+            raise error(not_utf8(path)) from None
+        except (OSError, EOFError) as exc:   # a damaged compressed file
+            raise error(f"Could not read {path}: {exc}") from None
 
 
 def _nearest_dir(glob_pattern: str) -> str:
@@ -172,19 +166,13 @@ def fraction(name: str, value) -> float:
     return v
 
 
-_OPENERS = {".gz": "gzip", ".bz2": "bz2", ".xz": "lzma"}
-
-
 def _open_text(path: Path):
-    """``path`` opened as text, decompressed as pandas would (None for a zip archive: not judged here)."""
-    last = path.suffix.lower()
-    if last == ".zip":
+    """``path`` opened as text, decompressed (:func:`~.files.open_text`; a zip archive of several files is judged
+    by the full read)."""
+    try:
+        return open_text(path)
+    except InputError:
         return None
-    if last in _OPENERS:
-        import importlib
-
-        return importlib.import_module(_OPENERS[last]).open(path, "rt", encoding="utf-8-sig", newline="")
-    return path.open(encoding="utf-8-sig", newline="")
 
 
 def _delimited_header(path: Path, sep: str):

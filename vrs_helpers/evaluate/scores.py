@@ -12,6 +12,7 @@ columns and says what to do about anything that would make a wrong number.
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..book.glrt import replication_problem
+from .files import base_suffix, check_text_file, not_utf8, read_text
 from .precheck import (  # noqa: F401 - the names of the light checks, importable from here as before
     PLAIN_SUFFIXES,
     TABLE_SUFFIXES,
@@ -33,19 +35,35 @@ from .precheck import (  # noqa: F401 - the names of the light checks, importabl
 
 
 def _read_table(path: Path) -> pd.DataFrame:
-    kind = TABLE_SUFFIXES.get(table_suffix(path))
+    kind = TABLE_SUFFIXES.get(base_suffix(path))
     try:
         if kind == "parquet":
             return _with_rows(pd.read_parquet(path), path)
+        check_text_file(path)
         if kind == "jsonl":
             return _with_rows(pd.DataFrame([rec for _, rec in iter_json_lines(path)]), path)
         if kind is not None:
             return read_delimited(path, kind)
-    except (ValueError, OSError, pd.errors.ParserError) as exc:
+    except UnicodeDecodeError:
+        raise InputError(not_utf8(path)) from None
+    except (ValueError, OSError, EOFError, pd.errors.ParserError) as exc:
         if isinstance(exc, InputError):
             raise
         raise InputError(f"Could not read {path}: {exc}") from exc
     return _read_plain(path)
+
+
+def _read_csv(path, sep: str) -> pd.DataFrame:
+    """A delimited file with the delimiter the user gave; a file that is not UTF-8 text is an error saying where."""
+    check_text_file(path)
+    try:
+        return _with_rows(pd.read_csv(path, sep=sep), path)
+    except UnicodeDecodeError:
+        raise InputError(not_utf8(path)) from None
+    except (ValueError, OSError, EOFError, pd.errors.ParserError) as exc:
+        if isinstance(exc, InputError):
+            raise
+        raise InputError(f"Could not read {path}: {exc}") from exc
 
 
 def _with_rows(table: pd.DataFrame, path: Path) -> pd.DataFrame:
@@ -85,10 +103,7 @@ def read_delimited(path: Path, sep: str) -> pd.DataFrame:
 
 def _read_plain(path: Path) -> pd.DataFrame:
     """One score per line (empty lines skipped); the item is the 1-based line number."""
-    try:
-        lines = path.read_text().splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"Could not read {path}: {exc}") from exc
+    lines = read_text(path).splitlines()
     items, scores = [], []
     for i, line in enumerate(lines, start=1):
         text = line.strip()
@@ -107,8 +122,11 @@ def _read_plain(path: Path) -> pd.DataFrame:
 
 
 def load_scores(source, *, sep: str | None = None) -> pd.DataFrame:
-    """A score table from a DataFrame, a file (CSV, TSV, Parquet, JSON lines; compressed as pandas reads them), a
-    folder of Parquet files, or a run-folder pattern with named fields, e.g. ``runs/{system}/seed={seed}/scores.tsv``.
+    """A score table from a DataFrame, a file (CSV, TSV, Parquet, JSON lines, plain scores; compressed: ``.gz``,
+    ``.bz2``, ``.xz``, a ``.zip`` of one file), a folder of Parquet files, or a run-folder pattern with named
+    fields, e.g. ``runs/{system}/seed={seed}/scores.tsv`` (run folders that are links to folders are followed).
+    Text that is not UTF-8 is an error naming the line and byte (and "save it as UTF-8"); a spreadsheet (``.xlsx``,
+    ``.xls``, ``.ods``, or one renamed ``.csv``) one saying to save it as CSV (UTF-8).
 
     Pattern fields become text columns (categorical: one label per file); files are read in sorted order, so the
     result is deterministic. A ``.csv`` whose header is separated by semicolons or tabs is read with that delimiter;
@@ -126,12 +144,12 @@ def load_scores(source, *, sep: str | None = None) -> pd.DataFrame:
         if not path.is_file():
             raise InputError(no_file(path))
         if sep is not None:
-            return _with_rows(pd.read_csv(path, sep=sep), path)
+            return _read_csv(path, sep)
         return _read_table(path)
     fields = list(matches[0][1])
     frames, columns0, first = [], None, None
     for f, _ in matches:
-        table = pd.read_csv(f, sep=sep) if sep is not None else _read_table(Path(f))
+        table = _read_csv(f, sep) if sep is not None else _read_table(Path(f))
         if table.empty:
             raise InputError(f"{f} has no rows.")
         clash = [c for c in fields if c in table.columns]
@@ -152,7 +170,17 @@ def load_scores(source, *, sep: str | None = None) -> pd.DataFrame:
     for name in fields:   # one label per file, as a categorical column built from the files' row counts
         labels, codes = np.unique([values[name] for _, values in matches], return_inverse=True)
         out[name] = pd.Categorical.from_codes(np.repeat(codes, lengths), categories=[str(v) for v in labels])
-    return out[fields + [c for c in out.columns if c not in fields]]
+    out = out[fields + [c for c in out.columns if c not in fields]]
+    out.attrs["files"] = FileRows((str(f), n) for (f, _), n in zip(matches, lengths, strict=True))
+    return out
+
+
+class FileRows(tuple):
+    """(file, rows) of the files a run-folder pattern read, in order, so that messages name a row's file; kept in
+    ``DataFrame.attrs``, which pandas deep-copies on every operation: this one is shared, not copied."""
+
+    def __deepcopy__(self, memo):
+        return self
 
 
 @dataclass
@@ -167,10 +195,12 @@ class DataSummary:
     runs_per_system: dict = field(default_factory=dict)
     n_dropped_nan: int = 0
     design: str = ""
+    n_dropped_keys: int = 0   # rows without a system, item, run, repeat or property label (dropna)
 
     def to_frame(self) -> pd.DataFrame:
         rows = [("rows", self.n_rows), ("items", self.n_items), ("systems", self.n_systems),
                 ("dropped rows with a missing score", self.n_dropped_nan)]
+        rows += [("dropped rows with a missing key", self.n_dropped_keys)] if self.n_dropped_keys else []
         rows += [(f"levels of {k}", v) for k, v in self.replications.items()]
         rows += [(f"runs of {s}", v) for s, v in self.runs_per_system.items()]
         return pd.DataFrame(rows, columns=["", "value"]).set_index("")
@@ -245,19 +275,114 @@ def _labels(column: pd.Series) -> pd.Series:
     every later grouping, comparison and model fit reads the codes instead of hashing 10^6 strings again. A column
     that is already categorical with text categories keeps its categories (and their order)."""
     dtype = column.dtype
-    if isinstance(dtype, pd.CategoricalDtype) and all(isinstance(c, str) for c in dtype.categories):
+    if isinstance(dtype, pd.CategoricalDtype) and dtype.categories.inferred_type in ("string", "empty"):
         return column
     return column.astype(str).astype("category")
+
+
+def _rows(mask: np.ndarray, files=None, shown: int = 5) -> str:
+    """The first rows where ``mask`` holds, as 1-based data row numbers (a file's rows below its header); for a
+    table read from a run-folder pattern (``files``: [(file, rows)] in order), each with its file."""
+    rows = np.flatnonzero(mask)[:shown]
+    n = int(mask.sum())
+    more = ", ..." if n > shown else ""
+    if not files:
+        return f"data row{'s' if n > 1 else ''} {', '.join(str(r + 1) for r in rows)}{more}"
+    starts = np.cumsum([0] + [k for _, k in files])
+    where = [(files[i][0], r - starts[i] + 1) for r in rows for i in [int(np.searchsorted(starts, r, "right")) - 1]]
+    return "; ".join(f"{f} data row {k}" for f, k in where) + more
+
+
+def _drop_missing_keys(out, keys, label_cols, dropna: bool, lazy: bool, files=None):
+    """The key columns (system, item, replications, repeats, properties) checked for missing labels - empty cells,
+    and text labels that are blank - before anything else reads them: an error naming each column, its count and
+    first rows, or (``dropna``) those rows dropped. The label columns become text labels (:func:`_labels`).
+    Returns (table, number of rows dropped)."""
+    cols = [c for _, c in keys]
+    if lazy:
+        counts = [int(v) for v in computed([out[c].isna().sum() for c in cols])]
+        n_drop = 0
+        if any(counts) and dropna:
+            n_drop = int(computed(out[cols].isna().any(axis=1).sum()))
+            out = out.dropna(subset=cols)
+        for c in label_cols:
+            out[c] = out[c].astype(str)
+        masks = dict.fromkeys(cols)
+    else:
+        masks = {c: out[c].isna().to_numpy() for c in cols}
+        for c in label_cols:
+            out[c] = _labels(out[c])
+            blank = np.flatnonzero(out[c].cat.categories.astype(str).str.strip() == "")   # vectorized: 10^6 items
+            if c in masks and len(blank):
+                masks[c] = masks[c] | np.isin(out[c].cat.codes.to_numpy(), blank)
+        counts = [int(masks[c].sum()) for c in cols]
+        n_drop = 0
+        if any(counts) and dropna:
+            keep = ~np.logical_or.reduce([masks[c] for c in cols])
+            n_drop = int((~keep).sum())
+            out = out[keep].reset_index(drop=True)
+            for c in label_cols:
+                out[c] = out[c].cat.remove_unused_categories()
+    if any(counts) and not dropna:
+        desc = "; ".join(f"the {role} column {c!r} in {n} row{'s' if n > 1 else ''}"
+                         + (f" ({_rows(masks[c], files)})" if masks[c] is not None else "")
+                         for (role, c), n in zip(keys, counts, strict=True) if n)
+        raise InputError(f"Empty key cells: {desc}. Every row needs a label in each key column "
+                         f"({', '.join(cols)}) to be placed in the design. Fill them in, or drop those rows with "
+                         "dropna=True (vrs analyze --dropna).")
+    return out, n_drop
+
+
+def _label_key(label) -> str:
+    text = unicodedata.normalize("NFKC", str(label))
+    return " ".join(unicodedata.normalize("NFKC", text.casefold()).split())
+
+
+def near_duplicates(labels, *, case: bool = True) -> list[list[str]]:
+    """Groups of distinct labels that name the same thing but for case, spacing (surrounding, or runs of blanks
+    inside) or Unicode form (NFKC: full-width letters, ligatures): ``['A', 'a ']``. ``case=False``: only labels that
+    differ in their surrounding spaces. Sorted groups of two or more, in order of their first label."""
+    groups: dict = {}
+    for label in dict.fromkeys(map(str, labels)):
+        groups.setdefault(_label_key(label) if case else label.strip(), []).append(label)
+    return sorted((sorted(g) for g in groups.values() if len(g) > 1), key=lambda g: g[0])
+
+
+def check_near_duplicates(table, keys) -> None:
+    """Labels of a key column that differ only in case, spacing or Unicode form (``A`` and ``a ``) would be
+    different systems (runs, repeats) to every model: an error naming them. Items are checked for surrounding
+    spaces only (items such as words may differ in case). Reads the unique labels only (the categories of a
+    validated table)."""
+    for role, c in keys:
+        values = table[c].cat.categories if isinstance(table[c].dtype, pd.CategoricalDtype) else table[c].unique()
+        values = pd.Index(values).astype(str)
+        if role == "item":
+            if not (values.str.strip() != values).any():   # cheap on 10^6 items: most have no surrounding spaces
+                continue
+            found = near_duplicates(values, case=False)
+        else:
+            found = near_duplicates(values)
+        if found:
+            shown = "; ".join(" and ".join(repr(v) for v in g) for g in found[:5])
+            what = {"system": "systems", "replication": "runs", "repeat": "repeats", "item": "items"}[role]
+            raise InputError(f"The {role} column {c!r} has labels that differ only in case, spaces or Unicode form: "
+                             f"{shown}{'; ...' if len(found) > 5 else ''} ({len(found)} group(s)). They would be "
+                             f"analysed as different {what}. If they are the same, write them the same way in the "
+                             "data (e.g. trim the spaces); if not, give them names that differ in more than that.")
 
 
 def validate(df, *, response, system: str | None = None, item: str, replications=(),
              properties=(), dropna: bool = False, repeats=()) -> tuple[pd.DataFrame, DataSummary]:
     """Check the roles of the columns of a score table and return (a clean copy, a :class:`DataSummary`).
 
-    Raises :class:`InputError` for: a missing column (with a did-you-mean), a column in two roles, a non-numeric
-    response (naming bad values and, in memory, their rows), missing scores (unless ``dropna``), a missing or single
-    property value, a replication column with a single level within every system (run variance not estimable),
-    items not shared by all systems, and two rows for the same system, run and item.
+    Raises :class:`InputError` for: a missing column (with a did-you-mean), a column in two roles, an empty or blank
+    key cell - system, item, replication, repeat, property - (naming the column and, in memory, its first 1-based
+    data rows; ``dropna`` drops those rows instead, counted in ``n_dropped_keys``), labels of the system,
+    replication or repeat column that differ only in case, spacing or Unicode form (``A`` and ``a ``; items: only in
+    surrounding spaces; :func:`near_duplicates`, on the unique labels), a non-numeric response (naming bad values
+    and, in memory, their rows), missing scores (unless ``dropna``), a single property value, a replication column
+    with a single level within every system (run variance not estimable), items not shared by all systems, and two
+    rows for the same system, run and item.
 
     ``df`` may be a pandas or a dask DataFrame (``vrs analyze --dask``): every check is an aggregation (counts per
     system and item, per system, run and item), so the same checks give the same messages on both, and a dask
@@ -282,9 +407,24 @@ def validate(df, *, response, system: str | None = None, item: str, replications
     check_roles(roles, list(df.columns))
     used = [c for _, c in roles if c is not None]
     out = df[used] if lazy else df[used].copy()
+    if not lazy:
+        out.attrs.pop("files", None)   # named in the messages below; the clean table does not carry it
+    if system is None:
+        sys_col = "_system"
+        out = out.assign(**{sys_col: "all"})
+    else:
+        sys_col = system
+    n_rows_given = int(computed(out[used[0]].size)) if lazy else len(out)
+    key_roles = [("system", system)] * (system is not None) + [("item", item)]
+    key_roles += [("replication", r) for r in replications] + [("repeat", r) for r in repeats]
+    out, n_keyless = _drop_missing_keys(out, key_roles + [("property", p) for p in properties],
+                                        [sys_col, item, *replications, *repeats], dropna, lazy,
+                                        getattr(df, "attrs", {}).get("files"))
+    if not lazy:   # labels that differ only in case or spaces, on the categories (one per label, not per row)
+        check_near_duplicates(out, key_roles)
     for r in responses:
         out = _numeric_response(out, r, lazy)
-    n_rows_in = int(computed(out[responses[0]].size)) if lazy else len(out)
+    n_rows_in = n_rows_given - n_keyless
     missing = out[responses].isna()
     per_column = [int(v) for v in computed(missing.sum())]
     for r, n in zip(responses, per_column, strict=True):
@@ -298,22 +438,13 @@ def validate(df, *, response, system: str | None = None, item: str, replications
         if not lazy:
             out = out.reset_index(drop=True)
     if n_rows_in - n_nan == 0:
-        raise InputError(f"No data rows{' left after dropping the rows with a missing score' if n_nan else ''}: "
-                         "give at least one row per system, run and item.")
+        what = " left after dropping the rows with a missing " + ("score or key" if n_keyless else "score")
+        raise InputError(f"No data rows{what if n_nan or n_keyless else ''}: give at least one row per system, run "
+                         "and item.")
     for r in responses:
         _check_values(out[r], r)
-    if system is None:
-        sys_col = "_system"
-        out = out.assign(**{sys_col: "all"})
-    else:
-        sys_col = system
-    for c in [sys_col, item, *replications, *repeats]:
-        out[c] = out[c].astype(str) if lazy else _labels(out[c])
     for p in properties:
-        missing, distinct = (int(v) for v in computed([out[p].isna().sum(), out[p].nunique()])) if lazy else \
-            (int(out[p].isna().sum()), int(out[p].nunique()))
-        if missing:
-            raise InputError(f"The property {p!r} has {missing} missing value(s); fill or drop them.")
+        distinct = int(computed(out[p].nunique()))
         if distinct < 2:
             first = computed(out[p].head(1, npartitions=-1)).iloc[0] if lazy else out[p].iloc[0]
             raise InputError(f"The property {p!r} has a single value ({first!r}): there is nothing to "
@@ -323,6 +454,8 @@ def validate(df, *, response, system: str | None = None, item: str, replications
     cells = computed(out.groupby(keys, observed=True)[responses[0]].size())
     cells = cells[cells > 0]
     frame = cells.rename("n").reset_index()
+    if lazy:   # the labels of a dask table: those of its cells (computed above)
+        check_near_duplicates(frame, key_roles)
     systems = sorted(frame[sys_col].unique())
     if frame[item].nunique() < 2:
         raise InputError(f"The data hold a single item ({item} = {frame[item].iloc[0]!r}): the variation between "
@@ -359,12 +492,13 @@ def validate(df, *, response, system: str | None = None, item: str, replications
     info = DataSummary(
         n_rows=int(frame["n"].sum()), n_items=int(frame[item].nunique()), n_systems=len(systems), systems=systems,
         replications={r: int(frame[r].nunique()) for r in replications},
-        runs_per_system={s: int(runs_actual[s]) for s in systems}, n_dropped_nan=n_nan)
+        runs_per_system={s: int(runs_actual[s]) for s in systems}, n_dropped_nan=n_nan, n_dropped_keys=n_keyless)
     info.design = (f"{info.n_rows:,} rows: {info.n_systems} system(s) ({', '.join(systems[:6])}"
                    f"{', ...' if len(systems) > 6 else ''}) x {info.n_items:,} items"
                    + (f", runs per system {sorted(set(info.runs_per_system.values()))} over "
                       f"{', '.join(replications)}" if replications else ", one run per system")
                    + (f", repeats per item {_span(per_cell)} over {', '.join(repeats)}" if repeats else "")
+                   + (f"; {n_keyless} rows with a missing key dropped" if n_keyless else "")
                    + (f"; {n_nan} rows with a missing score dropped" if n_nan else "")
                    + (f"; read as {DELIMITERS[sep]}-separated (the file's header uses {DELIMITERS[sep]}s)"
                       if (sep := getattr(df, "attrs", {}).get("delimiter")) in DELIMITERS else ""))

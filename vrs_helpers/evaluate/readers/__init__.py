@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..files import find_files
 from ..scores import InputError, match_pattern
 from . import every_eval_ever, helm, inspect_logs, lm_eval  # noqa: F401  (each registers its format)
 from .base import FORMATS, KEYS, EvalLogs, LogDescription, LogFormatError, ReadResult, assemble
@@ -39,7 +40,7 @@ def _roots(path) -> list:
 def _unknown(roots) -> str:
     seen = []
     for root, _ in roots:
-        seen += [root] if root.is_file() else [p for p in sorted(root.rglob("*")) if p.is_file()][:6]
+        seen += [root] if root.is_file() else find_files(root)[:6]
     return ", ".join(str(p) for p in seen[:6]) or "nothing"
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..files import open_text, read_text
 from ..scores import InputError
 
 KEYS = ["system", "task", "run", "repeat", "item"]
@@ -178,9 +179,9 @@ class EvalLogs:
 def read_json(path: Path):
     """A whole JSON file, or an error naming the file, the line and what was expected."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LogFormatError(f"Could not read {path}: {exc}") from exc
+        text = read_text(path)   # decompressed by its suffix; not UTF-8: where, and what to do
+    except InputError as exc:
+        raise LogFormatError(str(exc)) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -191,20 +192,20 @@ def read_json(path: Path):
 def peek_json(path: Path, size: int = 4096) -> str:
     """The first ``size`` characters of a text file ('' when it cannot be read): detection looks at this only."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
+        with open_text(path, errors="replace") as handle:
             return handle.read(size)
-    except OSError:
+    except (OSError, EOFError, InputError):
         return ""
 
 
 def first_json_line(path: Path):
     """The first non-empty line of a file parsed as JSON, or None (detection only: errors come at reading)."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
+        with open_text(path, errors="replace") as handle:
             for line in handle:
                 if line.strip():
                     return json.loads(line)
-    except (OSError, json.JSONDecodeError):
+    except (OSError, EOFError, InputError, json.JSONDecodeError):
         return None
     return None
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..files import base_suffix, find_files
 from ..scores import iter_json_lines
 from .base import LogFormat, LogFormatError, ReadResult, dotted, first_json_line, register, score_value
 
@@ -28,8 +29,8 @@ def _is_eee(path: Path) -> bool:
 
 
 def _detect(root: Path) -> list:
-    cands = [root] if root.is_file() else sorted(root.rglob("*.jsonl"))
-    return [p for p in cands if p.suffix == ".jsonl" and _is_eee(p)]
+    cands = [root] if root.is_file() else find_files(root, "*.jsonl*")
+    return sorted(p for p in cands if base_suffix(p) == ".jsonl" and _is_eee(p))
 
 
 def _read(files: list, options: dict) -> ReadResult:

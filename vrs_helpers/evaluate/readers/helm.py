@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..files import find_files
 from .base import LogFormat, LogFormatError, ReadResult, dotted, read_json, register, relative, score_value
 
 LAYOUT = ("HELM run folders: benchmark_output/runs/<suite>/<run>/per_instance_stats.json beside run_spec.json "
@@ -25,7 +26,7 @@ PRIMARY = ("exact_match", "quasi_exact_match", "prefix_exact_match", "f1_score",
 def _detect(root: Path) -> list:
     if root.is_file():
         return [root] if root.name == "per_instance_stats.json" else []
-    return sorted(root.rglob("per_instance_stats.json"))
+    return find_files(root, "per_instance_stats.json")
 
 
 def task_name(run_spec_name: str) -> str:

@@ -18,6 +18,7 @@ import math
 import re
 from pathlib import Path
 
+from ..files import find_files
 from .base import LogFormat, LogFormatError, ReadResult, dotted, peek_json, register, relative
 
 LAYOUT = "Inspect logs: *.eval (zip) or *.json written by inspect_ai (inspect eval --log-dir DIR)"
@@ -52,7 +53,7 @@ def _detect(root: Path) -> list:
     if root.is_file():
         cands = [root]
     else:
-        cands = sorted(root.rglob("*.eval")) + sorted(root.rglob("*.json"))
+        cands = find_files(root, "*.eval") + find_files(root, "*.json")
     return [p for p in cands if p.suffix == ".eval" or (p.suffix == ".json" and _JSON_LOG.match(peek_json(p)))]
 
 

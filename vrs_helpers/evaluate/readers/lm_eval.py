@@ -21,11 +21,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ..files import find_files
 from ..scores import iter_json_lines
-from .base import LogFormat, LogFormatError, ReadResult, dotted, read_json, register, relative, score_value
+from .base import LogFormat, LogFormatError, ReadResult, dotted, peek_json, read_json, register, relative, score_value
 
-SAMPLES = re.compile(r"^samples_(?P<task>.+)_(?P<date>[^_]+)\.jsonl$")
-RESULTS = re.compile(r"^(?P<stem>.+)_(?P<date>[^_]+)\.json$")
+_PACKED = r"(?:\.gz|\.bz2|\.xz)?"   # logs compressed afterwards are read as they are
+SAMPLES = re.compile(rf"^samples_(?P<task>.+)_(?P<date>[^_]+)\.jsonl{_PACKED}$")
+RESULTS = re.compile(rf"^(?P<stem>.+)_(?P<date>[^_]+)\.json{_PACKED}$")
 SEEDS = ("fewshot_seed", "random_seed", "numpy_seed", "torch_seed")
 FIXED = {"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "filter", "metrics", "doc_hash",
          "prompt_hash", "target_hash"}
@@ -39,17 +41,36 @@ def metric_name(metric: str, filt: str) -> str:
 
 
 def _detect(root: Path) -> list:
+    """The samples files under ``root``, and the results files without any (lm_eval run without --log_samples:
+    :func:`_read` refuses them, so that a run is never left out in silence)."""
     if root.is_file():
         return [root] if SAMPLES.match(root.name) or root.name.startswith("results_") else []
-    return sorted(p for p in root.rglob("samples_*.jsonl") if SAMPLES.match(p.name))
+    samples = [p for p in find_files(root, "samples_*.jsonl*") if SAMPLES.match(p.name)]
+    dated = {(p.parent, SAMPLES.match(p.name)["date"]) for p in samples}
+    alone = [p for p in find_files(root, "results_*.json*") if (m := RESULTS.match(p.name))
+             and (p.parent, m["date"]) not in dated and '"results"' in peek_json(p)]
+    return sorted(samples + alone)
 
 
 def _results_for(samples: Path, date: str):
-    exact = samples.parent / f"results_{date}.json"
-    if exact.is_file():
-        return exact
-    others = sorted(p for p in samples.parent.glob(f"*_{date}.json") if RESULTS.match(p.name))
+    for suffix in ("", ".gz", ".bz2", ".xz"):
+        exact = samples.parent / f"results_{date}.json{suffix}"
+        if exact.is_file():
+            return exact
+    others = sorted(p for p in samples.parent.glob(f"*_{date}.json*") if RESULTS.match(p.name))
     return others[0] if others else None
+
+
+def _without_samples(files: list, root: Path) -> None:
+    """Results files among ``files`` (those :func:`_detect` lists only when no samples file shares their date):
+    an error naming them and the fix (the per-item scores are in the samples files only)."""
+    alone = [p for p in files if not SAMPLES.match(p.name)]
+    if alone:
+        shown = ", ".join(str(p) for p in alone[:3]) + (f" (and {len(alone) - 3} more)" if len(alone) > 3 else "")
+        raise LogFormatError(f"{len(alone)} lm-eval results file(s) without their samples_<task>_<date>.jsonl: "
+                             f"{shown}. The per-item scores every test here needs are in the samples files only: "
+                             "re-run lm_eval with --log_samples (and the same --output_path), or move the results "
+                             "files of those runs out of the folder.")
 
 
 def _model_name(results: dict, folder: Path, system_field: str | None):
@@ -98,10 +119,13 @@ def _read(files: list, options: dict) -> ReadResult:
                      repeat_source="none: lm-eval logs one (filtered) score per document")
     if root.is_file():
         date = (SAMPLES.match(root.name) or RESULTS.match(root.name))["date"]
-        files = sorted(p for p in root.parent.glob(f"samples_*_{date}.jsonl") if SAMPLES.match(p.name))
+        files = sorted(p for p in root.parent.glob(f"samples_*_{date}.jsonl*") if SAMPLES.match(p.name)
+                       and SAMPLES.match(p.name)["date"] == date)
         if not files:
-            raise LogFormatError(f"{root}: no samples_<task>_{date}.jsonl beside it. Per-item scores need "
-                                 "lm_eval --log_samples.")
+            raise LogFormatError(f"{root}: no samples_<task>_{date}.jsonl beside it. The per-item scores are in "
+                                 "the samples files only: re-run lm_eval with --log_samples.")
+    else:
+        _without_samples(files, root)
     skipped: dict = {}
     results_cache: dict = {}
     for path in files:
