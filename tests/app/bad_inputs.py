@@ -206,7 +206,7 @@ CASES = [
     ("--out a folder under a file", _bad_out_under_file, 2, "is a file, so no folder can be made"),
     ("--out a read-only place (/sys)", _bad_out_readonly, 2, "cannot be written there"),
     ("a missing file", _no_file, 2, "No file at"),
-    ("a file that is not text", _not_text, 2, "Could not read"),
+    ("a file that is not text", _not_text, 2, "not UTF-8. Save it as CSV (UTF-8)"),
     ("--alpha 5", _alpha, 2, "alpha must be between 0 and 1"),
     ("--test without --replication", _test_without_runs, 2, "needs replication columns"),
     ("--dask with evaluation logs", _dask_logs, 2, "evaluation logs are read in memory"),

@@ -173,3 +173,26 @@ def test_three_systems_pairwise_readings_use_small_sample_df():
         assert row["differ"] == (ref["p_value"] < r.alpha)
     line = next(v for v in r.verdict if v.startswith("Pairwise, runs random"))
     assert f"{int((c['p_value'] < r.alpha).sum())} of 3 pairs differ" in line and "family-wise" in line
+
+
+def test_a_separated_system_among_three_is_not_estimable_never_no_difference():
+    """Issue 39 (4): with S2 all correct among three systems its contrasts are not computed; the pairwise sentence
+    says "not estimable (S2 all correct)" for them and counts them apart, the readings table leaves their decision
+    empty (None, not False), and no disagreement sentence quotes p = nan."""
+    import warnings
+
+    from vrs_helpers.evaluate.analysis import analyze
+
+    rng = np.random.default_rng(3)
+    d = pd.DataFrame([{"system": f"S{s}", "seed": r, "item": i,
+                       "score": 1 if s == 2 else int(rng.random() < 0.6)}
+                      for s in range(3) for r in range(3) for i in range(60)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = analyze(d, "score", "system", "item", replications=["seed"], n_resamples=99, n_sim=19)
+    line = next(v for v in a.verdict if v.startswith("Pairwise, runs random"))
+    assert "S0 - S2: not estimable (S2 all correct)" in line and "S1 - S2: not estimable (S2 all correct)" in line
+    assert "2 not estimable" in line and "S0 - S2: no difference" not in line and "nan" not in line
+    s2 = a.readings[a.readings["comparison"].str.contains("S2") & a.readings["kind"].isin(["replications", "random"])]
+    assert len(s2) and s2["differ"].isna().all() and s2["criterion"].str.startswith("not estimable").all()
+    assert not any("nan" in s for s in a.disagreements)

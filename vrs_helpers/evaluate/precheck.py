@@ -26,7 +26,7 @@ import os
 import re
 from pathlib import Path
 
-from .files import InputError, base_suffix, not_utf8, open_text
+from .files import InputError, base_suffix, check_not_spreadsheet, not_utf8, open_text
 
 TABLE_SUFFIXES = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".jsonl": "jsonl", ".ndjson": "jsonl",
                   ".parquet": "parquet", ".pq": "parquet"}
@@ -213,6 +213,8 @@ def _file_columns(path: Path, wanted) -> list | None:
     """The columns of the score table in the file ``path`` (None: not judged here)."""
     kind = TABLE_SUFFIXES.get(table_suffix(path))
     try:
+        if kind != "parquet":
+            check_not_spreadsheet(path)   # "save it as CSV (UTF-8)", as the full read says
         if kind == "parquet":
             import pyarrow.parquet as pq
 
@@ -223,7 +225,9 @@ def _file_columns(path: Path, wanted) -> list | None:
             return _delimited_header(path, kind)
     except InputError:
         raise
-    except (ValueError, OSError) as exc:   # pyarrow's ArrowInvalid is a ValueError, UnicodeDecodeError too
+    except UnicodeDecodeError:
+        raise InputError(not_utf8(path)) from None
+    except (ValueError, OSError) as exc:   # pyarrow's ArrowInvalid is a ValueError
         raise InputError(f"Could not read {path}: {exc}") from exc
     if table_suffix(path) in PLAIN_SUFFIXES:
         return ["item", "score"]   # one score per line (scores._read_plain)

@@ -190,7 +190,8 @@ def expected_best_by_system(means: dict, higher_is_better: bool = True, seed: in
 def _row(comparison, kind, reading, test, statistic, df, p, criterion, differ) -> dict:
     return {"comparison": comparison, "kind": kind, "reading": reading, "test": test,
             "statistic": None if statistic is None else float(statistic), "df": df,
-            "p_value": None if p is None else float(p), "criterion": criterion, "differ": bool(differ)}
+            "p_value": None if p is None else float(p), "criterion": criterion,
+            "differ": None if differ is None else bool(differ)}
 
 
 def _contrast(frame: pd.DataFrame, a: str, b: str):
@@ -267,8 +268,13 @@ def _pairwise_rows(result, a: str, b: str, crit: str) -> list:
             test, stat, df = f"{adjust}-adjusted contrast (t, {_df_name(comp)} df)", r["t"], f"{r['df']:.4g}"
         else:
             test, stat, df = f"{adjust}-adjusted contrast (z)", r["z"], ""
-        rows.append(_row(f"{b} vs {a}", kind, reading, test, stat, df, r["p_value"], crit,
-                         r["p_value"] < result.alpha))
+        p = float(r["p_value"])
+        if not np.isfinite(p):   # a separated system: the contrast was not computed - no decision either way
+            why = ", ".join(f"{s} {result.separated[s]}" for s in (a, b) if s in getattr(result, "separated", {}))
+            rows.append(_row(f"{b} vs {a}", kind, reading, test, None, df, None,
+                             f"not estimable ({why})" if why else "not estimable", None))
+            continue
+        rows.append(_row(f"{b} vs {a}", kind, reading, test, stat, df, p, crit, p < result.alpha))
     return rows
 
 
@@ -297,7 +303,7 @@ def disagreements(result, frame: pd.DataFrame | None = None) -> list[str]:
             continue
         decisions = {}
         for kind in IGNORES:
-            rows = part[part["kind"] == kind]
+            rows = part[(part["kind"] == kind) & part["differ"].notna()]   # a contrast not estimable decides nothing
             if not len(rows):
                 continue
             if kind == "paired" and rows["differ"].nunique() > 1:

@@ -396,17 +396,27 @@ def pairwise_sentence(result) -> str | None:
         return None
     c = comp.contrasts
     small = "df" in c and "t" in c
-    parts = [f"{r['contrast']}: {'differ' if r['p_value'] < result.alpha else 'no difference'} "
-             + (f"(t = {r['t']:.3g} on {r['df']:.3g} df, adjusted p = {r['p_value']:.3g})" if small else
-                f"(z = {r['z']:.3g}, adjusted p = {r['p_value']:.3g})") for _, r in c.iterrows()]
+
+    def said(r) -> str:
+        if not np.isfinite(r["p_value"]):   # a separated system (issue 39): no decision, not "no difference"
+            why = [f"{s} {result.separated[s]}" for s in map(str.strip, str(r["contrast"]).split(" - "))
+                   if s in result.separated]
+            return f"{r['contrast']}: not estimable" + (f" ({', '.join(why)})" if why else "")
+        return (f"{r['contrast']}: {'differ' if r['p_value'] < result.alpha else 'no difference'} "
+                + (f"(t = {r['t']:.3g} on {r['df']:.3g} df, adjusted p = {r['p_value']:.3g})" if small else
+                   f"(z = {r['z']:.3g}, adjusted p = {r['p_value']:.3g})"))
+
+    parts = [said(r) for _, r in c.iterrows()]
+    missing = int((~np.isfinite(c["p_value"].to_numpy(dtype=float))).sum())
     how = ("t tests on small-sample df, Tukey-adjusted on those df" if small else
            "Wald z tests on the logit scale, adjusted by the maximum |z| over the parametric bootstrap's simulations "
            "(single-step max-T, Westfall & Young 1993)" if getattr(comp, "adjust", "").startswith("bootstrap") else
            "Wald z tests on the logit scale, Tukey-adjusted (no small-sample df for a GLMM)")
     found = int((c["p_value"] < result.alpha).sum())
     listed = "; ".join(parts) if len(c) <= MAX_LISTED_PAIRS else "every pair is in summary.json ('pairs')"
+    gaps = f", {missing} not estimable" if missing else ""
     return (f"Pairwise, runs random ({how}; family-wise alpha = {result.alpha:g} over {len(c)} contrasts): "
-            f"{found} of {len(c)} pairs differ - " + listed + ".")
+            f"{found} of {len(c)} pairs differ{gaps} - " + listed + ".")
 
 
 MAX_LISTED_PAIRS = 6   # up to 4 systems the pairwise decisions are listed in the verdict; beyond, the ranking
@@ -447,8 +457,11 @@ def ranking_lines(result) -> list[str]:
              "rank interval: the ranks each system can hold; systems sharing a letter are not separated):"]
     for r in table.itertuples():
         span = f"{r.rank_low}" if r.rank_low == r.rank_high else f"{r.rank_low}-{r.rank_high}"
+        sep = result.separated.get(r.system)
+        gap = f" (its contrasts are not estimable: {sep}; its rank interval and letters are not decisions)" \
+            if sep else ""
         lines.append(f"  {r.rank}. {r.system}: {r.estimate:.4g} [{r.ci_low:.4g}, {r.ci_high:.4g}], "
-                     f"rank {span}, group {r.group}")
+                     f"rank {span}, group {r.group}{gap}")
     return lines
 
 
