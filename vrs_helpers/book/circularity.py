@@ -22,6 +22,7 @@ nullified; "partial" when D^2 is close to 1 but some feature keeps a non-zero sh
 
 from __future__ import annotations
 
+import html
 import itertools
 import math
 import time
@@ -80,7 +81,7 @@ class CircularityResult:
                 f"verdict: {self.verdict})")
 
     def _repr_html_(self) -> str:
-        return (f"<p><code>{self!r}</code></p><p>Top models</p>" + self.top().to_html(index=False)
+        return (f"<p><code>{html.escape(repr(self))}</code></p><p>Top models</p>" + self.top().to_html(index=False)
                 + "<p>Nullification</p>" + self.nullification.to_html(index=False, float_format="%.4g"))
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import VRSError
+from ..literal import html_text
 
 
 class ReliabilityError(VRSError, ValueError):
@@ -100,8 +101,9 @@ class PhiResult:
                 f"{', ' + n if n else ''})")
 
     def _repr_html_(self) -> str:
-        return (f"<p><b>{self.kind} reliability coefficient φ = {self.phi:.4f}</b> ({self.interpretation}, Koo &amp; "
-                f"Li); σ²<sub>{self.object}</sub> = {self.substantial:.4g}, σ²<sub>Δ</sub> = "
+        return (f"<p><b>{html_text(self.kind)} reliability coefficient φ = {self.phi:.4f}</b> "
+                f"({html_text(self.interpretation)}, Koo &amp; Li); σ²<sub>{html_text(self.object)}</sub> = "
+                f"{self.substantial:.4g}, σ²<sub>Δ</sub> = "
                 f"{self.error_variance:.4g}</p>" + self.terms.to_html(index=False, float_format=lambda x: f"{x:.4g}"))
 
     def to_frame(self) -> pd.DataFrame:

@@ -24,6 +24,7 @@ import pandas as pd
 
 from ..book.glrt import replication_problem
 from ..errors import VRSError
+from ..literal import html_text, no_math
 
 TABLE_SUFFIXES = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".jsonl": "jsonl", ".ndjson": "jsonl",
                   ".parquet": "parquet", ".pq": "parquet"}
@@ -258,7 +259,7 @@ class DataSummary:
         return f"DataSummary({self.design})"
 
     def _repr_html_(self) -> str:
-        return f"<p>{self.design}</p>" + self.to_frame().to_html()
+        return f"<p>{html_text(self.design)}</p>" + no_math(self.to_frame().to_html(), "div")
 
 
 def suggest(name: str, columns) -> str:

@@ -40,10 +40,11 @@ STUDY_LEVELS = 50  # the decision study's table lists 1..50 levels (and the firs
 
 
 def safe_names(columns) -> dict:
-    """Original column name -> a name the formula parser accepts (identifiers kept as they are)."""
+    """Original column name -> a name the formula parser accepts (ASCII identifiers kept as they are; any other
+    character, a non-ASCII letter too, becomes "_")."""
     out, used = {}, set()
     for c in columns:
-        name = str(c) if _SAFE.match(str(c)) else re.sub(r"\W", "_", str(c)) or "col"
+        name = str(c) if _SAFE.match(str(c)) else re.sub(r"[^A-Za-z0-9_]", "_", str(c)) or "col"
         if not _SAFE.match(name):
             name = "c_" + name
         base, i = name, 1
