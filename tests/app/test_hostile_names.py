@@ -127,9 +127,13 @@ def _distinct(names, n):
 @given(names=st.lists(NAME, min_size=8, max_size=8))
 @example(names=["<script>alert(1)</script>", r"$\href{javascript:x}{y}$", "<img src=x onerror=alert(1)>",
                 "*a* _b_ `c` [l](javascript:x)", "&amp; | a\nb", r"\(x\) $$y$$", "# h", "x" * 300])
+@example(names=["<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "*a* _b_", "[l](javascript:x) `c`",
+                "&amp; | a\nb", "# h", "~~s~~", "<b>bold</b>"])   # no "$": the markup alone (the old report drew it)
 def test_hostile_names_in_a_score_table_are_text_in_the_report(tmp_path_factory, capsys, names):
     """Two systems, three runs each, four items and the four key columns named by ``names`` (each made distinct
-    by a suffix): the report is written and shows every name as text."""
+    by a suffix): the report is written and shows every name as text. (Before issue 37 the first example failed
+    the report - matplotlib could not parse the names as math - and the second put an ``onerror`` attribute and a
+    ``script`` element into it.)"""
     systems, columns, items = _distinct(names[:2], 2), _distinct(names[2:6], 4), _distinct(names[6:] + names, 4)
     out = tmp_path_factory.mktemp("hostile") / "report"
     code = _analyze(_scores(systems, items, columns), columns, out)
