@@ -144,3 +144,15 @@ def test_raw_math_label_fails_to_draw_control():
             fig.canvas.draw()
     finally:
         plt.close(fig)
+
+
+def test_plot_text_keeps_a_leading_underscore_in_the_legend():
+    """matplotlib leaves a label starting with "_" out of the legend; a system named "_base" is shown."""
+    fig, ax = plt.subplots()
+    try:
+        ax.plot([0, 1], [0, 1], label=plot_text("_base"))
+        ax.plot([0, 1], [1, 0], label="_hidden")   # control: matplotlib's rule
+        shown = [t.get_text() for t in ax.legend().get_texts()]
+        assert [t.replace("\u200b", "") for t in shown] == ["_base"]
+    finally:
+        plt.close(fig)

@@ -6,7 +6,7 @@ are shown as the characters they are and never become markup, math or script (is
 - :func:`markdown_text` - for Markdown (``IPython.display.Markdown``, rendered by nbconvert's mistune and then by
   MathJax): every ASCII punctuation character and line break as a numeric character reference, kept from MathJax;
 - :func:`plot_text` - for a matplotlib text (tick label, legend entry, title, annotation): every ``$`` escaped, so
-  that mathtext never parses it.
+  that mathtext never parses it, and a leading ``_`` kept visible in a legend.
 
 MathJax (2.7, the report's ``tex2jax`` with ``processEscapes``) typesets ``$...$``, ``$$...$$``, ``\\(...\\)``,
 ``\\[...\\]``, ``\\begin{...}`` and ``\\ref{...}`` in any text of the page that is outside ``pre``/``code``; HTML
@@ -48,6 +48,8 @@ def markdown_text(value) -> str:
 
 def plot_text(value) -> str:
     """``str(value)`` for a matplotlib text drawn as its characters: each ``$`` escaped as ``\\$``, so no mathtext
-    is parsed (matplotlib treats a text as math only when it has unescaped ``$``; it then shows ``\\$`` as ``$``).
-    Assumes ``text.usetex`` is off (matplotlib's default; the workbooks never turn it on)."""
-    return str(value).replace("$", r"\$")
+    is parsed (matplotlib treats a text as math only when it has unescaped ``$``; it then shows ``\\$`` as ``$``),
+    and a leading ``_`` preceded by a zero-width space (a legend leaves out every entry whose label starts with
+    ``_``). Assumes ``text.usetex`` is off (matplotlib's default; the workbooks never turn it on)."""
+    text = str(value).replace("$", r"\$")
+    return "\u200b" + text if text.startswith("_") else text

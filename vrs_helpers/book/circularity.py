@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..literal import plot_text
 from . import gam as _gam
 
 MAX_POWERSET = 10   # 1,023 models; beyond that use search="correlation"
@@ -238,8 +239,8 @@ def plot_shapes(result: CircularityResult, df: pd.DataFrame, features=None, rug_
             ax = axes[r, c]
             res = result.fits.get(key)
             if res is None or f not in res.features:
-                ax.text(0.5, 0.5, f"{f}: not in this model", ha="center", va="center", transform=ax.transAxes,
-                        color="0.4")
+                ax.text(0.5, 0.5, plot_text(f"{f}: not in this model"), ha="center", va="center",
+                        transform=ax.transAxes, color="0.4")
                 ax.set_xticks([])
                 ax.set_yticks([])
             else:
@@ -248,7 +249,7 @@ def plot_shapes(result: CircularityResult, df: pd.DataFrame, features=None, rug_
                 if isinstance(term, _gam.FactorTerm):
                     xs = np.arange(len(sh))
                     ax.errorbar(xs, sh["f"], yerr=2 * sh["se"], fmt="o", color="C0", capsize=3)
-                    ax.set_xticks(xs, [str(v) for v in sh["x"]])
+                    ax.set_xticks(xs, [plot_text(v) for v in sh["x"]])
                 else:
                     ax.plot(sh["x"], sh["f"], color="C0")
                     ax.fill_between(sh["x"], sh["f"] - 2 * sh["se"], sh["f"] + 2 * sh["se"], color="C0", alpha=0.2)
@@ -258,8 +259,8 @@ def plot_shapes(result: CircularityResult, df: pd.DataFrame, features=None, rug_
                     ax.plot(x, np.full(len(x), 0.0), "|", color="k", alpha=0.3, markersize=8,
                             transform=ax.get_xaxis_transform())
                 ax.axhline(0, color="0.6", lw=0.8, ls=":")
-                ax.set_ylabel(f"f({f})")
-                ax.set_xlabel(f)
+                ax.set_ylabel(plot_text(f"f({f})"))
+                ax.set_xlabel(plot_text(f))
                 lab = res.terms[res.features.index(f)].label
                 mx = float(np.abs(res.term_values()[lab]).max())
                 ax.text(0.98, 0.95, f"max |f| = {mx:.3g}", ha="right", va="top", transform=ax.transAxes,
