@@ -6,6 +6,7 @@ import string
 from html.parser import HTMLParser
 
 import matplotlib
+import pandas as pd
 
 matplotlib.use("Agg")
 
@@ -156,3 +157,95 @@ def test_plot_text_keeps_a_leading_underscore_in_the_legend():
         assert [t.replace("\u200b", "") for t in shown] == ["_base"]
     finally:
         plt.close(fig)
+
+
+# ------------------------------------------------------------------- every _repr_html_ that shows names from data
+
+REPR_TAGS = {"p", "b", "sub", "span", "div", "code", "table", "thead", "tbody", "tr", "th", "td", "h2", "ul", "li"}
+NO_MATH_PARENTS = {"pre", "code", "script", "style", "textarea"}
+
+
+def _check_repr(fragment: str, names, math: bool = True):
+    """No element or attribute from ``names``; each name in the text as it is; with ``math``: no name that holds a
+    math delimiter in text that MathJax scans (outside an element of class tex2jax_ignore and outside pre/code)."""
+    p = _parse(fragment)
+    assert {t for t, _ in p.elements} <= REPR_TAGS, p.elements
+    assert {k for _, a in p.elements for k in a} <= {"class", "style", "id", "border"}
+    text = "".join(t for t, _ in p.text)
+    for n in names:
+        assert n in text, n
+    if math:
+        scanned = _MathScan()
+        scanned.feed(fragment)
+        risky = [n for n in names if any(m in n for m in ("$", "\\(", "\\[", "\\begin", "\\ref"))]
+        assert not any(n in t for t in scanned.scanned for n in risky)
+
+
+class _MathScan(HTMLParser):
+    """The text nodes MathJax 2's tex2jax would scan: outside skipped tags and tex2jax_ignore elements."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.stack, self.scanned = [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.stack.append((tag, NO_MATH_CLASS in (dict(attrs).get("class") or "").split()))
+
+    def handle_endtag(self, tag):
+        while self.stack and self.stack.pop()[0] != tag:
+            pass
+
+    def handle_data(self, data):
+        if not any(ignored or t in NO_MATH_PARENTS for t, ignored in self.stack):
+            self.scanned.append(data)
+
+
+NAMES = st.one_of(TEXT.filter(str.strip), MARKUPISH.filter(str.strip), st.sampled_from(HOSTILE[:-1]))
+
+
+@given(NAMES, NAMES)
+@settings(max_examples=150, deadline=None)
+@example("<script>alert(1)</script>", r"$\href{javascript:x}{y}$")
+def test_data_summary_html(system, column):
+    from vrs_helpers.evaluate.scores import DataSummary
+
+    info = DataSummary(10, 5, 1, [system], replications={column: 2}, runs_per_system={system: 2},
+                       design=f"10 rows: 1 system(s) ({system}), runs by {column}")
+    _check_repr(info._repr_html_(), [info.design])
+
+
+@given(NAMES, NAMES, NAMES)
+@settings(max_examples=150, deadline=None)
+@example("<img src=x onerror=alert(1)>", "$x$", r"\(y\)")
+def test_verdict_box(system, line, caption):
+    from vrs_helpers.evaluate.readings import verdict_html
+
+    frame = pd.DataFrame([{"comparison": f"{system} vs B", "reading": "runs", "test": "F", "statistic": 1.5,
+                           "df": "1, 3", "p_value": 0.2, "differ": False}])
+    _check_repr(verdict_html(frame, [line], caption=caption), [f"{system} vs B", line, caption])
+
+
+@given(NAMES, NAMES)
+@settings(max_examples=150, deadline=None)
+@example("<b>item</b>", "$run$")
+def test_phi_result_html(item, run):
+    from vrs_helpers.book.reliability import PhiResult
+
+    terms = pd.DataFrame({"component": [run], "variance": [0.1], "divisor": [2.0], "contribution": [0.05]})
+    r = PhiResult(0.7, "absolute", item, {run: 2.0}, 0.2, 0.05, terms)
+    _check_repr(r._repr_html_(), [item], math=False)   # the table is pandas' (escaped; kept from MathJax in a report)
+    html_only = r._repr_html_().split("<table")[0]
+    _check_repr(html_only, [item])
+
+
+@given(NAMES)
+@settings(max_examples=100, deadline=None)
+@example("<script>alert(1)</script>")
+def test_invariance_result_html(feature):
+    import numpy as np
+
+    from vrs_helpers.book.invariance import InvarianceResult
+
+    r = InvarianceResult(feature, "nominal", "accuracy", 0.8, np.array([0.8, 0.7]), np.array([0.0, 0.1]))
+    _check_repr(r._repr_html_().split("<table")[0], [repr(feature)])   # in <code>: MathJax skips it
+    _check_repr(r._repr_html_(), [], math=False)

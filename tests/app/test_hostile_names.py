@@ -177,3 +177,23 @@ def test_the_check_sees_math_control():
     ok = Page()
     ok.feed(f'<html><head>{mathjax}</head><body><p><span class="tex2jax_ignore">$x$</span></p></body></html>')
     assert_names_are_text(ok, ["$x$"])
+
+
+def test_exported_page_keeps_html_outputs_from_mathjax():
+    """report.notebook_page: a table output holding "$x$" and "\\(y\\)" (pandas escapes markup, not math) is in an
+    element MathJax skips; the Markdown cell's own math is not."""
+    import nbformat
+
+    from vrs_helpers.app.report import notebook_page
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("frame")
+    frame = pd.DataFrame({"system": [r"$x$ \(y\)"], "score": [1.0]})
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"text/html": frame.to_html(),
+                                                                   "text/plain": "frame"})]
+    nb.cells = [nbformat.v4.new_markdown_cell("The coefficient $\\phi$."), cell]
+    page = Page()
+    page.feed(notebook_page(nb, exclude_input=True))
+    assert_names_are_text(page, [r"$x$ \(y\)"])
+    assert any("$\\phi$" in t for t in page.scanned)   # control: the Markdown's math is typeset
+    assert nb.cells[1].outputs[0]["data"]["text/html"] == frame.to_html()   # the notebook itself is unchanged
