@@ -197,3 +197,34 @@ def test_exported_page_keeps_html_outputs_from_mathjax():
     assert_names_are_text(page, [r"$x$ \(y\)"])
     assert any("$\\phi$" in t for t in page.scanned)   # control: the Markdown's math is typeset
     assert nb.cells[1].outputs[0]["data"]["text/html"] == frame.to_html()   # the notebook itself is unchanged
+
+
+def _check_site():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "tools" / "check_site.py"
+    spec = importlib.util.spec_from_file_location("check_site", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.skipif(_check_site().find_browser() is None, reason="no Chromium on PATH")
+def test_mathjax_in_chromium_typesets_no_name(tmp_path, capsys):
+    """The report opened in Chromium (offline, MathJax 2.7 run): MathJax typesets the workbook's own formulas and
+    nothing from the names; no element from the names in the DOM the scripts leave."""
+    import re
+
+    names = [r"$\href{javascript:x}{y}$", "<img src=x onerror=alert(1)>", r"\(zq\) $$wq$$", "<script>alert(2)</script>",
+             "item", "run", "score"]
+    systems, columns = _distinct(names[:2], 2), [names[2] + "·c", names[3] + "·c", "run", "score"]
+    out = tmp_path / "report"
+    assert _analyze(_scores(systems, ["i1", "i2", "i3", "i4"], columns), columns, out) == 0, capsys.readouterr().err
+    check = _check_site()
+    dom, requested = check.run_browser(check.find_browser(), out / "report.html")
+    assert requested == [] and "</html>" in dom
+    tex = re.findall(r'<script type="math/tex[^"]*"[^>]*>(.*?)</script>', dom, re.S)
+    assert tex and not [t for t in tex if re.search(r"href|zq|wq|javascript", t)], tex
+    assert not re.search(r"<img[^>]*onerror|<script>alert", dom)
+    assert "&lt;script&gt;alert(2)&lt;/script&gt;·c" in dom and r"$\href{javascript:x}{y}$·0" in dom
