@@ -175,3 +175,53 @@ def test_scores_by_system_three_views():
     assert sum(len(c.get_offsets()) for c in fig.axes[1].collections) == 80
     assert [t.get_text() for t in fig.axes[2].get_xticklabels()] == ["short", "long"]
     _labelled(fig)
+
+
+HOSTILE = [r"$\href{javascript:x}{y}$", "$a$ <b>", r"x\$ $$", "_{}^"]   # mathtext fails on the first
+
+
+def _shown(fig) -> list[str]:
+    """Every text of a drawn figure as matplotlib shows it; no text may be read as math (matplotlib's rule: a text
+    with an even number of unescaped "$" is mathtext; otherwise "\\$" shows as "$"; a zero-width space shows as
+    nothing)."""
+    from matplotlib import cbook
+    from matplotlib.text import Text
+
+    fig.canvas.draw()   # mathtext that cannot be parsed raises here
+    texts = [t.get_text() for t in fig.findobj(Text)]
+    assert not [t for t in texts if cbook.is_math_text(t) and not t.startswith("$\\mathdefault{")]  # log ticks
+    return [t.replace(r"\$", "$").replace("\u200b", "") for t in texts]
+
+
+def test_names_from_the_data_are_drawn_as_they_are():
+    """Issue 37: labels from the data (systems, levels, features, columns) are drawn literally in every figure."""
+    a, b, c, d = HOSTILE
+    r = pd.DataFrame({"r": [0.1, -0.2], "status": ["ok", "ok"]}, index=[a, b])
+    shown = _shown(plots.feature_correlations({c: r}))
+    assert {a, b, c} <= set(shown)
+    shown = _shown(plots.grouped_bars(pd.DataFrame({a: [0.1, 0.2], b: [0.3, -0.1]}, index=[c, d]), "r", "t"))
+    assert {a, b, c, d} <= set(shown)
+    shares = pd.crosstab(pd.Series([a, a, b], name=c), pd.Series([d, b, b], name="p"), normalize="index")
+    assert {a, b, d, f"share of the {c}"} <= set(_shown(plots.class_shares(shares, "t")))
+    data = pd.DataFrame({"mode": np.repeat([a, b], 6), "rater": np.tile(np.repeat(["1", c], 3), 2),
+                         "sentence": d, "instantiation": np.tile([0, 1, 2], 4), "score": np.arange(12.0)})
+    shown = _shown(plots.small_multiples(data, "mode", "rater", "instantiation", "score", "sentence"))
+    assert f"{a}\nrater {c}" in shown and f"sentence {d}" in shown
+    means = pd.DataFrame({c: [a, b] * 2, d: [a, a, b, b], "emmean": [0.5, 0.6, 0.55, 0.7],
+                          "lower": [0.45, 0.52, 0.5, 0.61]})
+    assert {a, b, c, d} <= set(_shown(plots.cell_means(means, c, d)))
+    assert f"{a} (slope 0.070)" in _shown(plots.fitted_lines({a: 0.4}, {a: 0.07}, np.log([2, 100]), xlabel="x",
+                                                             ylabel="y"))
+    assert {a, b} <= set(_shown(plots.histograms({a: np.zeros(5), b: np.ones(5)}, "d", "t", bins=3)))
+    rng = np.random.default_rng(1)
+    data = pd.DataFrame({"system": np.repeat([a, b], 20), "score": rng.normal(0.5, 0.1, 40),
+                         "length": rng.integers(2, 80, 40)})
+    data[c] = np.where(data["length"] <= 15, d, "long")
+    assert {a, b, d} <= set(_shown(plots.scores_by_system(data, "score", "system", [a, b], "length", c)))
+    from vrs_helpers.book.reliability import decision_study, level_means
+
+    vc = pd.Series({"sentence": 0.05, "rater": 0.01, "sentence:rater": 0.02, "Residual": 0.03})
+    studies = {(a, "absolute"): decision_study(vc, "sentence", {"rater": [1, 2]})}
+    assert f"{a}: φ (absolute)" in _shown(plots.decision_studies(studies, "n_rater", "n_rater"))
+    lv = pd.DataFrame({c: [a, a, b, b], "acc": [0.5, 0.7, 0.6, 0.8], "depth": [1, 2, 1, 2]})
+    assert {a, b, c} <= set(_shown(plots.level_means(level_means(lv, "acc", [c, "depth"]), "acc", "t")))

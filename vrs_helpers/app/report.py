@@ -32,6 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..literal import no_math
 from .mathjax import MATHJAX_CONFIG, MATHJAX_DIR, MATHJAX_OUTPUT
 from .scorecard import SCORECARD_MIME
 
@@ -174,6 +175,22 @@ def add_check_anchors(nb):
     return nb
 
 
+def html_outputs_without_math(nb, copy_first: bool = True):
+    """The notebook (a copy unless ``copy_first`` is false) with every ``text/html`` output in a ``div`` MathJax
+    leaves alone (:func:`vrs_helpers.literal.no_math`). HTML outputs are tables and boxes of results whose text comes
+    from the data (a system named ``$x$`` or ``\\(x\\)`` would otherwise be typeset as math); no workbook shows math
+    in an HTML output (its Markdown does). Plain-text outputs are in ``pre``, which MathJax skips anyway."""
+    if copy_first:
+        nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            shown = data.get("text/html")
+            if shown is not None:
+                data["text/html"] = no_math("".join(shown) if isinstance(shown, list) else shown, "div")
+    return nb
+
+
 # ------------------------------------------------------------------------------------------- offline notebook pages
 
 _PAGE_TEMPLATE = r"""{%- extends 'lab/index.html.j2' -%}
@@ -246,15 +263,17 @@ def notebook_page(nb, *, mathjax_url: str = f"{MATHJAX_DIR}/MathJax.js?config={M
                   nav_html: str = "", anchors: bool = True, exclude_input: bool = False) -> str:
     """An executed notebook (``nbformat`` node or path) as one HTML page that loads nothing from the internet:
     MathJax from ``mathjax_url`` (relative to the page), no require.js, mermaid or widget scripts; ``nav_html``
-    is put at the top of the body; scorecard outputs get ids (:func:`add_check_anchors`). ``exclude_input``: a
-    report without code (nbconvert's ``TemplateExporter.exclude_input``, with the input and output prompts): the
-    Markdown and the outputs only."""
+    is put at the top of the body; scorecard outputs get ids (:func:`add_check_anchors`); HTML outputs are kept from
+    MathJax (:func:`html_outputs_without_math`). ``exclude_input``: a report without code (nbconvert's
+    ``TemplateExporter.exclude_input``, with the input and output prompts): the Markdown and the outputs only."""
     import nbformat
 
-    if not hasattr(nb, "cells"):
+    read = not hasattr(nb, "cells")
+    if read:
         nb = nbformat.read(str(nb), as_version=4)
     if anchors:
         nb = add_check_anchors(nb)
+    nb = html_outputs_without_math(nb, copy_first=not (read or anchors))
     body, _ = page_exporter(bool(exclude_input)).from_notebook_node(
         nb, resources={"vrs_mathjax_url": mathjax_url, "vrs_nav": nav_html})
     return body

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import VRSError
+from ..literal import html_text
 
 
 class AgreementError(VRSError, ValueError, TypeError):
@@ -55,7 +56,7 @@ class AlphaResult:
                 f"D_e={self.expected_disagreement:.4g}, n={self.n_pairable}, units={self.n_units})")
 
     def _repr_html_(self) -> str:
-        return (f"<p><b>Krippendorff's alpha ({self.level})</b> = {self.alpha:.4f} "
+        return (f"<p><b>Krippendorff's alpha ({html_text(self.level)})</b> = {self.alpha:.4f} "
                 f"(D<sub>o</sub> = {self.observed_disagreement:.4g}, D<sub>e</sub> = {self.expected_disagreement:.4g}, "
                 f"n = {self.n_pairable} pairable values in {self.n_units} units)</p>"
                 + "<p>Observed coincidences</p>" + self.observed.to_html()

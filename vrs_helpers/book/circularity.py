@@ -22,6 +22,7 @@ nullified; "partial" when D^2 is close to 1 but some feature keeps a non-zero sh
 
 from __future__ import annotations
 
+import html
 import itertools
 import math
 import time
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..literal import plot_text
 from . import gam as _gam
 
 MAX_POWERSET = 10   # 1,023 models; beyond that use search="correlation"
@@ -80,7 +82,7 @@ class CircularityResult:
                 f"verdict: {self.verdict})")
 
     def _repr_html_(self) -> str:
-        return (f"<p><code>{self!r}</code></p><p>Top models</p>" + self.top().to_html(index=False)
+        return (f"<p><code>{html.escape(repr(self))}</code></p><p>Top models</p>" + self.top().to_html(index=False)
                 + "<p>Nullification</p>" + self.nullification.to_html(index=False, float_format="%.4g"))
 
 
@@ -237,8 +239,8 @@ def plot_shapes(result: CircularityResult, df: pd.DataFrame, features=None, rug_
             ax = axes[r, c]
             res = result.fits.get(key)
             if res is None or f not in res.features:
-                ax.text(0.5, 0.5, f"{f}: not in this model", ha="center", va="center", transform=ax.transAxes,
-                        color="0.4")
+                ax.text(0.5, 0.5, plot_text(f"{f}: not in this model"), ha="center", va="center",
+                        transform=ax.transAxes, color="0.4")
                 ax.set_xticks([])
                 ax.set_yticks([])
             else:
@@ -247,7 +249,7 @@ def plot_shapes(result: CircularityResult, df: pd.DataFrame, features=None, rug_
                 if isinstance(term, _gam.FactorTerm):
                     xs = np.arange(len(sh))
                     ax.errorbar(xs, sh["f"], yerr=2 * sh["se"], fmt="o", color="C0", capsize=3)
-                    ax.set_xticks(xs, [str(v) for v in sh["x"]])
+                    ax.set_xticks(xs, [plot_text(v) for v in sh["x"]])
                 else:
                     ax.plot(sh["x"], sh["f"], color="C0")
                     ax.fill_between(sh["x"], sh["f"] - 2 * sh["se"], sh["f"] + 2 * sh["se"], color="C0", alpha=0.2)
@@ -257,8 +259,8 @@ def plot_shapes(result: CircularityResult, df: pd.DataFrame, features=None, rug_
                     ax.plot(x, np.full(len(x), 0.0), "|", color="k", alpha=0.3, markersize=8,
                             transform=ax.get_xaxis_transform())
                 ax.axhline(0, color="0.6", lw=0.8, ls=":")
-                ax.set_ylabel(f"f({f})")
-                ax.set_xlabel(f)
+                ax.set_ylabel(plot_text(f"f({f})"))
+                ax.set_xlabel(plot_text(f))
                 lab = res.terms[res.features.index(f)].label
                 mx = float(np.abs(res.term_values()[lab]).max())
                 ax.text(0.98, 0.95, f"max |f| = {mx:.3g}", ha="right", va="top", transform=ax.transAxes,

@@ -21,6 +21,7 @@ Quantities (as mgcv reports them):
 
 from __future__ import annotations
 
+import html
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -458,7 +459,8 @@ class GAMResult:
                 f"n={self.n}, D2={self.deviance_explained:.4f}, edf={self.edf:.2f}; {terms})")
 
     def _repr_html_(self) -> str:
-        return f"<p><code>{self!r}</code></p>" + self.to_frame().to_html(index=False, float_format="%.3f")
+        return (f"<p><code>{html.escape(repr(self))}</code></p>"
+                + self.to_frame().to_html(index=False, float_format="%.3f"))
 
 
 def _binomial_deviance(y, mu):

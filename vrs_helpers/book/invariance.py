@@ -15,6 +15,7 @@ change over repetitions. :func:`simulate_leaky_patient_ids` builds *simulated* d
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -95,7 +96,7 @@ class InvarianceResult:
                 f"{'invariant' if self.is_invariant else 'NOT invariant'})")
 
     def _repr_html_(self) -> str:
-        return f"<p><code>{self!r}</code></p>" + pd.DataFrame([self.summary()]).to_html(index=False)
+        return f"<p><code>{html.escape(repr(self))}</code></p>" + pd.DataFrame([self.summary()]).to_html(index=False)
 
 
 def _accuracy(y_true, y_pred) -> float:

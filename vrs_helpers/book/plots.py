@@ -4,6 +4,9 @@ book's methods return, with labels a reader can read without the code, and retur
 The figures of a single method live beside it (:func:`vrs_helpers.book.circularity.plot_shapes`,
 :func:`vrs_helpers.book.reliability.plot_decision_study`, ``ResamplingResult.plot``); this module holds the figures
 that combine data and results the way a workbook shows them. matplotlib is imported when a figure is drawn.
+Every label that comes from the data (a feature, level, system or column name) is drawn as its characters
+(:func:`vrs_helpers.literal.plot_text`: a "$" in it starts no math); a title or axis label given by the caller is
+drawn as given.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+
+from ..literal import plot_text
 
 #: the colours of the book's systems and classes, in order
 COLOURS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860")
@@ -22,6 +27,15 @@ def _pyplot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def _literal_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its row and column labels and their names through :func:`plot_text` (pandas draws them as
+    tick labels, legend entries and axis labels)."""
+    out = frame.rename(index=plot_text, columns=plot_text)
+    out.index.names = [None if n is None else plot_text(n) for n in frame.index.names]
+    out.columns.names = [None if n is None else plot_text(n) for n in frame.columns.names]
+    return out
 
 
 def _levels(values: pd.Series) -> list:
@@ -44,12 +58,12 @@ def feature_correlations(panels: Mapping[str, pd.DataFrame], title: str = "Featu
         defined = r["status"] == "ok"
         colours = [(COLOURS[0] if x >= 0 else COLOURS[1]) if ok else UNDEFINED for x, ok in
                    zip(values, defined, strict=True)]
-        ax.barh(list(r.index), values, color=colours)
+        ax.barh([plot_text(f) for f in r.index], values, color=colours)
         for i, ok in enumerate(defined):
             if not ok:
                 ax.text(0.005, i, "undefined (constant)", va="center", fontsize=8, color="#555555")
         ax.axvline(0, color="black", lw=0.8)
-        ax.set_title(name)
+        ax.set_title(plot_text(name))
         ax.set_xlabel("correlation with the label")
         ax.grid(alpha=0.3, axis="x")
     fig.suptitle(title)
@@ -62,7 +76,7 @@ def grouped_bars(frame: pd.DataFrame, xlabel: str, title: str):
     two subsets of the data), with the zero line."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 0.25 * len(frame) * max(1, frame.shape[1]) + 1.8))
-    frame.plot.barh(ax=ax, color=list(COLOURS[:frame.shape[1]]))
+    _literal_frame(frame).plot.barh(ax=ax, color=list(COLOURS[:frame.shape[1]]))
     ax.axvline(0, color="black", lw=0.8)
     ax.set_xlabel(xlabel)
     ax.set_title(title)
@@ -90,7 +104,7 @@ def leaky_ids(patients: pd.DataFrame, results: Mapping[str, object], without_ids
     for i, name in enumerate(names, start=1):
         scores = np.asarray(results[name].scores)
         right.scatter(scores, i + np.random.default_rng(i).uniform(-0.12, 0.12, len(scores)), s=14, alpha=0.7)
-    right.set_yticks(range(1, len(names) + 1), names)
+    right.set_yticks(range(1, len(names) + 1), [plot_text(n) for n in names])
     right.axvline(results[names[0]].baseline, color="C3", ls="--", label="untransformed")
     right.axvline(without_ids, color="0.4", ls=":", label="model without patient_id")
     repetitions = len(results[names[0]].scores)
@@ -118,8 +132,9 @@ def rule_regions(data: pd.DataFrame, x: str, y: str, thresholds: Mapping[str, Se
         ax.axvline(c, color="tab:red", lw=0.8, ls="--")
     for c in thresholds.get(y, ()):
         ax.axhline(c, color="tab:orange", lw=0.8, ls="--")
-    ax.set(xlabel=xlabel or f"{x} (clipped at the {100 * quantile:g}th percentile)",
-           ylabel=ylabel or f"{y} ({'log scale, ' if ylog else ''}clipped at the {100 * quantile:g}th percentile)",
+    ax.set(xlabel=xlabel or plot_text(f"{x} (clipped at the {100 * quantile:g}th percentile)"),
+           ylabel=ylabel or plot_text(f"{y} ({'log scale, ' if ylog else ''}clipped at the {100 * quantile:g}th "
+                                      "percentile)"),
            title=title)
     fig.tight_layout()
     return fig
@@ -130,9 +145,9 @@ def class_shares(shares: pd.DataFrame, title: str, legend_title: str = "predicte
     as in book Figures 2.18 and 2.20. ``shares``: rows summing to 1 (``pd.crosstab(..., normalize="index")``)."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 3.8))
-    shares.plot.bar(stacked=True, ax=ax, colormap="viridis", width=0.8)
+    _literal_frame(shares).plot.bar(stacked=True, ax=ax, colormap="viridis", width=0.8)
     ax.tick_params(axis="x", rotation=0)
-    ax.set(ylabel=f"share of the {shares.index.name or 'row'}", title=title)
+    ax.set(ylabel=plot_text(f"share of the {shares.index.name or 'row'}"), title=title)
     ax.legend(title=legend_title, bbox_to_anchor=(1.01, 1), loc="upper left")
     fig.tight_layout()
     return fig
@@ -171,13 +186,13 @@ def small_multiples(data: pd.DataFrame, row: str, col: str, x: str, y: str, line
             ax = axes[i, j]
             sub = data[(data[row] == r) & (data[col] == c)]
             for level, g in sub.groupby(line, observed=True):
-                ax.plot(g[x].astype(int), g[y], marker="o", ms=3, label=f"{line} {level}")
-            ax.set_title(f"{r}\n{col} {c}", fontsize=8)
+                ax.plot(g[x].astype(int), g[y], marker="o", ms=3, label=plot_text(f"{line} {level}"))
+            ax.set_title(plot_text(f"{r}\n{col} {c}"), fontsize=8)
             ax.set_xticks(sorted(pd.unique(data[x].astype(int))))
             ax.grid(alpha=0.3)
-        axes[i, 0].set_ylabel(ylabel or y)
+        axes[i, 0].set_ylabel(ylabel or plot_text(y))
     for ax in axes[-1]:
-        ax.set_xlabel(x)
+        ax.set_xlabel(plot_text(x))
     axes[0, -1].legend(fontsize=7, loc="upper right")
     fig.suptitle(title)
     fig.tight_layout()
@@ -199,7 +214,7 @@ def decision_studies(studies: Mapping[tuple[str, str], pd.DataFrame], x: str, li
     names = {"absolute": "φ (absolute)", "relative": "E ρ² (relative)"}
     for (design, kind), study in studies.items():
         ax = axes[kinds.index(kind), designs.index(design)]
-        plot_decision_study(study, x, line, ax=ax, target=target, title=f"{design}: {names.get(kind, kind)}")
+        plot_decision_study(study, x, line, ax=ax, target=target, title=f"{plot_text(design)}: {names.get(kind, kind)}")
     fig.suptitle(title)
     fig.tight_layout()
     return fig
@@ -230,13 +245,13 @@ def cell_means(means: pd.DataFrame, x: str, group: str, *, estimate: str = "emme
     for offset, g in zip(offsets, groups, strict=True):
         m = means[means[group] == g].set_index(x).loc[levels]
         ax.errorbar(np.arange(len(levels)) + offset, m[estimate], yerr=m[estimate] - m[lower], marker="o", capsize=3,
-                    label=str(g))
-    ax.set_xticks(range(len(levels)), [str(v) for v in levels])
-    ax.set_xlabel(xlabel or x)
+                    label=plot_text(g))
+    ax.set_xticks(range(len(levels)), [plot_text(v) for v in levels])
+    ax.set_xlabel(xlabel or plot_text(x))
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    ax.legend(title=group)
+    ax.legend(title=plot_text(group))
     fig.tight_layout()
     return fig
 
@@ -263,19 +278,20 @@ def scores_by_system(data: pd.DataFrame, score: str, system: str, systems: Seque
     plots), the scores against a continuous data property (log scale), and the scores by system within each class
     of that property."""
     plt = _pyplot()
-    score_label = score_label or score
+    score_label = score_label or plot_text(score)
+    covariate_label = covariate_label or plot_text(covariate)
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     colours = dict(zip(systems, COLOURS, strict=False))
-    axes[0].boxplot([data.loc[data[system] == s, score] for s in systems], tick_labels=list(systems))
+    axes[0].boxplot([data.loc[data[system] == s, score] for s in systems], tick_labels=[plot_text(s) for s in systems])
     axes[0].set_title(f"Figure 4.4: {score_label} by system")
     axes[0].set_ylabel(score_label)
     for s in systems:
         d = data[data[system] == s]
-        axes[1].scatter(d[covariate], d[score], s=4, alpha=0.25, color=colours[s], label=s)
+        axes[1].scatter(d[covariate], d[score], s=4, alpha=0.25, color=colours[s], label=plot_text(s))
     axes[1].set_xscale("log")
-    axes[1].set_xlabel(f"{covariate_label or covariate} (log scale)")
+    axes[1].set_xlabel(f"{covariate_label} (log scale)")
     axes[1].set_ylabel(score_label)
-    axes[1].set_title(f"Figure 4.5: {score_label} against {covariate_label or covariate}")
+    axes[1].set_title(f"Figure 4.5: {score_label} against {covariate_label}")
     axes[1].legend(markerscale=4)
     levels = _levels(data[classes])
     ticks = []
@@ -285,10 +301,11 @@ def scores_by_system(data: pd.DataFrame, score: str, system: str, systems: Seque
             axes[2].boxplot([data.loc[(data[system] == s) & (data[classes] == c), score]], positions=[start + j],
                             widths=0.7, patch_artist=True, boxprops={"facecolor": colours[s]})
         ticks.append(start + (len(systems) - 1) / 2)
-    axes[2].set_xticks(ticks, [str(c) for c in levels])
-    axes[2].set_xlabel(classes.replace("_", " "))
+    axes[2].set_xticks(ticks, [plot_text(c) for c in levels])
+    axes[2].set_xlabel(plot_text(classes.replace("_", " ")))
     axes[2].set_ylabel(score_label)
-    axes[2].set_title(f"Figure 4.6: {score_label} by {classes.replace('_', ' ')} ({', '.join(systems)})")
+    axes[2].set_title(f"Figure 4.6: {score_label} by "
+                      + plot_text(f"{classes.replace('_', ' ')} ({', '.join(map(str, systems))})"))
     for ax in axes:
         ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -305,7 +322,7 @@ def fitted_lines(intercepts: Mapping[str, float], slopes: Mapping[str, float], c
     grid = np.linspace(np.min(covariate), np.max(covariate), 50)
     for s, a in intercepts.items():
         b = slopes[s]
-        ax.plot(np.exp(grid) if log_x else grid, a + b * grid, label=f"{s} (slope {b:.3f})")
+        ax.plot(np.exp(grid) if log_x else grid, a + b * grid, label=plot_text(f"{s} (slope {b:.3f})"))
     if log_x:
         ax.set_xscale("log")
     ax.set_xlabel(xlabel)
@@ -323,7 +340,7 @@ def histograms(samples: Mapping[str, Sequence[float]], xlabel: str, title: str, 
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 3.5))
     for (name, values), alpha in zip(samples.items(), (0.7, 0.6, 0.5, 0.4), strict=False):
-        ax.hist(np.asarray(values), bins=bins, alpha=alpha, label=name)
+        ax.hist(np.asarray(values), bins=bins, alpha=alpha, label=plot_text(name))
     ax.axvline(0, color="black", lw=0.8)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("resamples")

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import VRSError
+from ..literal import html_text, plot_text
 
 
 class ReliabilityError(VRSError, ValueError):
@@ -100,8 +101,9 @@ class PhiResult:
                 f"{', ' + n if n else ''})")
 
     def _repr_html_(self) -> str:
-        return (f"<p><b>{self.kind} reliability coefficient φ = {self.phi:.4f}</b> ({self.interpretation}, Koo &amp; "
-                f"Li); σ²<sub>{self.object}</sub> = {self.substantial:.4g}, σ²<sub>Δ</sub> = "
+        return (f"<p><b>{html_text(self.kind)} reliability coefficient φ = {self.phi:.4f}</b> "
+                f"({html_text(self.interpretation)}, Koo &amp; Li); σ²<sub>{html_text(self.object)}</sub> = "
+                f"{self.substantial:.4g}, σ²<sub>Δ</sub> = "
                 f"{self.error_variance:.4g}</p>" + self.terms.to_html(index=False, float_format=lambda x: f"{x:.4g}"))
 
     def to_frame(self) -> pd.DataFrame:
@@ -239,10 +241,10 @@ def plot_decision_study(study: pd.DataFrame, x: str, line: str, ax=None, target:
 
     ax = ax or plt.gca()
     for value, g in study.groupby(line):
-        ax.plot(g[x], g["phi"], marker="o", ms=3, label=f"{line.removeprefix('n_')} = {value}")
+        ax.plot(g[x], g["phi"], marker="o", ms=3, label=plot_text(f"{line.removeprefix('n_')} = {value}"))
     if target is not None:
         ax.axhline(target, color="grey", ls="--", lw=0.8)
-    ax.set_xlabel(f"number of {x.removeprefix('n_')}s ({x})")
+    ax.set_xlabel(plot_text(f"number of {x.removeprefix('n_')}s ({x})"))
     ax.set_ylabel("reliability coefficient φ")
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)
@@ -275,8 +277,8 @@ def plot_level_means(means: pd.DataFrame, axes=None, ylabel: str = "score"):
     for ax, f in zip(axes, factors, strict=True):
         g = means[means["factor"] == f]
         ax.errorbar(range(len(g)), g["mean"], yerr=g["sd"], fmt="o", capsize=3)
-        ax.set_xticks(range(len(g)), [str(v) for v in g["level"]], rotation=45, fontsize=8)
-        ax.set_title(f, fontsize=9)
+        ax.set_xticks(range(len(g)), [plot_text(v) for v in g["level"]], rotation=45, fontsize=8)
+        ax.set_title(plot_text(f), fontsize=9)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel(ylabel)
     return axes

@@ -48,6 +48,7 @@ from scipy import stats
 
 from .. import registry
 from ..errors import VRSError
+from ..literal import html_text
 
 
 class PlanningError(VRSError, ValueError):
@@ -453,8 +454,8 @@ class PowerTable:
                 [runs] + [v[1] for v in self.crossed.values()])
 
     def _repr_html_(self) -> str:
-        return (f"<p>Power of the F test (k = {self.systems} systems, alpha = {self.alpha:g}, delta = {self.delta})"
-                "</p>" + "".join(f"<p>{w}</p>" for w in self.warnings())
+        return (f"<p>Power of the F test (k = {self.systems} systems, alpha = {self.alpha:g}, delta = "
+                f"{html_text(self.delta)})</p>" + "".join(f"<p>{html_text(w)}</p>" for w in self.warnings())
                 + self.wide().to_html(float_format=lambda v: f"{v:.3f}")
                 + f"<p>Minimum detectable difference (power {self.target:g})</p>"
                 + self.wide("mdd").to_html(float_format=lambda v: f"{v:.4g}")

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ..book.stochastic_order import DEEPSIG_THRESHOLD, ASOResult, aso, expected_max
+from ..literal import NO_MATH_CLASS
 from ..outcomes import p_text
 
 ASO_CONFIDENCE = 0.95        # deepsig's default confidence level
@@ -338,7 +339,8 @@ def verdict_html(frame: pd.DataFrame, lines=(), title: str = "Verdict", caption:
     """The report's verdict box: every reading with its test, statistic, df, p-value (eps_min for ASO) and
     decision in one table (a ``metric`` and a ``p_holm`` column when the frame has them), then ``lines`` (the
     disagreement sentences, warnings). Plain HTML with inline styles: it reads the same offline and in a
-    notebook."""
+    notebook. Every text is escaped, and the box is kept from MathJax (:mod:`vrs_helpers.literal`): names from the
+    data are shown as they are."""
     cols = [c for c in ["metric", "comparison", "reading", "test", "statistic", "df", "p_value", "p_holm",
                         "criterion"] if c in frame.columns]
     head = "".join(f"<th style='text-align:left;padding:2px 8px'>{html.escape(c.replace('_', ' '))}</th>"
@@ -354,8 +356,8 @@ def verdict_html(frame: pd.DataFrame, lines=(), title: str = "Verdict", caption:
             decision = "differ" if r["differ"] else "no difference"
         body.append(f"<tr>{cells}<td style='padding:2px 8px;color:{colour};font-weight:bold'>{decision}</td></tr>")
     items = "".join(f"<li>{html.escape(str(s))}</li>" for s in lines)
-    return (f"<div id='vrs-verdict' style='border:2px solid #0969da;border-radius:6px;padding:10px 14px;"
-            f"background:#f6f8fa;font-family:sans-serif'>"
+    return (f"<div id='vrs-verdict' class='{NO_MATH_CLASS}' style='border:2px solid #0969da;border-radius:6px;"
+            f"padding:10px 14px;background:#f6f8fa;font-family:sans-serif'>"
             f"<h2 style='margin:0 0 6px 0'>{html.escape(title)}</h2>"
             + (f"<p style='margin:0 0 6px 0'>{html.escape(caption)}</p>" if caption else "")
             + f"<table style='border-collapse:collapse;font-size:13px'><thead><tr>{head}</tr></thead>"

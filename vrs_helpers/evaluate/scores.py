@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..book.glrt import replication_problem
+from ..literal import html_text, no_math
 from .files import base_suffix, check_text_file, not_utf8, read_text
 from .precheck import (  # noqa: F401 - the names of the light checks, importable from here as before
     PLAIN_SUFFIXES,
@@ -209,7 +210,7 @@ class DataSummary:
         return f"DataSummary({self.design})"
 
     def _repr_html_(self) -> str:
-        return f"<p>{self.design}</p>" + self.to_frame().to_html()
+        return f"<p>{html_text(self.design)}</p>" + no_math(self.to_frame().to_html(), "div")
 
 
 def computed(x):

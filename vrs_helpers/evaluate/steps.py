@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -41,10 +41,11 @@ STUDY_LEVELS = 50  # the decision study's table lists 1..50 levels (and the firs
 
 
 def safe_names(columns) -> dict:
-    """Original column name -> a name the formula parser accepts (identifiers kept as they are)."""
+    """Original column name -> a name the formula parser accepts (ASCII identifiers kept as they are; any other
+    character, a non-ASCII letter too, becomes "_")."""
     out, used = {}, set()
     for c in columns:
-        name = str(c) if _SAFE.match(str(c)) else re.sub(r"\W", "_", str(c)) or "col"
+        name = str(c) if _SAFE.match(str(c)) else re.sub(r"[^A-Za-z0-9_]", "_", str(c)) or "col"
         if not _SAFE.match(name):
             name = "c_" + name
         base, i = name, 1
@@ -317,14 +318,21 @@ def reliability(result, w: Work) -> None:
         except VRSError as e:  # reported, the other systems still get their analysis
             result.notes.append(f"variance components of system {s}: {e}")
             continue
-        vc.index = [":".join(w.back.get(n, n) for n in str(c).split(":")) for c in vc.index]
-        result.variance_components[s] = vc
-        n = {w.back[r]: float(levels[r]) for r in reps_s}
-        result.reliability[s] = phi(vc, spec.item, n=n)
+        # phi and the decision studies read the components by the formula's names (":" joins the factors of an
+        # interaction; an original column name may hold a ":" itself), the results carry the original names
+        def original(component):
+            return ":".join(w.back.get(n, n) for n in str(component).split(":"))
+
+        n = {r: float(levels[r]) for r in reps_s}
+        ph = phi(vc, w.it, n=n)
+        result.reliability[s] = replace(ph, object=spec.item, n={w.back[r]: v for r, v in ph.n.items()},
+                                        terms=ph.terms.assign(component=ph.terms["component"].map(original)))
         needed, studies = {}, []
-        for f in n:
-            table, needed[f] = _decision(vc, spec.item, n, f, spec.target_phi, spec.max_runs)
-            studies.append(table)
+        for r in n:
+            table, needed[w.back[r]] = _decision(vc, w.it, n, r, spec.target_phi, spec.max_runs)
+            studies.append(table.assign(factor=w.back[r]))
+        vc.index = [original(c) for c in vc.index]
+        result.variance_components[s] = vc
         if studies:
             result.decision[s] = pd.concat(studies, ignore_index=True)
         result.runs_needed[s] = needed

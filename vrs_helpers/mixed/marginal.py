@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ..literal import html_text
 from . import ddf as small_sample
 from .design import design_rows
 from .errors import MixedModelError
@@ -55,8 +56,9 @@ class EMMResult:
     def _repr_html_(self) -> str:
         fmt = lambda x: f"{x:.6g}"  # noqa: E731
         tests = "z tests" if self.lmer_df == "asymptotic" else f"t tests, {self.lmer_df} df"
-        return (f"<b>Estimated marginal means of {self.factor}</b>" + self.means.to_html(index=False, float_format=fmt)
-                + f"<b>Pairwise contrasts ({tests}, {self.adjust} adjustment)</b>"
+        return (f"<b>Estimated marginal means of {html_text(self.factor)}</b>"
+                + self.means.to_html(index=False, float_format=fmt)
+                + f"<b>Pairwise contrasts ({html_text(tests)}, {html_text(self.adjust)} adjustment)</b>"
                 + self.contrasts.to_html(index=False, float_format=fmt))
 
 

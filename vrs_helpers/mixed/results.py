@@ -10,6 +10,7 @@ carries lme4's quantities. :func:`fit` and :func:`fit_stats` build and fit one i
 
 from __future__ import annotations
 
+import html
 import math
 import warnings
 
@@ -195,7 +196,7 @@ class LinearMixedModel(MixedModel):
                 f"variances: {vc}{', singular' if self.singular else ''})")
 
     def _repr_html_(self) -> str:
-        return ("<pre>" + self.summary().split("Random effects:")[0] + "</pre><b>Random effects</b>"
+        return ("<pre>" + html.escape(self.summary().split("Random effects:")[0]) + "</pre><b>Random effects</b>"
                 + self.variance_components.to_html(float_format=lambda x: f"{x:.6g}")
                 + "<b>Fixed effects</b>" + self.fixed_effects.to_html(float_format=lambda x: f"{x:.6g}"))
 

@@ -1,0 +1,51 @@
+"""evaluate.steps.safe_names: any column names (Unicode letters, markup, TeX) become distinct names the formula
+parser accepts (issue 37: a column named '3ú' failed the analysis)."""
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vrs_helpers.evaluate.steps import safe_names
+from vrs_helpers.mixed.formula import parse
+
+
+@given(st.lists(st.text(min_size=0, max_size=12), min_size=1, max_size=6, unique=True))
+@settings(max_examples=300, deadline=None)
+def test_safe_names_parse_and_stay_distinct(columns):
+    names = safe_names(columns)
+    assert list(names) == columns
+    assert len(set(names.values())) == len(columns)
+    first = names[columns[0]]
+    f = parse(f"{first} ~ {' + '.join(names.values())} + (1|{first})")
+    assert f.response == first and f.random_terms[0].group == (first,)
+
+
+def test_non_ascii_letters_control():
+    """'3ú' (a Unicode word character, not an ASCII one) is the case that failed."""
+    assert safe_names(["3ú", "é"]) == {"3ú": "c_3_", "é": "_"}
+
+
+def test_names_with_a_colon_get_the_reliability_of_plain_names():
+    """Issue 37: a replication column named 'run:a' (a ':' is also how an interaction component is named) failed
+    phi ('Unknown facet(s)'); renamed, the same data give the same phi, levels needed and decision study, under
+    the original names."""
+    import pandas as pd
+    import pytest
+
+    from vrs_helpers.evaluate.analysis import analyze
+
+    ref = __import__("pathlib").Path(__file__).parent.parent / "reference"
+    df = pd.read_csv(ref / "own_analysis_two.csv.gz", dtype={"lr": str})
+    names = {"seed": "run:a", "item": "ítem:<b>"}
+    plain = analyze(df, "score", "system", "item", replications=["seed"], n_resamples=99, items="fixed")
+    odd = analyze(df.rename(columns=names), "score", "system", names["item"], replications=[names["seed"]],
+                  n_resamples=99, items="fixed")
+    assert set(odd.reliability) == set(plain.reliability) and plain.reliability
+    for s, p in plain.reliability.items():
+        q = odd.reliability[s]
+        assert q.phi == pytest.approx(p.phi, rel=1e-9) and q.object == names["item"]
+        assert q.n == {names["seed"]: p.n["seed"]}
+        assert list(q.terms["component"]) == [names.get(c, c) for c in p.terms["component"]]
+        assert odd.runs_needed[s] == {names["seed"]: plain.runs_needed[s]["seed"]}
+        assert list(odd.decision[s]["factor"].unique()) == [names["seed"]]
+        assert odd.decision[s]["phi"].to_numpy() == pytest.approx(plain.decision[s]["phi"].to_numpy(), rel=1e-9)
+        assert set(odd.variance_components[s].index) == {names["item"], names["seed"], "Residual"}
