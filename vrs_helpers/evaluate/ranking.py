@@ -188,3 +188,29 @@ def ranking_sentence(table: pd.DataFrame, contrasts: pd.DataFrame, alpha: float,
                 f"(family-wise alpha = {alpha:g}).")
     return (f"{best} has the best estimate, and {', '.join(tied)} cannot be separated from it at family-wise alpha = "
             f"{alpha:g}; the other {len(below)} of the {k} systems are significantly worse than {best}.")
+
+
+def forest_plot(table: pd.DataFrame, ax=None, xlabel: str = "estimate"):
+    """The ranking as a forest plot: each system's estimate with its 95 % CI, best at the top, its rank interval and
+    letters at the right (labels from the data drawn literally, :func:`vrs_helpers.literal.plot_text`). Returns
+    the axes."""
+    import matplotlib.pyplot as plt
+
+    from ..literal import plot_text
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 0.9 + 0.32 * len(table)))
+    y = np.arange(len(table))[::-1]
+    est = table["estimate"].to_numpy(dtype=float)
+    lo, hi = table["ci_low"].to_numpy(dtype=float), table["ci_high"].to_numpy(dtype=float)
+    ax.errorbar(est, y, xerr=[np.nan_to_num(est - lo), np.nan_to_num(hi - est)], fmt="o", ms=4, capsize=2,
+                color="#0969da")
+    ax.set_yticks(y, [plot_text(s) for s in table["system"]])
+    span = [f"{a}" if a == b else f"{a}-{b}" for a, b in zip(table["rank_low"], table["rank_high"], strict=True)]
+    for yi, text in zip(y, [f"rank {s}   {plot_text(g)}" for s, g in zip(span, table["group"], strict=True)],
+                        strict=True):
+        ax.annotate(text, xy=(1.01, yi), xycoords=("axes fraction", "data"), va="center", fontsize=8,
+                    family="monospace")
+    ax.set_xlabel(xlabel)
+    ax.grid(axis="x", alpha=0.3)
+    return ax

@@ -335,31 +335,59 @@ def _fmt(v, digits=4) -> str:
     return f"{v:.{digits}g}" if isinstance(v, (float, np.floating)) else html.escape(str(v))
 
 
-def verdict_html(frame: pd.DataFrame, lines=(), title: str = "Verdict", caption: str = "") -> str:
+def verdict_html(frame: pd.DataFrame, lines=(), title: str = "Verdict", caption: str = "",
+                 ranking: pd.DataFrame | None = None) -> str:
     """The report's verdict box: every reading with its test, statistic, df, p-value (eps_min for ASO) and
     decision in one table (a ``metric`` and a ``p_holm`` column when the frame has them), then ``lines`` (the
     disagreement sentences, warnings). Plain HTML with inline styles: it reads the same offline and in a
     notebook. Every text is escaped, and the box is kept from MathJax (:mod:`vrs_helpers.literal`): names from the
-    data are shown as they are."""
+    data are shown as they are.
+
+    ``ranking`` (three or more systems, :func:`vrs_helpers.evaluate.ranking.ranking_table`): the table keeps the
+    readings of all systems at once, and the pairs are summed up by the ranking, one row per system (estimate and
+    CI, rank interval, letters), so the box has at most k + 10 rows however many pairs there are."""
+    if ranking is not None and "comparison" in frame:
+        frame = frame[frame["comparison"] == "all systems"]
     cols = [c for c in ["metric", "comparison", "reading", "test", "statistic", "df", "p_value", "p_holm",
                         "criterion"] if c in frame.columns]
     head = "".join(f"<th style='text-align:left;padding:2px 8px'>{html.escape(c.replace('_', ' '))}</th>"
                    for c in cols + ["decision"])
     body = []
     for _, r in frame.iterrows():
-        colour = "#1a7f37" if r["differ"] else "#57606a"
-        cells = "".join(f"<td style='padding:2px 8px'>{p_text(r[c], 4) if c in ('p_value', 'p_holm') else _fmt(r[c])}"
-                        "</td>" for c in cols)
-        if r.get("kind") == "aso":
+        undecided = r["differ"] is None or (isinstance(r["differ"], float) and np.isnan(r["differ"]))
+        colour = "#1a7f37" if not undecided and r["differ"] else "#57606a"
+        cells = "".join("<td style='padding:2px 8px'>"
+                        + (("" if pd.isna(r[c]) else p_text(r[c], 4)) if c in ("p_value", "p_holm") else _fmt(r[c]))
+                        + "</td>" for c in cols)
+        if undecided:   # a contrast that was not computed (a separated system): no decision either way
+            decision = "not estimable"
+        elif r.get("kind") == "aso":
             decision = "dominates" if r["differ"] else "does not dominate"
         else:
             decision = "differ" if r["differ"] else "no difference"
         body.append(f"<tr>{cells}<td style='padding:2px 8px;color:{colour};font-weight:bold'>{decision}</td></tr>")
+    rank_rows = ""
+    if ranking is not None and len(ranking):
+        th = "".join(f"<th style='text-align:left;padding:2px 8px'>{h}</th>"
+                     for h in ("rank", "system", "estimate", "95 % CI", "rank interval", "group"))
+        trs = "".join(
+            f"<tr><td style='padding:2px 8px'>{int(r.rank)}</td><td style='padding:2px 8px'>"
+            f"{html.escape(str(r.system))}</td><td style='padding:2px 8px'>{_fmt(r.estimate)}</td>"
+            "<td style='padding:2px 8px'>"
+            f"[{_fmt(r.ci_low)}, {_fmt(r.ci_high)}]</td><td style='padding:2px 8px'>{int(r.rank_low)}"
+            + ("" if r.rank_low == r.rank_high else f"-{int(r.rank_high)}")
+            + f"</td><td style='padding:2px 8px;font-family:monospace'>{html.escape(str(r.group))}</td></tr>"
+            for r in ranking.itertuples())
+        method = html.escape(str(ranking["method"].iloc[0])) if "method" in ranking else ""
+        rank_rows = (f"<p style='margin:8px 0 4px 0;font-size:13px'><b>Ranking</b> ({method}; systems sharing a "
+                     "letter are not separated; every pair in summary.json)</p>"
+                     f"<table style='border-collapse:collapse;font-size:13px'><thead><tr>{th}</tr></thead>"
+                     f"<tbody>{trs}</tbody></table>")
     items = "".join(f"<li>{html.escape(str(s))}</li>" for s in lines)
     return (f"<div id='vrs-verdict' class='{NO_MATH_CLASS}' style='border:2px solid #0969da;border-radius:6px;"
             f"padding:10px 14px;background:#f6f8fa;font-family:sans-serif'>"
             f"<h2 style='margin:0 0 6px 0'>{html.escape(title)}</h2>"
             + (f"<p style='margin:0 0 6px 0'>{html.escape(caption)}</p>" if caption else "")
             + f"<table style='border-collapse:collapse;font-size:13px'><thead><tr>{head}</tr></thead>"
-            f"<tbody>{''.join(body)}</tbody></table>"
+            f"<tbody>{''.join(body)}</tbody></table>" + rank_rows
             + (f"<ul style='margin:8px 0 0 0;font-size:13px'>{items}</ul>" if items else "") + "</div>")
