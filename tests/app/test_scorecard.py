@@ -225,6 +225,26 @@ def test_check_interval_states_the_interval_in_the_row():
         card.check_interval("S", "q", "1", 2, 1, 1.5, meaning="m")
 
 
+def test_rounding_tolerance_is_the_overlap_of_two_intervals():
+    """Issue 41 (items 4-7): a number computed from rounded inputs. MBM Table 1's BOLD ATE: the printed means 0.00236
+    and 0.00456 (+- 5e-6 each) give -0.00220, anywhere in [-0.00221, -0.00219] before rounding; the printed -0.00219
+    stands for [-0.002195, -0.002185]: the intervals overlap, so the row is true (a fixed last-digit tolerance says
+    false). A printed value beyond the range's reach stays false."""
+    from vrs_helpers.app.scorecard import Scorecard, ScorecardError, rounding_tolerance
+
+    ours, low, high = 0.00236 - 0.00456, 0.00236 - 0.00456 - 1e-5, 0.00236 - 0.00456 + 1e-5
+    tol = rounding_tolerance("-0.00219", ours, low, high)
+    assert tol == pytest.approx(5e-6 + 1e-5)   # ours lies below the book: widened by high - ours
+    card = Scorecard("t")
+    assert card.check("MBM Table 1", "ATE", -0.00219, ours, tol, show=False).match == "true"
+    assert card.check("MBM Table 1", "ATE", -0.00219, ours, printed="-0.00219", show=False).match == "false"
+    far = rounding_tolerance("-0.00215", ours, low, high)
+    assert card.check("MBM Table 1", "ATE", -0.00215, ours, far, show=False).match == "false"
+    assert rounding_tolerance("-0.00225", ours, low, high) == pytest.approx(5e-6 + 1e-5)   # above: ours - low
+    with pytest.raises(ScorecardError, match="rounding range"):
+        rounding_tolerance("1", 2.0, 0.0, 1.0)
+
+
 def test_reference_rows_are_a_kind_apart():
     """Ours against another implementation is a reference row (issue 23): true or false, never explained, counted
     apart; a book row may not name another implementation as its source."""

@@ -161,6 +161,18 @@ def tolerance_of(printed: str) -> float:
     return printed_tolerance(digits - (int(exponent) if exponent else 0))
 
 
+def rounding_tolerance(printed: str, ours: float, low: float, high: float) -> float:
+    """The tolerance of an interval check for a number computed from printed (rounded) inputs: the book's value
+    stands for printed +- half a unit of its last digit, ours for [``low``, ``high``], the range the rounding of the
+    printed inputs allows it; the two agree when these intervals overlap. As a tolerance on |ours - book|: the
+    printed precision widened by how far the inputs' rounding moves ours towards the book (``ours - low`` when ours
+    lies above the book, ``high - ours`` when below), so the check is exactly the overlap."""
+    book, ours, low, high = float(printed), float(ours), float(low), float(high)
+    if not low <= ours <= high:
+        raise ScorecardError(f"ours ({ours:g}) must lie in its rounding range [{low:g}, {high:g}].")
+    return tolerance_of(printed) + (ours - low if ours >= book else high - ours)
+
+
 def compare(book: float, ours: float, tolerance: float) -> bool:
     """True when ``ours`` is within the absolute ``tolerance`` of ``book`` (NaN matches NaN)."""
     book, ours = float(book), float(ours)
