@@ -185,6 +185,66 @@ def test_check_variance_table_rows_and_statuses():
     assert "lme4 variance" in table.columns and len(card.checks) == 6
 
 
+def test_percent_resolution_of_the_authors_code():
+    """Issue 41 (items 3, 14): mt_reliability_model.Rmd's ICC() rounds a share to 4 decimals (a percent to 2) and
+    the printout drops trailing zeros: a printed "0.1" is 0.10 +- 0.005 (0.114 misses it), a printed "0" is
+    0.00 +- 0.005 (0.0013 meets it); a percent printed with fewer digits than the resolution ("81.9") keeps its
+    printed tolerance. Without ``percent_decimals`` the printed digits rule ("0.1" +- 0.05; "0" at 1e-4)."""
+    from vrs_helpers.app.scorecard import Scorecard, check_variance_table
+
+    ours = pd.DataFrame({"variance": [0.09, 1.1e-4, 1.3e-6], "percent": [81.94, 0.114, 0.0013]},
+                        index=["s", "enc", "seed"])
+    book = [{"component": "s", "label": "s", "variance": "0.09", "percent": "81.9"},
+            {"component": "enc", "label": "enc", "variance": "0.00011", "percent": "0.1"},
+            {"component": "seed", "label": "seed", "variance": "0.0000013", "percent": "0"}]
+    ref = {"variance": {"s": 0.09, "enc": 1.1e-4, "seed": 1.3e-6}, "percent": {"s": 81.94, "enc": 0.114,
+                                                                               "seed": 0.0013}}
+    by_res = check_variance_table(Scorecard("t"), "T", ours, book, ref, "lme4 1.1-31", percent_decimals=2)
+    assert list(by_res["percent match"]) == ["true", "false", "true"]
+    card = Scorecard("t")
+    printed = check_variance_table(card, "T", ours, book, ref, "lme4 1.1-31")
+    assert list(printed["percent match"]) == ["true", "true", "false"]
+    tolerances = {c.quantity: c.tolerance for c in card.checks}
+    assert tolerances["enc: percent"] == pytest.approx(0.05) and tolerances["seed: percent"] == 1e-4
+
+
+def test_check_interval_states_the_interval_in_the_row():
+    """Issue 41 (item 13): a D2 the authors print with floor() ("95") stands for [95, 96): 94.79 misses it, 95.7
+    meets it; the row holds the midpoint and half the width and its quantity says what the printed number means."""
+    from vrs_helpers.app.scorecard import Scorecard, ScorecardError
+
+    card = Scorecard("t")
+    miss = card.check_interval("Section 2.4.3", "D2 (%)", "95", 95, 96, 94.79, meaning="floor(): [95, 96)",
+                               show=False)
+    hit = card.check_interval("Section 2.4.3", "D2 (%)", "95", 95, 96, 95.7, meaning="floor(): [95, 96)",
+                              show=False)
+    assert (miss.match, hit.match) == ("false", "true")
+    assert miss.book == 95.5 and miss.tolerance == pytest.approx(0.5)
+    assert miss.quantity == "D2 (%) (printed '95', interval check: floor(): [95, 96))"
+    with pytest.raises(ScorecardError, match="low <= high"):
+        card.check_interval("S", "q", "1", 2, 1, 1.5, meaning="m")
+
+
+def test_rounding_tolerance_is_the_overlap_of_two_intervals():
+    """Issue 41 (items 4-7): a number computed from rounded inputs. MBM Table 1's BOLD ATE: the printed means 0.00236
+    and 0.00456 (+- 5e-6 each) give -0.00220, anywhere in [-0.00221, -0.00219] before rounding; the printed -0.00219
+    stands for [-0.002195, -0.002185]: the intervals overlap, so the row is true (a fixed last-digit tolerance says
+    false). A printed value beyond the range's reach stays false."""
+    from vrs_helpers.app.scorecard import Scorecard, ScorecardError, rounding_tolerance
+
+    ours, low, high = 0.00236 - 0.00456, 0.00236 - 0.00456 - 1e-5, 0.00236 - 0.00456 + 1e-5
+    tol = rounding_tolerance("-0.00219", ours, low, high)
+    assert tol == pytest.approx(5e-6 + 1e-5)   # ours lies below the book: widened by high - ours
+    card = Scorecard("t")
+    assert card.check("MBM Table 1", "ATE", -0.00219, ours, tol, show=False).match == "true"
+    assert card.check("MBM Table 1", "ATE", -0.00219, ours, printed="-0.00219", show=False).match == "false"
+    far = rounding_tolerance("-0.00215", ours, low, high)
+    assert card.check("MBM Table 1", "ATE", -0.00215, ours, far, show=False).match == "false"
+    assert rounding_tolerance("-0.00225", ours, low, high) == pytest.approx(5e-6 + 1e-5)   # above: ours - low
+    with pytest.raises(ScorecardError, match="rounding range"):
+        rounding_tolerance("1", 2.0, 0.0, 1.0)
+
+
 def test_reference_rows_are_a_kind_apart():
     """Ours against another implementation is a reference row (issue 23): true or false, never explained, counted
     apart; a book row may not name another implementation as its source."""

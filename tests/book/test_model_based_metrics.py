@@ -167,3 +167,31 @@ def test_max_false_omission_rate_against_the_closed_form():
     assert mbm.max_false_omission_rate(0.1, 0.9, 10**6) == math.inf   # never insignificant
     with pytest.raises(mbm.MetricModelError, match="not significant"):
         mbm.max_false_omission_rate(0.0912, 0.0916, 99442)   # RealToxicityPrompts: not even with a perfect model
+
+
+def test_table1_ranges_of_rounded_inputs_against_the_printed_table():
+    """Issue 41 (items 4-7): MBM Table 1 from its printed (rounded) inputs. Closed forms: the ATE's range is the
+    difference of the printed means +- two half units; Var^D's is p(1-p)/(N-1) at p +- a half unit. Book values:
+    the printed BOLD ATE (-0.00219) and lower CI^D bound (-0.00325) and RealToxicityPrompts' Var^M (2.06247e-6,
+    2.063405e-6), which miss the values of the printed inputs at their last digit, lie within half a unit of the
+    ranges; BOLD GPT-Neo's Var^D (9.97e-8) does not (its mean and N imply a smaller variance)."""
+    h = {"mean": 5e-6, "precision": 5e-5, "false_omission_rate": 5e-6}
+    bold = mbm.table1_ranges(0.00456, 0.00236, 23679, 0.8897, 0.22769, 1.92e-7, 9.97e-8,
+                             {**h, "var_d_control": 5e-10, "var_d_treatment": 5e-11})
+    rtp = mbm.table1_ranges(0.09124, 0.09157, 99442, 0.8897, 0.22769, 8.34e-7, 8.37e-7,
+                            {**h, "var_d_control": 5e-10, "var_d_treatment": 5e-10})
+    assert bold["ATE"] == pytest.approx((0.00236 - 0.00456 - 1e-5, 0.00236 - 0.00456 + 1e-5), abs=1e-15)
+    p = 0.00236
+    assert bold["Var^D treatment"] == pytest.approx(((p - 5e-6) * (1 - p + 5e-6) / 23678,
+                                                    (p + 5e-6) * (1 - p - 5e-6) / 23678), rel=1e-12)
+
+    def overlaps(rng, printed, half):
+        return rng[0] <= printed + half and rng[1] >= printed - half
+
+    assert overlaps(bold["ATE"], -0.00219, 5e-6) and overlaps(bold["CI^D lower"], -0.00325, 5e-6)
+    assert overlaps(rtp["Var^M control"], 2.06247e-6, 5e-12)
+    assert overlaps(rtp["Var^M treatment"], 2.063405e-6, 5e-13)
+    assert not overlaps(bold["Var^D treatment"], 9.97e-8, 5e-11)
+    # the point values (printed inputs) miss the first three at their last digit
+    assert abs((0.00236 - 0.00456) - -0.00219) > 5e-6
+    assert abs(mbm.variance_model_based(0.09124, 99442, 0.8897, 0.22769) - 2.06247e-6) > 5e-12

@@ -173,3 +173,46 @@ def test_design_phi_and_smallest_n_against_the_closed_form():
         rel.design_phi(study, raters=3, instantiation=1)
     with pytest.raises(rel.ReliabilityError, match="does not vary"):
         rel.smallest_n(study, "sentence", 0.8, instantiation=1)
+
+
+def test_relative_and_absolute_decision_study_against_the_authors_rmd_and_the_book():
+    """Issue 41 (items 1, 2): the decision study of section 3.3.3 from lme4's variance components of Tables 3.1 and
+    3.2 (the recorded lme4 fit in data/book/variance_tables_ch3.json). ``phi(kind=...)`` equals the authors'
+    G_abs / G_rel of ``mt_reliability_data_annotation.Rmd``, written out here as the Rmd writes them; the book's
+    claims: one Marking rating 'only at 12%' is the absolute coefficient, Post Edit at 2 x 2 'about 80%' and Marking
+    'exceeds 80% with 3-5 instantiations from 10-12 raters' are the relative one's (the absolute one gives 0.788
+    and never reaches 0.8 for Marking on the 12 x 5 grid)."""
+    from vrs_helpers.book.data import book_table
+
+    lme4 = book_table("variance_tables_ch3")["lme4"]
+
+    def g_rel(v, n_r, n_i):   # the Rmd's G_rel (without its round(, 3))
+        d = v["sentence:rater"] / n_r + v["sentence:instantiation"] / n_i + v["Residual"] / (n_r * n_i)
+        return v["sentence"] / (v["sentence"] + d)
+
+    def g_abs(v, n_r, n_i):   # the Rmd's G_abs: it leaves out rater:instantiation (0 in Table 3.1, not in 3.2)
+        d = (v["rater"] / n_r + v["instantiation"] / n_i + v["sentence:rater"] / n_r
+             + v["sentence:instantiation"] / n_i + v["Residual"] / (n_r * n_i))
+        return v["sentence"] / (v["sentence"] + d)
+
+    grid = {"rater": range(1, 13), "instantiation": range(1, 6)}
+    studies = {}
+    for table, mode in (("Table 3.1", "Marking"), ("Table 3.2", "Post Edit")):
+        v = lme4[table]["variance"]
+        for kind in ("absolute", "relative"):
+            studies[(mode, kind)] = rel.decision_study(v, "sentence", grid, kind=kind)
+        for n_r, n_i in ((1, 1), (2, 2), (10, 5), (12, 3)):
+            assert rel.design_phi(studies[(mode, "relative")], rater=n_r, instantiation=n_i) == pytest.approx(
+                g_rel(v, n_r, n_i), rel=1e-12)
+            if mode == "Marking":   # Table 3.1's rater:instantiation is 0, so the Rmd's G_abs is the full phi
+                assert rel.design_phi(studies[(mode, "absolute")], rater=n_r, instantiation=n_i) == pytest.approx(
+                    g_abs(v, n_r, n_i), rel=1e-12)
+    # the book's claims (section 3.3.3), at their printed precision
+    assert round(rel.design_phi(studies[("Marking", "absolute")], rater=1, instantiation=1), 2) == 0.12
+    assert round(rel.design_phi(studies[("Marking", "relative")], rater=1, instantiation=1), 2) != 0.12
+    assert round(rel.design_phi(studies[("Post Edit", "relative")], rater=2, instantiation=2), 2) == 0.80
+    assert round(rel.design_phi(studies[("Post Edit", "absolute")], rater=2, instantiation=2), 2) == 0.79
+    above = studies[("Marking", "relative")].query("phi > 0.8")
+    first = above.groupby("n_instantiation")["n_rater"].min().to_dict()
+    assert first == {3: 12, 4: 11, 5: 10}   # 'from 10-12 raters' with '3-5 instantiations'
+    assert studies[("Marking", "absolute")].phi.max() < 0.8

@@ -161,6 +161,18 @@ def tolerance_of(printed: str) -> float:
     return printed_tolerance(digits - (int(exponent) if exponent else 0))
 
 
+def rounding_tolerance(printed: str, ours: float, low: float, high: float) -> float:
+    """The tolerance of an interval check for a number computed from printed (rounded) inputs: the book's value
+    stands for printed +- half a unit of its last digit, ours for [``low``, ``high``], the range the rounding of the
+    printed inputs allows it; the two agree when these intervals overlap. As a tolerance on |ours - book|: the
+    printed precision widened by how far the inputs' rounding moves ours towards the book (``ours - low`` when ours
+    lies above the book, ``high - ours`` when below), so the check is exactly the overlap."""
+    book, ours, low, high = float(printed), float(ours), float(low), float(high)
+    if not low <= ours <= high:
+        raise ScorecardError(f"ours ({ours:g}) must lie in its rounding range [{low:g}, {high:g}].")
+    return tolerance_of(printed) + (ours - low if ours >= book else high - ours)
+
+
 def compare(book: float, ours: float, tolerance: float) -> bool:
     """True when ``ours`` is within the absolute ``tolerance`` of ``book`` (NaN matches NaN)."""
     book, ours = float(book), float(ours)
@@ -276,6 +288,20 @@ class Scorecard:
             return self.check(ref, f"{quantity} (printed '{text}')", bound / 2, ours, tolerance=bound / 2, **kwargs)
         return self.check(ref, quantity, float(text), ours, printed=text, **kwargs)
 
+    def check_interval(self, ref: str, quantity: str, printed: str, low: float, high: float, ours: float, *,
+                       meaning: str, **kwargs) -> Check:
+        """Check ours against the interval [``low``, ``high``] that a printed number stands for, when that is not
+        the printed value +- half a unit of its last digit: a value the authors' code truncates with ``floor()``
+        ("95" is [95, 96)), or a printed number computed from printed inputs whose own rounding moves the result.
+        As :meth:`check_p` does for a bound, the row holds the interval's midpoint with half its width as the
+        tolerance, and its quantity says what the printed number means (``meaning``, fixed text, e.g. "floor():
+        [95, 96)"), so the interval is stated in the row."""
+        low, high = float(low), float(high)
+        if not high >= low:
+            raise ScorecardError(f"{ref} / {quantity}: an interval needs low <= high; got [{low:g}, {high:g}].")
+        return self.check(ref, f"{quantity} (printed '{str(printed).strip()}', interval check: {meaning})",
+                          (low + high) / 2, ours, tolerance=(high - low) / 2 * (1 + 1e-9), **kwargs)
+
     def check_table(self, rows, *, show: bool = True) -> pd.DataFrame:
         """Check a table of published numbers (or reference values) against ours: one :meth:`check` per row, the
         rows shown together as one table. Returns the checks made (the columns of :meth:`to_frame`, ``match`` among
@@ -384,7 +410,7 @@ class Scorecard:
 
 def check_variance_table(card: Scorecard, ref: str, components: pd.DataFrame, book_rows: list[dict],
                          reference: dict, reference_name: str, book_differs: dict | None = None,
-                         unidentified: dict | None = None) -> pd.DataFrame:
+                         unidentified: dict | None = None, percent_decimals: int | None = None) -> pd.DataFrame:
     """Check a printed variance-component table (book chapter 3: variance and percent per component) against ours,
     with a second reference fit of the same data (e.g. lme4's) on every row; returns the table beside them.
 
@@ -398,6 +424,13 @@ def check_variance_table(card: Scorecard, ref: str, components: pd.DataFrame, bo
     ``unidentified[(component, what)]``: rows whose value the data do not identify (two aliased factors, whose
     split is wherever an optimizer stops): the reference's value is one optimizer's split, not a reference, so the
     row is checked against the book alone (``true`` or ``false``) with the reason as its explanation.
+
+    ``percent_decimals``: the decimals to which the authors' code rounds the percent column before printing it (the
+    ICC() of ``mt_reliability_model.Rmd`` rounds shares to 4 decimals, i.e. percents to 2; the G-study summary of
+    ``mt_reliability_data_annotation.Rmd`` rounds percents to 1). The printout shows 3 significant digits and drops
+    trailing zeros ("0.1" is 0.10, "0" is 0.00, but "81.9" is 81.89 at 3 digits), so a percent's tolerance is half a
+    unit of the coarser of that resolution and the third significant digit (never more than the printed digits
+    allow), and a printed 0 means less than half a unit of the resolution (checked against the reference).
     """
     book_differs = book_differs or {}
     unidentified = unidentified or {}
@@ -413,8 +446,15 @@ def check_variance_table(card: Scorecard, ref: str, components: pd.DataFrame, bo
         for what, printed, value in (("variance", r["variance"], v), ("percent", r["percent"], pct)):
             zero = float(printed) == 0
             free = (comp, what) in unidentified
-            c = card.check(ref, f"{r['label']}: {what}", float(printed), value,
-                           (1e-6 * total if what == "variance" else 1e-4) if zero else None,
+            if zero:
+                tol = 1e-6 * total if what == "variance" else (
+                    1e-4 if percent_decimals is None else printed_tolerance(percent_decimals))
+            elif what == "percent" and percent_decimals is not None:
+                third = 2 - math.floor(math.log10(abs(float(printed))))   # decimals of the 3rd significant digit
+                tol = min(tolerance_of(str(printed)), printed_tolerance(min(percent_decimals, third)))
+            else:
+                tol = None
+            c = card.check(ref, f"{r['label']}: {what}", float(printed), value, tol,
                            printed=None if zero else str(printed), alternative="" if free else reference_name,
                            alternative_value=None if free else reference[what][comp],
                            explanation=unidentified[(comp, what)] if free else book_differs.get((comp, what), ""),

@@ -3,8 +3,11 @@
 Step 1 fits a GAM (:mod:`vrs_helpers.book.gam`) for every candidate feature set c (the powerset of the features, or the
 correlation-ordered shortcut the book suggests: the nested sets of the 1, 2, ... features most correlated with the
 target) and picks c* = argmax D^2 (eq. 2.9), ties broken by the smallest degrees of freedom. As in the authors'
-R code, models are ranked by floor(100 D^2) descending, then by complexity (log-likelihood df) ascending, so
-"equal D^2" means equal to the percent, as Table 2.5 prints it.
+R code, models are ranked by D^2 in whole percent descending, then by complexity (log-likelihood df) ascending, so
+"equal D^2" means equal to the percent, as Table 2.5 prints it. The whole percent is ``round(100 D^2)`` in the
+authors' circularity searches (``ir_circularity.Rmd``, ``liver_circularity.Rmd``, ``kidney_circularity.Rmd``) and
+``floor(100 D^2)`` in their distillation searches (``liver_distillation.Rmd``, ``ir_distillation.Rmd``): ``rank``
+chooses, and :data:`AUTHORS_SEARCH` records which each analysis of section 2.4.3 uses.
 
 Step 2 checks nullification (Proposition 2.1): every other feature, added to the model with c*, must get a
 constant-zero shape. We measure a shape by |f_j(x_ij)| over the data rows: its 99th percentile (default,
@@ -35,6 +38,20 @@ from ..literal import plot_text
 from . import gam as _gam
 
 MAX_POWERSET = 10   # 1,023 models; beyond that use search="correlation"
+#: the authors' search of each analysis of section 2.4.3 (dataset, target): how its R Markdown rounds D2 for the
+#: ranking, and the file. Every one of these searches uses mgcv's default basis size (s(x), k = 10); the tuned sizes
+#: (k = 100 for bili, 150/125 for crea/urine24) are only in the models fitted after the search. The kidney teacher
+#: has no search in kidney_distillation.Rmd: it follows liver_distillation.Rmd's.
+AUTHORS_SEARCH = {("patent", "gold"): ("round", "ir_circularity.Rmd"),
+                  ("liver", "gold"): ("round", "liver_circularity.Rmd"),
+                  ("kidney", "gold"): ("round", "kidney_circularity.Rmd"),
+                  ("liver", "teacher_circ"): ("floor", "liver_distillation.Rmd"),
+                  ("kidney", "teacher_circ"): ("floor", "liver_distillation.Rmd (kidney_distillation.Rmd has none)")}
+#: the D2 values the authors' R code prints with floor() (the titles of the nullification figures: ir_circularity.Rmd
+#: dev_selected / dev_nocirc / dev_withcirc, kidney_circularity.Rmd dev_nocirc / dev_withcirc): a printed 95 stands
+#: for [95, 96). The other D2 values are printed with round() (liver_circularity.Rmd, the distillation Rmds).
+FLOOR_PRINTED = {("patent", "gold"): ("d2_circular", "d2_without", "d2_all"),
+                 ("kidney", "gold"): ("d2_without", "d2_all")}
 
 
 @dataclass
@@ -59,6 +76,7 @@ class CircularityResult:
     null_threshold: float
     seconds: float
     null_measure: str = "q99"
+    rank: str = "floor"   # how D2 was cut to whole percent for the ranking: "floor" or "round"
 
     @property
     def is_circular(self) -> bool:
@@ -137,7 +155,7 @@ def _shape_size(res: _gam.GAMResult, feature: str):
 def circularity_test(df: pd.DataFrame, target: str, features, family: str = "gaussian", k=10,
                      search: str = "powerset", max_powerset: int = MAX_POWERSET, d2_threshold: float = 0.9,
                      null_threshold: float = 0.1, null_measure: str = "q99", max_knots: int = _gam.MAX_KNOTS,
-                     seed: int = 1,
+                     seed: int = 1, rank: str = "floor",
                      progress: bool = False, blas_threads="auto") -> CircularityResult:
     """Run the circularity test of Definition 2.5 on ``df``.
 
@@ -145,13 +163,18 @@ def circularity_test(df: pd.DataFrame, target: str, features, family: str = "gau
     terms); ``k`` an int or {feature: k}; ``family`` 'gaussian' (scores, GCV) or 'binomial' (0/1 labels, logit
     link, UBRE; book footnote 14); ``search`` 'powerset' (all 2^p - 1 subsets, at most ``max_powerset`` features) or
     'correlation' (p nested sets). For the Gaussian family all models are fitted from one set of cross-products
-    X'X, X'y computed in a single pass over the data. ``progress`` shows a tqdm bar over the models.
+    X'X, X'y computed in a single pass over the data. ``rank``: "floor" or "round", how D2 is cut to whole percent
+    for the ranking (see :data:`AUTHORS_SEARCH`). ``progress`` shows a tqdm bar over the models.
     ``blas_threads`` limits BLAS threads in each model's smoothing-parameter search ("auto": one thread below 1,500
     coefficients; see :func:`vrs_helpers.threads.blas_limit`).
     """
     t0 = time.perf_counter()
     if null_measure not in ("q99", "max"):
         raise _gam.GAMError(f"null_measure must be 'q99' or 'max', got {null_measure!r}.")
+    if rank not in ("floor", "round"):
+        raise _gam.GAMError(f"rank must be 'floor' or 'round' (how the authors' R code cuts D2), got {rank!r}.")
+    # R's round() rounds half to even, as Python's does
+    whole = (lambda v: math.floor(v + 1e-9)) if rank == "floor" else round
     features = list(features)
     y = _gam.check_frame(df, target, features, family)
     terms = _gam.make_terms(df, features, k=k, max_knots=max_knots, seed=seed)
@@ -175,7 +198,7 @@ def circularity_test(df: pd.DataFrame, target: str, features, family: str = "gau
         fits[c] = res
         rows.append({"features": tuple(features[i] for i in c), "n_features": len(c),
                      "deviance_explained": res.deviance_explained,
-                     "data_fit": math.floor(100 * res.deviance_explained + 1e-9),
+                     "data_fit": whole(100 * res.deviance_explained),
                      "edf": res.edf, "complexity": res.complexity, "seconds": res.seconds})
     models = pd.DataFrame(rows).sort_values(["data_fit", "complexity"], ascending=[False, True], kind="stable")
     models.insert(0, "rank", np.arange(1, len(models) + 1))
@@ -218,7 +241,7 @@ def circularity_test(df: pd.DataFrame, target: str, features, family: str = "gau
                              circular_features=c_star, deviance_explained=d2, complexity=float(best["complexity"]),
                              nullification=null, verdict=verdict, correlations=corr, fits=out_fits,
                              d2_threshold=d2_threshold, null_threshold=null_threshold,
-                             seconds=time.perf_counter() - t0, null_measure=null_measure)
+                             seconds=time.perf_counter() - t0, null_measure=null_measure, rank=rank)
 
 
 def plot_shapes(result: CircularityResult, df: pd.DataFrame, features=None, rug_max: int = 4000, seed: int = 0,
@@ -285,8 +308,8 @@ MGCV = "mgcv 1.8-41, same test data"
 MGCV_REF = "Section 2.4.3 (mgcv, test set)"
 #: reference rows, ours against mgcv's D2 of the same model on the same data, within 0.01 percentage points (1e-4
 #: of D2): the basis construction and the criterion (GCV) are mgcv's, and where the two optimizers stop on the flat
-#: GCV surface moves D2 by less than that (tests/book/test_gam.py) - unless a feature has more distinct values than a
-#: basis takes as knots (gam.MAX_KNOTS, mgcv's max.knots): then each builds the basis on its own random subset
+#: GCV surface moves D2 by less than that (tests/book/test_gam.py). A feature with more distinct values than a basis
+#: takes as knots (gam.MAX_KNOTS, mgcv's max.knots) gets mgcv's own subset (R's set.seed(1); sample(), rsample)
 D2_REFERENCE_TOLERANCE = 0.01
 _TRAIN_TEST = "the book fitted on the training set (not published); mgcv on the same test data gives {mg}"
 
@@ -299,29 +322,43 @@ class BookComparison:
     fits: dict = field(repr=False)  # the GAMs fitted for the comparison beyond the search's, by name
 
 
-def _knots_note(df: pd.DataFrame, features) -> str:
+def _knots_note(df: pd.DataFrame, features, ours: float, reference: float) -> str:
+    """The reason beside a reference row that misses mgcv: by how much, and where a basis takes a subset of the
+    values as knots, that the subset is mgcv's (so the knots are not the reason)."""
     many = {f: int(df[f].nunique()) for f in features if df[f].nunique() > _gam.MAX_KNOTS}
-    if not many:
-        return ""
-    return ("not the same model: " + ", ".join(f"{f} has {n:,} distinct values" for f, n in many.items())
-            + f"; mgcv and we build {'its basis' if len(many) == 1 else 'their bases'} on different random subsets of "
-            f"{_gam.MAX_KNOTS:,} of the values (mgcv's max.knots)")
+    note = f"ours differs from mgcv's D2 by {ours - reference:+.3f} percentage points"
+    if many:
+        note += ("; " + ", ".join(f"{f} has {n:,} distinct values" for f, n in many.items())
+                 + f": {'its basis takes' if len(many) == 1 else 'their bases take'} mgcv's subset of "
+                 f"{_gam.MAX_KNOTS:,} of them as knots (R's set.seed(1); sample(1:nu, {_gam.MAX_KNOTS}))")
+    return note
 
 
-def _d2_rows(df, quantity: str, book_value, ours: float, mgcv_value: float, features) -> list[dict]:
+def _d2_rows(df, quantity: str, book_value, ours: float, mgcv_value: float, features, floor: bool = False,
+             reason: str | None = None) -> list[dict]:
     """A printed D2 (whole percent, mgcv's value on the same data the second reference) and, apart, the reference
-    row: ours against mgcv's D2."""
+    row: ours against mgcv's D2. ``floor``: the authors' code printed it with floor(), so "95" stands for [95, 96)
+    (an interval check, stated in the quantity as the scorecard's ``check_interval`` does); else with round()."""
     off = abs(ours - mgcv_value) > D2_REFERENCE_TOLERANCE
-    return [{"ref": "Section 2.4.3", "quantity": quantity, "book": float(book_value), "printed": str(book_value),
+    book = {"book": float(book_value), "printed": str(book_value)}
+    if floor:
+        book = {"book": float(book_value) + 0.5, "tolerance": 0.5 * (1 + 1e-9)}
+        quantity_book = (f"{quantity} (printed '{book_value}', interval check: floor(): [{book_value}, "
+                         f"{int(book_value) + 1}))")
+    else:
+        quantity_book = quantity
+    return [{"ref": "Section 2.4.3", "quantity": quantity_book, **book,
              "ours": ours, "alternative": MGCV, "alternative_value": mgcv_value,
-             "explanation": _TRAIN_TEST.format(mg=f"{mgcv_value:.2f} %")},
+             "explanation": reason if reason is not None else _TRAIN_TEST.format(mg=f"{mgcv_value:.2f} %")},
             {"ref": MGCV_REF, "quantity": quantity, "book": mgcv_value, "ours": ours, "kind": "reference",
-             "tolerance": D2_REFERENCE_TOLERANCE, "explanation": _knots_note(df, features) if off else ""}]
+             "tolerance": D2_REFERENCE_TOLERANCE,
+             "explanation": _knots_note(df, features, ours, mgcv_value) if off else ""}]
 
 
 def book_comparison(df: pd.DataFrame, response: str, result: CircularityResult, spec: dict, k=None,
                     basis_size: int = 10, students: dict | None = None,
-                    null_threshold: float = 0.1) -> BookComparison:
+                    null_threshold: float = 0.1, authors_search: CircularityResult | None = None,
+                    authors_rmd: str = "", floor_printed=(), reasons: dict | None = None) -> BookComparison:
     """The numbers the book prints for one analysis of section 2.4.3, beside ours, as a check table.
 
     ``spec`` is the analysis' entry of ``data/book/circularity_2_4_3.json``: the rule's features (``circular``),
@@ -335,19 +372,32 @@ def book_comparison(df: pd.DataFrame, response: str, result: CircularityResult, 
     predictions, the ``students`` fitted on all clinical features (``{"without circular": ..., "all": ...}``), as
     in the book. ``k``: basis sizes by feature (others ``basis_size``). Every D2 row has a reference row beside it:
     ours against mgcv's D2 of the same model (:data:`D2_REFERENCE_TOLERANCE`).
+
+    ``authors_search``: the search as the authors' R Markdown runs it (``authors_rmd``: default basis sizes, its
+    rounding of D2, :data:`AUTHORS_SEARCH`); the c* row is its c* (``result``'s, with the tuned basis sizes, is named
+    in the reason when they differ). ``floor_printed``: the D2 keys ("d2_circular", "d2_without", "d2_all") the
+    authors' code prints with floor() (:data:`FLOOR_PRINTED`). ``reasons``: {quantity: reason} for book rows whose
+    reason the notebook computes (it replaces the default reason).
     """
     k = dict(k or {})
+    reasons = dict(reasons or {})
     size = {f: k.get(f, basis_size) for f in set(result.features) | set(spec.get("circular", ()))}
     if "book" not in spec:
         return BookComparison(pd.DataFrame(columns=["ref", "quantity", "book", "ours"]), {})
     book, mg, rule = spec["book"], spec["mgcv"], list(spec["circular"])
     rows, fits = [], {}
-    is_rule = set(result.circular_features) == set(rule)
+    searched = authors_search if authors_search is not None else result
+    is_rule = set(searched.circular_features) == set(rule)
+    star = lambda r: "{" + ", ".join(r.circular_features) + "}"   # noqa: E731
+    how = (f"the authors' search ({authors_rmd}: mgcv's default k = 10, D2 cut by {searched.rank}(100 D2)) on the "
+           "test data" if authors_search is not None else "on the test data the search")
+    tuned = (f"; with the tuned basis sizes our search above finds {star(result)}" if authors_search is not None
+             and set(result.circular_features) != set(searched.circular_features) else "")
     rows.append({"ref": "Section 2.4.3", "quantity": "c* = the label-defining features (1 = yes)", "book": 1.0,
                  "ours": float(is_rule), "tolerance": 0.0,
-                 "explanation": "" if is_rule else f"on the test data the least complex best model is c* = "
-                 f"{{{', '.join(result.circular_features)}}} (the book: {{{', '.join(rule)}}}); the search table "
-                 "above ranks them"})
+                 "explanation": "" if is_rule else f"{how} ranks c* = {star(searched)} first, D2 = "
+                 f"{100 * searched.deviance_explained:.2f} % (the book{'' if students else ', on its training data'}"
+                 f": {{{', '.join(rule)}}})" + tuned})
     fits["circular"] = _gam.fit_gam(df, response, rule, k={f: size[f] for f in rule})
     if students:
         without, everything = students.get("without circular"), students.get("all")
@@ -358,13 +408,16 @@ def book_comparison(df: pd.DataFrame, response: str, result: CircularityResult, 
         if "k_all_mgcv" in spec:   # the authors' all-features model swaps the basis sizes of the rule's features
             everything = fits["all, the authors' basis sizes"] = _gam.fit_gam(
                 df, response, result.features, k={f: spec["k_all_mgcv"].get(f, size[f]) for f in result.features})
-    for quantity, printed, fit, reference, used in [
-            ("D2 (%) of the model with the rule's features only", book["d2_circular"], fits["circular"],
-             mg["d2_circular"], rule),
-            ("D2 (%) without the rule's features", book["d2_without"], without, mg["d2_without"], others),
-            ("D2 (%) with all features", book["d2_all"], everything, mg["d2_all"], rule + others)]:
-        if fit is not None:
-            rows += _d2_rows(df, quantity, printed, 100 * fit.deviance_explained, reference, used)
+    for key, quantity, printed, fit, reference, used in [
+            ("d2_circular", "D2 (%) of the model with the rule's features only", book["d2_circular"],
+             fits["circular"], mg["d2_circular"], rule),
+            ("d2_without", "D2 (%) without the rule's features", book["d2_without"], without, mg["d2_without"], others),
+            ("d2_all", "D2 (%) with all features", book["d2_all"], everything, mg["d2_all"], rule + others)]:
+        if fit is not None:   # the authors' distillation Rmds fit the students on the published test file
+            default = (f"the authors fitted the students on the same test file; mgcv gives {reference:.2f} %"
+                       if students else None)
+            rows += _d2_rows(df, quantity, printed, 100 * fit.deviance_explained, reference, used,
+                             floor=key in floor_printed, reason=reasons.get(quantity, default))
     nullified = bool(result.nullification["nullified"].all())
     rows.append({"ref": "Section 2.4.3", "quantity": "every other feature nullified with c* (1 = yes)",
                  "book": float(book["nullified"]), "ours": float(nullified), "tolerance": 0.0,

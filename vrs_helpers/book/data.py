@@ -113,7 +113,12 @@ _FILES = [
     # --- kidney SOFA (chapter 2)
     _em("kidney_sofa_test", "kidney_sofa_example/data/test_set_with_sofa_predictions.rds",
         "c27fe266f0503f2e95a1d9007e7b6aaa27d17614859bcd72c6f77ee5acfc810c",
-        "Section 2.4.3; Table 2.7; Figures 2.11-2.14, 2.20, 2.21"),
+        "Section 2.4.3; Table 2.7; Figures 2.11-2.14, 2.20, 2.21",
+        description="the teacher columns look swapped or mislabelled (workbook 02, kidney teachers): sofa_nocirc, "
+                    "'trained without the circular features', is explained by crea + urine24 alone at D2 89.8 % (k = "
+                    "10), more than sofa_circ (86.5 %), and has the book's top-5 correlated features in its order "
+                    "and an accuracy of 92.56 % (the book, for the teacher with all features: 92.2 %; sofa_circ "
+                    "90.56 %); predictions/ablation_circular_model.rds is byte-identical to test_circular_model.rds"),
     _em("kidney_test_std", "kidney_sofa_example/data/dataset-test_std.rds",
         "db73c6cd4d32c3be9b861161cd44ccc915997547eac92cae9828f07085eafeb4", "Section 2.4.3"),
     _em("kidney_test_nostd", "kidney_sofa_example/data/dataset-test_nostd.rds",

@@ -33,11 +33,13 @@ from scipy.sparse import linalg as sparse_linalg
 
 from ..errors import VRSError
 from ..threads import blas_limit
+from . import rsample as _rsample
 from .smoothing import PLSFit, fit_from_crossproducts, penalized_least_squares, scale_penalties
 
 FAMILIES = ("gaussian", "binomial")
 MAX_KNOTS = 2000  # mgcv's default max.knots: a thin-plate basis of a feature with more unique values uses a random
-#                   subset of them as knots (mgcv and we draw it with different generators)
+#                   subset of them as knots, drawn as mgcv draws it (set.seed(1); sample(1:nu, 2000) with R's
+#                   generator, vrs_helpers.book.rsample), so the subset is mgcv's
 
 
 class GAMError(VRSError, ValueError):
@@ -72,8 +74,9 @@ def _eta_tp(r: np.ndarray) -> np.ndarray:
 class SmoothTerm:
     """Thin-plate regression spline s(x, k) with a sum-to-zero constraint over the data (mgcv ``bs = "tp"``).
 
-    Construction (Wood 2003, Generalized Additive Models 2nd ed. 5.5.1): the knots are the unique values of x (a
-    seeded random subset of ``max_knots`` of them when there are more, as mgcv does); E_ij = eta(|x_i - x_j|) over the
+    Construction (Wood 2003, Generalized Additive Models 2nd ed. 5.5.1): the knots are the unique values of x (when
+    there are more than ``max_knots``, mgcv's subset of them: the sorted unique values at R's ``set.seed(seed);
+    sample(1:nu, max_knots)``, :mod:`vrs_helpers.book.rsample`); E_ij = eta(|x_i - x_j|) over the
     knots is eigen-decomposed and the k - 2 ... k eigenvectors of largest |eigenvalue| U_k kept; with the null space
     T = [1, x] and the constraint T'U_k delta = 0 the function is f(x) = E(x, knots) U_k Z delta + T alpha with
     penalty delta' Z' D_k Z delta. The identifiability constraint sum_i f(x_i) = 0 is absorbed by a QR step, which
@@ -110,9 +113,8 @@ class SmoothTerm:
         self.x_range = (float(ux[0]), float(ux[-1]))
         self.lo, self.scale = float(ux[0]), float(ux[-1] - ux[0])
         u = (ux - self.lo) / self.scale
-        if len(u) > self.max_knots:
-            rng = np.random.default_rng(self.seed)
-            u = np.sort(rng.choice(u, size=self.max_knots, replace=False))
+        if len(u) > self.max_knots:   # mgcv: uniquecombs(x, ordered = TRUE)[sample(1:nu, max.knots), ] after set.seed
+            u = np.sort(u[_rsample.sample(len(u), self.max_knots, seed=self.seed) - 1])
         self.knots = u
         E = _eta_tp(np.abs(u[:, None] - u[None, :]))
         if len(u) >= 10 * self.k:   # Lanczos for the k eigenvalues of largest magnitude (deterministic start)

@@ -192,3 +192,46 @@ def max_false_omission_rate(mean_control: float, mean_treatment: float, n: int, 
         return float("inf")
     i = int(crossed[0])
     return float(brentq(margin, grid[i - 1], grid[i], xtol=1e-14))
+
+
+def rounding_range(function, values, half_units) -> tuple[float, float]:
+    """The smallest and largest value of ``function(*inputs)`` when each input may lie anywhere within the rounding
+    of its printed value (``values[i] +- half_units[i]``): the minimum and maximum over the corners of that box,
+    which are the extremes for a function monotone in each input (every number of MBM Table 1 is: a difference of
+    means, p(1 - p) / (N - 1) for p < 1/2, eq. 13 for p_R < 1/2, the bounds of eq. 8 / 14)."""
+    import itertools
+
+    values = [float(v) for v in values]
+    half_units = [float(h) for h in half_units]
+    if len(values) != len(half_units) or any(h < 0 for h in half_units):
+        raise MetricModelError("rounding_range needs one non-negative half unit per input.")
+    out = [float(function(*(v + s * h for v, s, h in zip(values, signs, half_units, strict=True))))
+           for signs in itertools.product((-1.0, 1.0), repeat=len(values))]
+    return min(out), max(out)
+
+
+def table1_ranges(mean_control: float, mean_treatment: float, n: int, precision: float, false_omission_rate: float,
+                  var_d_control: float, var_d_treatment: float, half_units: dict, level: float = 0.95) -> dict:
+    """The range each number of MBM Table 1 can take when its printed inputs are rounded: {name: (low, high)} for
+    "ATE", "Var^D control" / "treatment" (eq. 5), "Var^M control" / "treatment" (eq. 13), "CI^D lower" / "upper"
+    (eq. 8 with the printed Var^D, as the paper computes it) and "CI^M lower" / "upper" (eq. 14). ``half_units``: half
+    a unit of the last printed digit of each input, keys ``mean`` (both means), ``precision``,
+    ``false_omission_rate``, ``var_d_control``, ``var_d_treatment``. N is not rounded."""
+    n = _n(n)
+    h_mean, h_p, h_f = half_units["mean"], half_units["precision"], half_units["false_omission_rate"]
+    means, h_means = (mean_control, mean_treatment), (h_mean, h_mean)
+    out = {"ATE": rounding_range(lambda c, t: t - c, means, h_means)}
+    for role, p in zip(("control", "treatment"), means, strict=True):
+        out[f"Var^D {role}"] = rounding_range(lambda q: variance_deterministic(q, n), (p,), (h_mean,))
+        out[f"Var^M {role}"] = rounding_range(lambda q, a, b: variance_model_based(q, n, a, b),
+                                              (p, precision, false_omission_rate), (h_mean, h_p, h_f))
+    det = (*means, var_d_control, var_d_treatment), (*h_means, half_units["var_d_control"],
+                                                     half_units["var_d_treatment"])
+    mod = (*means, precision, false_omission_rate), (*h_means, h_p, h_f)
+    for side in ("lower", "upper"):
+        out[f"CI^D {side}"] = rounding_range(
+            lambda c, t, vc, vt, side=side: getattr(difference_ci(c, t, vc, vt, level=level), side), *det)
+        out[f"CI^M {side}"] = rounding_range(
+            lambda c, t, a, b, side=side: getattr(difference_ci(c, t, variance_model_based(c, n, a, b),
+                                                     variance_model_based(t, n, a, b), level=level), side), *mod)
+    return out
