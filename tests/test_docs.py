@@ -237,8 +237,17 @@ def _output_text(path: Path) -> str:
     for cell in nb.cells:
         for o in cell.get("outputs", []):
             parts.append(o.get("text", ""))
-            parts += [v for k, v in (o.get("data") or {}).items() if k.startswith("text/") and isinstance(v, str)]
+            parts += [_as_read(k, v) for k, v in (o.get("data") or {}).items()
+                      if k.startswith("text/") and isinstance(v, str)]
     return "\n".join(parts)
+
+
+def _as_read(mime: str, text: str) -> str:
+    """What a reader sees of a Markdown output: names from the data are written there as character references
+    inside a span that MathJax skips (vrs_helpers.literal.markdown_text)."""
+    import html
+
+    return html.unescape(re.sub(r"<[^>]+>", "", text)) if mime == "text/markdown" else text
 
 
 def test_text_blocks_quote_their_file():

@@ -186,8 +186,10 @@ def ranking_sentence(table: pd.DataFrame, contrasts: pd.DataFrame, alpha: float,
     if not tied:
         return (f"{best} is the best of the {k} systems: each of the other {len(below)} is significantly worse "
                 f"(family-wise alpha = {alpha:g}).")
+    rest = (f"{below[0]} is significantly worse than {best}" if len(below) == 1 else
+            f"the other {len(below)} of the {k} systems are significantly worse than {best}")
     return (f"{best} has the best estimate, and {', '.join(tied)} cannot be separated from it at family-wise alpha = "
-            f"{alpha:g}; the other {len(below)} of the {k} systems are significantly worse than {best}.")
+            f"{alpha:g}; {rest}.")
 
 
 def forest_plot(table: pd.DataFrame, ax=None, xlabel: str = "estimate"):
