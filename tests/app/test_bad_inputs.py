@@ -2,6 +2,7 @@
 before any analysis, no traceback, and a previous report in --out stays as it was."""
 
 import os
+import tempfile
 
 import pytest
 from bad_inputs import CASES, run_case
@@ -14,6 +15,10 @@ def test_bad_input_exits_2_keeps_the_report(tmp_path, capsys, monkeypatch, name,
     if "read-only" in name and not os.path.isdir("/sys"):
         pytest.skip("no /sys on this system")
     monkeypatch.chdir(tmp_path)
+    private = tmp_path / "tmp"   # a private TMPDIR: nothing of the run may be left in it (issue 37)
+    private.mkdir()
+    monkeypatch.setenv("TMPDIR", str(private))
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
     args = maker(tmp_path)
     out = tmp_path / "report"
     if "--out" not in args:
@@ -26,6 +31,7 @@ def test_bad_input_exits_2_keeps_the_report(tmp_path, capsys, monkeypatch, name,
     if out.exists():
         assert [p.name for p in out.iterdir()] == ["summary.json"]
         assert (out / "summary.json").read_text() == '{"previous": true}'
+    assert not list(private.iterdir()), list(private.iterdir())   # no work folder, socket or connection file
 
 
 def test_a_case_in_a_new_process_has_no_traceback(tmp_path):
