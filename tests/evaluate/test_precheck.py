@@ -62,9 +62,13 @@ def test_a_pattern_checks_its_first_file_with_the_fields_as_columns(tmp_path):
 
 def test_unreadable_files_and_two_roles_are_reported(tmp_path):
     binary = tmp_path / "scores.csv"
-    binary.write_bytes(b"\xff\xfe\x00\x81score\n")
-    with pytest.raises(InputError, match="Could not read"):
+    binary.write_bytes(b"\xff\xfe\x00\x81score\n")   # a UTF-16 byte-order mark: the message the full read gives
+    with pytest.raises(InputError, match=r"is UTF-16 text .*not UTF-8\. Save it as CSV \(UTF-8\)"):
         precheck.check_table_input(binary, ROLES)
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes(b"syst\xe8m,seed,item,score\nA,1,i1,0.5\n")   # 'syst' is 4 bytes: the 5th is not UTF-8
+    with pytest.raises(InputError, match="line 1, byte 5 of the line: 0xe8 is not UTF-8"):
+        precheck.check_table_input(latin, ROLES)
     bad_json = tmp_path / "scores.jsonl"
     bad_json.write_text("{not json\n")
     with pytest.raises(InputError, match="line 1: not valid JSON"):
