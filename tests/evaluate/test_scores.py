@@ -321,12 +321,12 @@ def test_items_differing_in_case_are_items_but_not_in_spaces():
 
 
 def test_empty_keys_and_near_duplicates_on_a_dask_table():
-    """The same rules on a dask DataFrame (vrs analyze --dask): counts without row numbers, --dropna, and the
-    near-duplicates among the labels of its cells."""
+    """The same rules on a dask DataFrame (vrs analyze --dask): the same message as in memory (rows 3 and 8 of the
+    frame are data rows 4 and 9 below a header), --dropna, and the near-duplicates among the labels of its cells."""
     dd = pytest.importorskip("dask.dataframe")
     df = _table().astype({"item": object})
     df.loc[[3, 8], "item"] = None
-    with pytest.raises(InputError, match="the item column 'item' in 2 rows\\. Every row"):
+    with pytest.raises(InputError, match="the item column 'item' in 2 rows \\(data rows 4, 9\\)\\. Every row"):
         validate(dd.from_pandas(df, npartitions=3), **KW)
     clean, info = validate(dd.from_pandas(df, npartitions=3), dropna=True, **KW)
     assert info.n_dropped_keys == 2 and info.n_rows == 118 and len(clean.compute()) == 118

@@ -309,6 +309,10 @@ def _drop_missing_keys(out, keys, label_cols, dropna: bool, lazy: bool, files=No
         for c in label_cols:
             out[c] = out[c].astype(str)
         masks = dict.fromkeys(cols)
+        if any(counts) and not dropna:   # the error names the first rows, as in memory: one more pass, only then
+            found = computed([out[c].isna() for c, n in zip(cols, counts, strict=True) if n])
+            masks.update({c: m.to_numpy() for c, m in zip([c for c, n in zip(cols, counts, strict=True) if n],
+                                                          found, strict=True)})
     else:
         masks = {c: out[c].isna().to_numpy() for c in cols}
         for c in label_cols:
