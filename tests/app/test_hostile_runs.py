@@ -206,6 +206,17 @@ def _wait_for(tmp: Path, name: str, proc, limit=60.0) -> bool:
     return False
 
 
+def _start_analysis(folder: Path, out: Path, tmp: Path, seed: int):
+    """`vrs analyze` of 2 systems x 3 runs x 300 items started in the background, returned once its analysis is
+    being made (its signed marker is in the work folder)."""
+    data = _scores(folder / "scores.csv", items=300, seed=seed)
+    proc = subprocess.Popen([sys.executable, "-m", "vrs_helpers.app.cli", "analyze", str(data), *ARGS,
+                             "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=_env(tmp))
+    assert _wait_for(tmp, "analysis.pickle.pending", proc), "the analysis never started"
+    return proc
+
+
 @pytest.mark.parametrize("sig, code, said", [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130,
                                                                                      "interrupted")])
 def test_a_stopped_run_keeps_the_previous_report_and_leaves_nothing(tmp_path, previous_report, sig, code, said):
@@ -216,11 +227,7 @@ def test_a_stopped_run_keeps_the_previous_report_and_leaves_nothing(tmp_path, pr
     before = _copy_report(previous_report, out)
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    data = _scores(tmp_path / "scores.csv", items=300, seed=1)
-    proc = subprocess.Popen([sys.executable, "-m", "vrs_helpers.app.cli", "analyze", str(data), *ARGS,
-                             "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=_env(tmp))
-    assert _wait_for(tmp, "analysis.pickle.pending", proc), "the analysis never started"
+    proc = _start_analysis(tmp_path, out, tmp, seed=1)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == code, err
@@ -240,11 +247,9 @@ def test_a_killed_run_is_cleaned_up_by_the_next(tmp_path, previous_report):
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     data = _scores(tmp_path / "scores.csv", items=300, seed=2)
-    proc = subprocess.Popen([sys.executable, "-m", "vrs_helpers.app.cli", "analyze", str(data), *ARGS,
-                             "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(tmp))
-    assert _wait_for(tmp, "analysis.pickle.pending", proc)
+    proc = _start_analysis(tmp_path, out, tmp, seed=2)
     proc.kill()
-    proc.wait()
+    proc.communicate()
     time.sleep(1.5)   # the orphaned kernel notices its parent is gone and exits
     after = _snapshot(out)
     assert after.pop(pub.LOCK_NAME) == str(proc.pid).encode()   # nothing can remove it; it blocks nobody

@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import VRSError
+from ..evaluate.handover import pid_alive
 
 # every file a report of `vrs analyze` can consist of (score table: report.ipynb, report.html, summary.json and
 # mathjax/; logs: report.html, summary.json, summary.txt): a new report replaces all of them, so a logs report
@@ -63,21 +64,6 @@ def disk_full_error(exc: BaseException, out_dir=None, where=None) -> DiskFullErr
     kept = f" The previous report in {out_dir} (if any) is unchanged." if out_dir is not None else ""
     return DiskFullError(errno.ENOSPC, f"the disk is full{place}: free some space, or write the report elsewhere "
                          f"with --out and the temporary files elsewhere with TMPDIR=/a/larger/disk.{kept}")
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this id runs (on POSIX; elsewhere every process is taken to run)."""
-    if pid <= 0:
-        return False
-    if os.name != "posix":
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:   # another user's process: it runs
-        return True
-    return True
 
 
 def work_dir() -> Path:

@@ -97,13 +97,20 @@ def being_made(path, key: str | bytes | None = None) -> bool:
         pid = int(read(marker(path), key).decode("ascii"))
     except (OSError, ValueError, HandoverError):
         return False
+    return pid_alive(pid)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id runs (on POSIX; elsewhere every process is taken to run)."""
+    if pid <= 0:
+        return False
     if os.name != "posix":
         return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
+    except PermissionError:   # another user's process: it runs
         return True
     return True
 

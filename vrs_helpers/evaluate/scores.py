@@ -12,6 +12,7 @@ columns and says what to do about anything that would make a wrong number.
 
 from __future__ import annotations
 
+import contextlib
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +38,7 @@ from .precheck import (  # noqa: F401 - the names of the light checks, importabl
 
 def _read_table(path: Path) -> pd.DataFrame:
     kind = TABLE_SUFFIXES.get(base_suffix(path))
-    try:
+    with _reading(path):
         if kind == "parquet":
             return _with_rows(pd.read_parquet(path), path)
         check_text_file(path)
@@ -45,26 +46,28 @@ def _read_table(path: Path) -> pd.DataFrame:
             return _with_rows(pd.DataFrame([rec for _, rec in iter_json_lines(path)]), path)
         if kind is not None:
             return read_delimited(path, kind)
+    return _read_plain(path)
+
+
+@contextlib.contextmanager
+def _reading(path):
+    """What goes wrong while a table file is read, as the user's error: not UTF-8 (where, and what to do), or
+    unreadable (pandas' or the system's reason)."""
+    try:
+        yield
     except UnicodeDecodeError:
         raise InputError(not_utf8(path)) from None
     except (ValueError, OSError, EOFError, pd.errors.ParserError) as exc:
         if isinstance(exc, InputError):
             raise
         raise InputError(f"Could not read {path}: {exc}") from exc
-    return _read_plain(path)
 
 
 def _read_csv(path, sep: str) -> pd.DataFrame:
     """A delimited file with the delimiter the user gave; a file that is not UTF-8 text is an error saying where."""
     check_text_file(path)
-    try:
+    with _reading(path):
         return _with_rows(pd.read_csv(path, sep=sep), path)
-    except UnicodeDecodeError:
-        raise InputError(not_utf8(path)) from None
-    except (ValueError, OSError, EOFError, pd.errors.ParserError) as exc:
-        if isinstance(exc, InputError):
-            raise
-        raise InputError(f"Could not read {path}: {exc}") from exc
 
 
 def _with_rows(table: pd.DataFrame, path: Path) -> pd.DataFrame:
