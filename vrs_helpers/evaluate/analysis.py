@@ -157,7 +157,9 @@ class OwnAnalysis:
             "verdict": list(self.verdict), "notes": list(self.notes),
             "separation": dict(self.separated), "fit_notes": list(self.fit_notes),
             "ranking": (None if self.ranking is None else
-                        self.ranking.drop(columns="method").replace({np.nan: None}).to_dict("records")),
+                        self.ranking.drop(columns=["method", "ci"], errors="ignore").replace(
+                            {np.nan: None}).to_dict("records")),
+            "ranking_ci": None if self.ranking is None or "ci" not in self.ranking else str(self.ranking["ci"].iloc[0]),
             "ranking_method": None if self.ranking is None else str(self.ranking["method"].iloc[0]),
             "pairs": ([] if self.comparison_random is None else
                       self.comparison_random.contrasts.replace({np.nan: None}).to_dict("records")),

@@ -435,20 +435,39 @@ def rank(result, w: Work) -> None:
     """Three or more systems: the ranking (:mod:`vrs_helpers.evaluate.ranking`) from the design's model - the
     runs-random model when there are runs, else the runs-as-replications one - with its family-wise pairwise
     decisions: per system the estimate (for 0/1 scores the accuracy, back-transformed from the logit scale on which
-    the decisions are made) with its 95 % confidence interval (per system, not simultaneous), the rank, the
-    simultaneous rank interval and the letters."""
+    the decisions are made) with its simultaneous 95 % interval (single-step over the k means,
+    :func:`vrs_helpers.mixed.marginal.simultaneous_means`), the rank, the simultaneous rank interval and the
+    letters; for 0/1 scores every pairwise difference also in accuracy points with its simultaneous interval
+    (:func:`vrs_helpers.mixed.marginal.response_differences`, beside the test on the logit scale)."""
+    from ..mixed.marginal import response_differences, simultaneous_means
+
     comp = result.comparison_random if result.comparison_random is not None else result.comparison
     if comp is None or len(w.systems) < 3 or "contrast" not in comp.contrasts:
         return
     m = comp.means
+    emm = getattr(comp, "emm", None)
+    simultaneous = emm is not None and emm.means_vcov is not None
+    if simultaneous:
+        m = simultaneous_means(emm).assign(**({"probability": m["probability"]} if "probability" in m else {}))
+        if "probability" in m:
+            from scipy.special import expit
+
+            m["prob_lower"], m["prob_upper"] = expit(m["lower"]), expit(m["upper"])
+        if result.family == "binomial" and "difference" not in comp.contrasts:
+            diffs = response_differences(emm).drop(columns="contrast")
+            comp.contrasts = pd.concat([comp.contrasts.reset_index(drop=True), diffs], axis=1)
     est, lo, hi = (("probability", "prob_lower", "prob_upper") if "probability" in m else ("emmean", "lower", "upper"))
     systems = m.iloc[:, 0].astype(str).tolist()
     small = "df" in comp.contrasts and "t" in comp.contrasts
+    adjust = str(getattr(comp, "adjust", ""))
     how = ("Tukey-adjusted t tests on small-sample df" if small else
-           "single-step max-|z| over the parametric bootstrap" if str(getattr(comp, "adjust", "")).startswith(
-               "bootstrap") else "Tukey-adjusted Wald z tests on the logit scale")
+           "single-step max-|z| over the parametric bootstrap" if adjust.startswith("bootstrap") else
+           "single-step max-|z| from the joint normal of the contrasts (multcomp::glht)" if adjust == "mvt" else
+           "Tukey-adjusted Wald z tests on the logit scale" if result.family == "binomial" else
+           "Tukey-adjusted Wald z tests")
     result.ranking = ranking_table(systems, m[est], m[lo], m[hi], comp.contrasts, result.alpha,
                                    higher_is_better=result.higher_is_better, method=how)
+    result.ranking["ci"] = "simultaneous" if simultaneous else "per system"
 
 
 def ranking_lines(result) -> list[str]:
@@ -460,8 +479,9 @@ def ranking_lines(result) -> list[str]:
     scale = "accuracy" if result.family == "binomial" else "mean"
     c = comp.contrasts
     found = int((c["p_value"] < result.alpha).sum())
+    ci = "simultaneous 95 % CI" if str(table["ci"].iloc[0]) == "simultaneous" else "95 % CI"
     lines = [f"Ranking of the {len(table)} systems ({table['method'].iloc[0]}: {found} of {len(c)} pairs differ at "
-             f"family-wise alpha = {result.alpha:g}, each pair in summary.json 'pairs'; {scale} with its 95 % CI; "
+             f"family-wise alpha = {result.alpha:g}, each pair in summary.json 'pairs'; {scale} with its {ci}; "
              "rank interval: the ranks each system can hold; systems sharing a letter are not separated):"]
     for r in table.itertuples():
         span = f"{r.rank_low}" if r.rank_low == r.rank_high else f"{r.rank_low}-{r.rank_high}"
