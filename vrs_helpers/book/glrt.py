@@ -312,7 +312,9 @@ def bootstrap_lrt_test(h: Hypothesis):
     if h.family == "binomial":
         m0 = h.extra.get("null_fit")
         m0 = mixed.glmer(h.null_formula, h.data, family="binomial") if m0 is None else m0
-        return mixed.glmm_bootstrap_lrt(m0, h.full, n_sim=h.n_sim, seed=h.seed, pairs=h.extra.get("pairs"))
+        # progress: a text bar only when stderr is a terminal (the CLI), never in logs or kernels
+        return mixed.glmm_bootstrap_lrt(m0, h.full, n_sim=h.n_sim, seed=h.seed, pairs=h.extra.get("pairs"),
+                                        progress=True)
     m0, m1 = mixed.fit(h.null_formula, h.data, method="ML"), mixed.fit(h.formula, h.data, method="ML")
     return mixed.parametric_bootstrap_lrt(m0, m1, n_sim=h.n_sim, seed=h.seed)
 

@@ -377,10 +377,28 @@ def analyze_response(spec: AnalysisSpec, response: str, client=None) -> OwnAnaly
     if spec.family_notes.get(response):
         result.notes.append(spec.family_notes[response])
     early = [] if w.lazy else [step for step in STEPS if step in CONCURRENT]
-    if not early:
-        for step in STEPS:
-            step(result, w)
-        return result
+    from tqdm import tqdm  # a text bar on stderr when it is a terminal (none in logs, CI and notebook kernels)
+
+    with tqdm(total=len(STEPS), desc="analysis", unit="step", disable=None, leave=False,
+              dynamic_ncols=True) as bar:
+        if not early:
+            for step in STEPS:
+                bar.set_postfix_str(step.__name__)
+                step(result, w)
+                bar.update()
+            return result
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=len(early), thread_name_prefix="vrs-step") as pool:
+            started = {step: pool.submit(step, result, w) for step in early}
+            for step in STEPS:
+                bar.set_postfix_str(step.__name__)
+                if step in started:
+                    started[step].result()   # its exception, if any, is raised here
+                else:
+                    step(result, w)
+                bar.update()
+    return result
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=len(early), thread_name_prefix="vrs-step") as pool:
