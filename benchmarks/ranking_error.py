@@ -8,7 +8,8 @@ Each simulated log (vrs_helpers.book.simulation.evaluation_log, the base design 
 3 runs per system, run SD 0.05, item SD 0.1, residual SD 0.1; 0/1 scores with intercept 0.5, run SD 0.35 and item
 SD 1 on the logit scale) is analysed as `vrs analyze` does for the runs-random reading: `compare_systems(...,
 replications=["run"])` with its default test and family-wise pairwise decisions (continuous scores: Tukey on
-Kenward-Roger df; 0/1 scores with 12 x 3 runs, 24 run df: the single-step max-|z| of multcomp::glht), then
+Kenward-Roger df; 0/1 scores: Wald z adjusted by the maximum |z| over the parametric bootstrap's 199 simulations,
+or with ``--test max-t`` the single-step max-|z| of multcomp::glht from the GLMM's covariance), then
 `vrs_helpers.evaluate.ranking.rank_intervals` on those decisions. Per cell:
 
 - ``fwer``: the rate at which some pair of *equal* systems is declared different (global null: any pair; partial
@@ -19,7 +20,8 @@ Kenward-Roger df; 0/1 scores with 12 x 3 runs, 24 run df: the single-step max-|z
 - ``power``: under the partial null, the share of the 36 pairs (equal, better) declared different, and the rate at
   which every one of them is.
 
-Cells: "12 systems, 0/1" (100 items) under the global null (all systems equal); "6 equal + 6 better" (continuous,
+Cells: "12 systems, 0/1" (100 items) under the global null (all systems equal), with the default test and with
+``--test max-t``; "6 equal + 6 better" (continuous,
 100 items, the better six by 0.25, about 1.6 times the minimum detectable difference of two systems in this
 design). The continuous 12-system global null is the "12 systems" row of benchmarks/type_one_error.py (1,000 logs):
 under the global null every true rank is 1 and a rank interval misses it exactly when some pair is declared
@@ -56,6 +58,7 @@ BASE = {"systems": 12, "runs": 3, "items": 300, "run_sd": 0.05, "item_sd": 0.1, 
 BINARY = {"family": "binomial", "mean": 0.5, "run_sd": 0.35, "item_sd": 1.0, "items": 100}
 CELLS = {
     "12 systems, 0/1": {**BINARY, "delta": np.zeros(12)},
+    "12 systems, 0/1, --test max-t": {**BINARY, "delta": np.zeros(12), "test": "max-t"},
     "6 equal + 6 better": {"items": 100, "delta": np.r_[np.zeros(6), np.full(6, 0.25)]},
 }
 
@@ -63,11 +66,12 @@ CELLS = {
 def _one(cell: str, i: int, seed: int) -> dict:
     d = {**BASE, **CELLS[cell]}
     delta = d.pop("delta")
+    test = d.pop("test", None)
     rng = np.random.default_rng(np.random.SeedSequence([seed, zlib.crc32(cell.encode()), i]))
     log = evaluation_log(rng, delta=delta, **d)
     try:
         c = compare_systems(log, "score", "system", "item", replications=["run"], family=d["family"], n_sim=199,
-                            seed=int(rng.integers(2 ** 31)))
+                            seed=int(rng.integers(2 ** 31)), test=test)
     except (VRSError, np.linalg.LinAlgError):
         return {"i": i, "failed": True}
     systems = [f"S{s}" for s in range(len(delta))]

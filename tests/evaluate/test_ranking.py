@@ -160,8 +160,10 @@ def test_twelve_systems_rank_as_emmeans_and_multcompview_say():
 
 
 def test_twelve_binary_systems_rank_as_glht_and_emmeans_say():
-    """Issue 38 acceptance, 0/1 scores: 12 systems x 3 seeds (24 run df, so the single-step max-|z| of the GLMM is
-    the default, no bootstrap) on tests/reference/ranking_binary.csv.gz. Against multcomp::glht single-step and
+    """Issue 38 acceptance, 0/1 scores: 12 systems x 3 seeds on tests/reference/ranking_binary.csv.gz with
+    ``test="max-t"``, the single-step max-|z| of the GLMM's contrasts (no refits; not the default, which calibrates
+    the same max-|z| by the parametric bootstrap, because with 3 runs per system the GLMM's ML run variance is biased
+    down and glht's reading rejects too often: benchmarks/ranking_error.py). Against multcomp::glht single-step and
     emmeans (tests/reference/ranking_binary.R): every pairwise decision equal; adjusted p within 0.02 and the
     intervals within 2 % of their half-width, because the Wald SEs differ by up to 1 % between the two
     finite-difference Hessians of the Laplace deviance (lme4's deriv12 and ours, the tolerance of
@@ -175,7 +177,7 @@ def test_twelve_binary_systems_rank_as_glht_and_emmeans_say():
     data = pd.read_csv(REF / "ranking_binary.csv.gz")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        a = analyze(data, "score", "system", "item", replications=["seed"], n_resamples=99)
+        a = analyze(data, "score", "system", "item", replications=["seed"], n_resamples=99, test="max-t")
     assert a.comparison_random.test.method.startswith("single-step max-|z|")
     pairs = {r["contrast"]: r for r in a.to_summary()["pairs"]}
     for r in ref["glht"]:

@@ -150,12 +150,7 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
     if covariate is not None and not pd.api.types.is_numeric_dtype(data[covariate]):
         raise SignificanceError(f"The covariate {covariate!r} must be numeric; use by= for a binned property.")
     family, family_note = resolve_family(family, data[response])
-    run_df = None
-    if replications:  # runs per system - 1, summed: how well the pooled run variance is estimated (default test)
-        runs = _computed(data.groupby(system, observed=True)[list(replications)].nunique().max(axis=1))
-        run_df = int(np.maximum(pd.Series(runs).to_numpy() - 1, 0).sum())
-    # a test that does not apply is an error naming those that do
-    chosen = registry.choose(test, family, systems=n_sys, run_df=run_df)
+    chosen = registry.choose(test, family, systems=n_sys)  # a test that does not apply is an error naming those that do
     if test is not None and (not replications or by is not None or covariate is not None):
         raise registry.TestChoiceError(f"test={test!r} chooses the test of the runs-random reading: give "
                                        "replications (and no by/covariate), or leave test out.")

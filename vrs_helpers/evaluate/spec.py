@@ -192,8 +192,7 @@ class AnalysisSpec:
                     f"{len(self.replications)} replication column(s) and {info.n_systems} system(s). Leave the "
                     "test out, or give the replication columns.")
             return None
-        run_df = sum(max(int(n) - 1, 0) for n in info.runs_per_system.values()) if info.runs_per_system else None
-        return registry.choose(self.test, family, systems=info.n_systems, run_df=run_df).name
+        return registry.choose(self.test, family, systems=info.n_systems).name
 
     # ------------------------------------------------------------------------------------------ hand-over
 
