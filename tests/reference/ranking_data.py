@@ -1,4 +1,5 @@
-"""Data of tests/reference/ranking_twelve.R and ranking_binary.R (issue 38): 12 systems x 3 seeds x 40 items of continuous scores with item,
+"""Data of tests/reference/ranking_twelve.R and ranking_binary.R (issue 38): 12 systems x 3 seeds x 40 items of
+continuous scores with item,
 system-by-item and run variation; the system means step by 0.08 residual SDs, so some pairs are separated and some
 are not. Command (from the repository root): python tests/reference/ranking_data.py"""
 
