@@ -6,6 +6,7 @@ session.
 Designs (simulated here: item effects, a run effect per system and seed, systems a step apart):
   binary3       0/1 scores, 3 systems x 3 seeds x 200 items (goal: <= 10 s)
   binary12      0/1 scores, 12 systems x 3 seeds x 400 items (goal: < 60 s; 294 s before issue 38)
+  binary12-199  the same with --n-sim 199 (the default is 1000 simulations)
   continuous50  continuous scores, 50 systems x 3 seeds x 1,000 items (goal: < 60 s)
 
 Each design is written as one CSV and analysed by `vrs analyze FILE --response score --item item --system system
@@ -31,7 +32,8 @@ import numpy as np
 import pandas as pd
 
 DESIGNS = {"binary3": (3, 3, 200, True, 10.0), "binary12": (12, 3, 400, True, 60.0),
-           "continuous50": (50, 3, 1000, False, 60.0)}
+           "binary12-199": (12, 3, 400, True, 60.0), "continuous50": (50, 3, 1000, False, 60.0)}
+EXTRA = {"binary12-199": ["--n-sim", "199"]}  # the bootstrap with 199 simulations (an exact Monte-Carlo test too)
 
 
 def simulate(systems: int, seeds: int, items: int, binary: bool, seed: int = 1) -> pd.DataFrame:
@@ -70,10 +72,11 @@ def main(argv=None) -> int:
         for name in args.designs:
             k, r, n, binary, goal = DESIGNS[name]
             df = simulate(k, r, n, binary)
-            path = tmp / f"{name}.csv"
+            path = tmp / f"{name.split('-')[0]}.csv"
             df.to_csv(path, index=False)
             ours, code, err = _wall([vrs, "analyze", str(path), "--response", "score", "--item", "item", "--system",
-                                     "system", "--replication", "seed", "--out", str(tmp / f"out-{name}")],
+                                     "system", "--replication", "seed", "--out", str(tmp / f"out-{name}"),
+                                     *EXTRA.get(name, [])],
                                     args.repeat)
             if code != 0:
                 print(f"{name}: vrs analyze failed (exit {code}): {err}", file=sys.stderr)
@@ -81,7 +84,7 @@ def main(argv=None) -> int:
             row = {"design": name, "rows": len(df), "vrs analyze s": round(ours, 1), "goal s": goal,
                    "met": "yes" if ours <= goal else "no"}
             if args.evalstats:
-                peer_path = tmp / f"{name}-peer.csv"
+                peer_path = tmp / f"{name.split('-')[0]}-peer.csv"
                 df.rename(columns={"system": "model", "item": "input", "seed": "run"}).to_csv(peer_path,
                                                                                                index=False)
                 peer, pcode, _ = _wall([args.evalstats, "analyze", str(peer_path), "--format", "long"],
