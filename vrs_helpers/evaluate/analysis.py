@@ -96,6 +96,7 @@ class OwnAnalysis:
     separated: dict = field(default_factory=dict)            # system -> "all correct" / "all wrong" (binary)
     fit_notes: list = field(default_factory=list)            # boundary estimates, failed simulations, non-convergence
     ranking: pd.DataFrame | None = field(default=None, repr=False)  # k >= 3: one row per system (steps.rank)
+    judge: object = field(default=None, repr=False)          # judged.JudgeAnalysis: the judge corrected (--human)
 
     @property
     def glrt(self):
@@ -163,6 +164,7 @@ class OwnAnalysis:
             "ranking_method": None if self.ranking is None else str(self.ranking["method"].iloc[0]),
             "pairs": ([] if self.comparison_random is None else
                       self.comparison_random.contrasts.replace({np.nan: None}).to_dict("records")),
+            "judge": None if self.judge is None else self.judge.to_summary(),
         }
 
     def to_frame(self) -> pd.DataFrame:
