@@ -113,7 +113,7 @@ def check_labels(table: pd.DataFrame, response: str, system: str, item: str, hum
         if int(counts.get(s, 0)) == 0:
             raise InputError(f"No row of system {s!r} has a human label in {human!r}: the correction estimates each "
                              "system's judge error from its own labelled rows. Label a random sample of that "
-                             "system's items (30 or more is a good start; `vrs plan --judge` says how many).")
+                             "system's items (30 or more is a good start; vrs plan --judge says how many).")
     items = item_table(table.assign(**{human: lab}), response, system, item, human)
     sets = {}
     for s in systems:
