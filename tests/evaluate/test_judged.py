@@ -113,7 +113,8 @@ def test_merge_labels_from_a_file_and_its_errors():
     merged = judged.merge_labels(t.drop(columns="human"), labels, ["item", "system"], "human")
     pd.testing.assert_series_equal(merged["human"], t["human"], check_names=False)
     with pytest.raises(InputError, match="not in the data"):
-        judged.merge_labels(t.drop(columns="human"), labels.assign(item="zz" + labels["item"]), ["item", "system"], "human")
+        judged.merge_labels(t.drop(columns="human"), labels.assign(item="zz" + labels["item"]), ["item", "system"],
+                            "human")
     with pytest.raises(InputError, match="twice"):
         judged.merge_labels(t.drop(columns="human"), pd.concat([labels, labels]), ["item", "system"], "human")
     with pytest.raises(InputError, match="already has a column"):

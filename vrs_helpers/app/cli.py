@@ -338,9 +338,10 @@ def _check_input(args) -> None:
     roles += [("property", c) for c in args.property or []]
     if args.human_labels is not None:
         if not Path(args.human_labels).is_file():
-            raise precheck.InputError(f"No file of human labels at {args.human_labels}. Give a CSV/TSV/Parquet/JSON-lines "
-                                      "table with one row per labelled item: the item column (and the system "
-                                      "column), and the label in the column named by --human (default 'human').")
+            raise precheck.InputError(f"No file of human labels at {args.human_labels}. Give a CSV/TSV/Parquet/"
+                                      "JSON-lines table with one row per labelled item: the item column (and the "
+                                      "system column), and the label in the column named by --human (default "
+                                      "'human').")
     elif args.human is not None:
         roles += [("human label", args.human)]
     precheck.check_table_input(args.data, roles)
