@@ -43,3 +43,26 @@ def test_vrs_analyze_human_column_and_labels_file(tmp_path, capsys):
     assert cli.main([*args, "--human-labels", str(tmp_path / "labels.csv"), "--out", str(tmp_path / "r2")]) == 0
     again = json.loads((tmp_path / "r2" / "summary.json").read_text())
     assert again["judge"]["differences"] == summary["judge"]["differences"]
+
+
+def test_vrs_plan_human_labels_solve_the_ppi_variance(capsys):
+    """The labels printed for 2,000 items are the fewest n with (z_0.975 + z_0.8) sqrt(Var(n)) <= delta, Var(n) =
+    sd^2/n (1 - rho^2 N/(N + n)), N = 2000 - n (written out here)."""
+    import math
+
+    from scipy import stats
+
+    assert cli.main(["plan", "--items", "2000", "--delta", "0.05", "--human-sd", "0.6", "--judge-corr", "0.8"]) == 0
+    row = capsys.readouterr().out.splitlines()[-1].split()
+    n, human_only = int(row[1]), int(row[2])
+    k = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)
+    need = lambda m: k * math.sqrt(0.36 / m * (1 - 0.64 * (2000 - m) / 2000)) <= 0.05  # noqa: E731
+    assert need(n) and not need(n - 1)
+    assert human_only == math.ceil(0.36 * k ** 2 / 0.05 ** 2)
+
+
+def test_vrs_plan_human_labels_bad_values_exit_2(capsys):
+    assert cli.main(["plan", "--items", "500", "--delta", "0.05", "--human-sd", "0.6", "--judge-corr", "2"]) == 2
+    assert "correlation must lie in [-1, 1]" in capsys.readouterr().err
+    assert cli.main(["plan", "--items", "500", "--delta", "0.05", "--human-sd", "0.6"]) == 2
+    assert "--judge-corr" in capsys.readouterr().err

@@ -434,6 +434,16 @@ def _plan_repeats(args) -> None:
 def _cmd_plan(args) -> int:
     from ..evaluate.power import PlanningError, VarianceComponents, power_table
 
+    if args.human_sd is not None or args.judge_corr is not None:   # human labels for a judge (issue 43)
+        from ..evaluate.judge import judge_plan_text
+
+        if args.human_sd is None or args.judge_corr is None:
+            raise PlanningError("planning human labels for a judge needs --human-sd (SD of the per-item human "
+                                "difference of the two systems) and --judge-corr (its correlation with the judge's).")
+        print(judge_plan_text(args.items, args.human_sd, args.judge_corr, args.delta, alpha=args.alpha,
+                              power=args.target, half_width=args.half_width))
+        return 0
+
     if args.repeats:
         _plan_repeats(args)
         if args.run_sd is None:
@@ -620,6 +630,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="another replication column crossed with the runs (e.g. config:0.03:2), its own SD and "
                         "levels per system; repeatable")
     p.add_argument("--system-item-sd", default="0", help="SD of system x item effects (default 0)")
+    p.add_argument("--human-sd", default=None, help="the human labels a judge needs (PPI++): SD of the per-item "
+                   "human difference of the two systems; with --judge-corr")
+    p.add_argument("--judge-corr", default=None, help="correlation of the judge's per-item difference with the "
+                   "humans' (its agreement)")
+    p.add_argument("--half-width", default=None, help="with --human-sd: also the labels for this CI half-width")
     p.set_defaults(func=_cmd_plan)
 
     p = sub.add_parser("batch", help="run one notebook over a parameter grid (YAML) in parallel")

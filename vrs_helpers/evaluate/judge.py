@@ -334,3 +334,41 @@ def ppi_labels_needed(n_items: int, sd_human: float, correlation: float, half_wi
     human_only = int(np.ceil(float(sd_human) ** 2 / target))
     return {"labels": labels, "human_only": human_only,
             "variance_at_labels": None if labels is None else float(var[ok[0]]), "target_variance": target}
+
+
+def judge_plan_text(items, sd_human, correlation, delta, alpha: float = 0.05, power: float = 0.8,
+                    half_width: float | None = None) -> str:
+    """``vrs plan --human-sd``: per number of items, the human labels PPI++ needs (:func:`ppi_labels_needed`) for
+    ``power`` against ``delta`` at ``alpha`` (and for a CI half-width, when given), beside the labels without the
+    judge. ``sd_human``: SD of the per-item human difference of the two systems (of a label, for one system's
+    mean); ``correlation``: of the judge's per-item difference with the humans' (their agreement)."""
+    def number(name, v):
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            raise JudgeError(f"--{name} must be a number, got {v!r}.") from None
+        if not np.isfinite(x):
+            raise JudgeError(f"--{name} must be a finite number, got {v!r}.")
+        return x
+
+    sd, rho, d = number("human-sd", sd_human), number("judge-corr", correlation), number("delta", delta)
+    a, pw = number("alpha", alpha), number("target", power)
+    hw = None if half_width is None else number("half-width", half_width)
+    if not 0 < a < 1:
+        raise JudgeError(f"--alpha must lie in (0, 1), got {alpha!r}.")
+    lines = [f"Human labels for PPI++ (Angelopoulos, Duchi & Zrnic 2023), Var = sd^2/n (1 - rho^2 N/(N + n)): "
+             f"sd {sd:g}, judge-human correlation {rho:g}, delta {d:g}, alpha {a:g}, power {pw:g}"
+             + (f"; CI half-width {hw:g}" if hw is not None else "") + ".",
+             f"{'items':>8} {'labels (power)':>15} {'human only':>11}" + (f" {'labels (CI)':>12}" if hw else "")]
+    for m in items:
+        try:
+            big = int(float(m))
+        except (TypeError, ValueError, OverflowError):
+            raise JudgeError(f"--items must be whole numbers, got {m!r}.") from None
+        p = ppi_labels_needed(big, sd, rho, delta=d, level=1 - a, power=pw)
+        row = f"{big:>8} {p['labels'] if p['labels'] else 'all: not enough':>15} {p['human_only']:>11}"
+        if hw is not None:
+            c = ppi_labels_needed(big, sd, rho, half_width=hw, level=1 - a)
+            row += f" {c['labels'] if c['labels'] else 'not enough':>12}"
+        lines.append(row)
+    return "\n".join(lines)
