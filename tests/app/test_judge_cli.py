@@ -28,7 +28,7 @@ def test_vrs_analyze_human_column_and_labels_file(tmp_path, capsys):
     args = ["analyze", str(tmp_path / "scores.csv"), "--response", "judge", "--system", "system", "--item", "item"]
     assert cli.main([*args, "--human", "human", "--out", str(tmp_path / "r1")]) == 0
     printed = capsys.readouterr().out.splitlines()
-    assert printed[0].startswith("Corrected for the judge with human labels (PPI++")
+    assert printed[0].startswith("Corrected for the judge with human labels (prediction-powered inference")
     summary = json.loads((tmp_path / "r1" / "summary.json").read_text())
     assert summary["judge"]["labelled_items"] == {"A": 30, HOSTILE: 30}
     assert summary["answer"] == printed[0]

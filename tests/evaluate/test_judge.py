@@ -226,3 +226,19 @@ def test_labels_needed_solves_the_closed_form():
     assert out["human_only"] == math.ceil(0.25 / (0.05 / z) ** 2)
     assert n < out["human_only"]
     assert judge.ppi_labels_needed(100, 1.0, 0.0, half_width=0.01)["labels"] is None
+
+
+def test_small_sample_lambda_0_is_the_one_sample_t_test_and_lambda_1_welchs_test():
+    from scipy import stats
+
+    y, yhat, yu = _data("continuous", 8, n=25, big_n=60)
+    zero = judge.ppi_mean(y, yhat, yu, lam=0.0, null=3.0, small_sample=True)
+    ref = stats.ttest_1samp(y, 3.0)
+    assert zero.p_value == pytest.approx(ref.pvalue, rel=1e-10) and zero.df == pytest.approx(len(y) - 1)
+    lo, hi = ref.confidence_interval(0.95)
+    assert (zero.lower, zero.upper) == pytest.approx((lo + 3.0 - 3.0, hi), rel=1e-10)
+    one = judge.ppi_mean(y, yhat, yu, lam=1.0, small_sample=True)
+    welch = stats.ttest_ind(yu, yhat - y, equal_var=False)   # mean(yu) - mean(yhat - y) against 0
+    assert one.p_value == pytest.approx(welch.pvalue, rel=1e-10)
+    assert one.df == pytest.approx(float(welch.df), rel=1e-10)
+    assert judge.classical_mean(y, small_sample=True, null=3.0).p_value == pytest.approx(ref.pvalue, rel=1e-10)

@@ -32,20 +32,29 @@ def _table(systems=("A", "B"), n_items=300, labelled=40, runs=1, seed=0, binary=
 
 
 @pytest.mark.parametrize("binary", [True, False])
-def test_difference_equals_ppi_py_on_the_per_item_differences(binary):
+def test_difference_is_ppi_py_estimate_with_the_welch_t_interval(binary):
+    """The table's PPI++ difference: ppi_py's point estimate on the per-item differences (1e-9), its interval the
+    small-sample one written out here (variances with divisor n - 1, Welch-Satterthwaite df, Student's t)."""
+    from scipy import stats
+
     t = _table(binary=binary)
     out = judged.analyze_judge(t, "judge", "system", "item", "human", ["A", "B"])
     w = t.pivot(index="item", columns="system", values="judge")
     h = t.pivot(index="item", columns="system", values="human")
     lab = h.notna().all(axis=1)
-    y, yhat, yu = (h["B"] - h["A"])[lab].to_numpy(), (w["B"] - w["A"])[lab].to_numpy(), (w["B"] - w["A"])[~lab]
-    lo, hi = ppi_py.ppi_mean_ci(y, yhat, yu.to_numpy(), alpha=0.05)
+    y, yhat = (h["B"] - h["A"])[lab].to_numpy(), (w["B"] - w["A"])[lab].to_numpy()
+    yu = (w["B"] - w["A"])[~lab].to_numpy()
     d = out.differences["B"]["PPI++"]
-    assert (d.lower, d.upper) == pytest.approx((float(lo[0]), float(hi[0])), abs=1e-9)
+    assert d.estimate == pytest.approx(float(np.squeeze(ppi_py.ppi_mean_pointestimate(y, yhat, yu))), abs=1e-9)
+    lam = d.lam
+    vu, vr = np.var(lam * yu, ddof=1) / len(yu), np.var(y - lam * yhat, ddof=1) / len(y)
+    df = (vu + vr) ** 2 / (vu ** 2 / (len(yu) - 1) + vr ** 2 / (len(y) - 1))
+    half = stats.t.ppf(0.975, df) * np.sqrt(vu + vr)
+    assert (d.lower, d.upper) == pytest.approx((d.estimate - half, d.estimate + half), abs=1e-12)
     m = out.means["B"]["PPI"]
-    lo, hi = ppi_py.ppi_mean_ci(h["B"][lab].to_numpy(), w["B"][lab].to_numpy(), w["B"][~lab].to_numpy(), lam=1,
-                                alpha=0.05)
-    assert (m.lower, m.upper) == pytest.approx((float(lo[0]), float(hi[0])), abs=1e-9)
+    point = ppi_py.ppi_mean_pointestimate(h["B"][lab].to_numpy(), w["B"][lab].to_numpy(), w["B"][~lab].to_numpy(),
+                                          lam=1)
+    assert m.estimate == pytest.approx(float(np.squeeze(point)), abs=1e-9)
     assert ("MBM" in out.differences["B"]) == binary
     assert out.verdict[0].startswith("Corrected for the judge")
 
@@ -63,7 +72,7 @@ def test_runs_are_averaged_within_items():
 def test_three_systems_holm_written_out():
     t = _table(systems=("A", "B", "C"))
     out = judged.analyze_judge(t, "judge", "system", "item", "human", ["A", "B", "C"])
-    p = np.array([out.differences[s]["PPI++"].p_value for s in ("B", "C")])
+    p = np.array([out.differences[s]["PPI"].p_value for s in ("B", "C")])
     order = np.argsort(p)
     holm = np.empty(2)
     holm[order] = np.minimum(1, np.maximum.accumulate(p[order] * np.array([2, 1])))
@@ -76,7 +85,7 @@ def test_naive_verdict_wrong_corrected_right_on_a_judge_that_favours_b():
     t = _table(n_items=2000, labelled=200, seed=5)
     out = judged.analyze_judge(t, "judge", "system", "item", "human", ["A", "B"])
     assert out.differences["B"]["judge only"].p_value < 1e-4
-    assert out.differences["B"]["PPI++"].p_value > 0.05
+    assert out.differences["B"]["PPI"].p_value > 0.05
     assert any(line.startswith("WARNING") for line in out.verdict)
     assert out.error_by_system.p_value < 0.05 and out.error_by_system.bias["B"] > out.error_by_system.bias["A"]
 
@@ -126,7 +135,7 @@ def test_analyze_with_human_puts_the_corrected_verdict_first_and_in_the_summary(
     result = analyze(_spec(t))
     s = result.to_summary()
     assert result.verdict[0].startswith("Corrected for the judge") and s["answer"] == result.verdict[0]
-    assert s["judge"]["differences"]["B"]["PPI++"]["p_value"] == result.judge.differences["B"]["PPI++"].p_value
+    assert s["judge"]["differences"]["B"]["PPI"]["p_value"] == result.judge.differences["B"]["PPI"].p_value
     assert any("judge's scores as they are" in line for line in result.verdict)
 
 
