@@ -242,3 +242,15 @@ def test_small_sample_lambda_0_is_the_one_sample_t_test_and_lambda_1_welchs_test
     assert one.p_value == pytest.approx(welch.pvalue, rel=1e-10)
     assert one.df == pytest.approx(float(welch.df), rel=1e-10)
     assert judge.classical_mean(y, small_sample=True, null=3.0).p_value == pytest.approx(ref.pvalue, rel=1e-10)
+
+
+def test_ppi_fixed_lambda_variance_matches_simulation_and_bounds_ppi_plus_plus():
+    rng = np.random.default_rng(9)
+    reps, n, big_n, rho, sf = 4000, 60, 300, 0.7, 1.5
+    y = rng.normal(size=(reps, n + big_n))
+    f = sf * (rho * y + math.sqrt(1 - rho ** 2) * rng.normal(size=y.shape))   # SD sf, correlation rho with y
+    est = judge.ppi_mean(y[:, :n], f[:, :n], f[:, n:], lam=1.0).estimate
+    closed = float(judge.ppi_variance_fixed(1.0, rho, sf, n, big_n))
+    assert np.var(est) == pytest.approx(closed, rel=0.07)
+    assert closed == pytest.approx(sf ** 2 / big_n + (1 - 2 * rho * sf + sf ** 2) / n)
+    assert closed >= float(judge.ppi_variance(1.0, rho, n, big_n))

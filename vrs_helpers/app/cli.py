@@ -441,7 +441,7 @@ def _cmd_plan(args) -> int:
             raise PlanningError("planning human labels for a judge needs --human-sd (SD of the per-item human "
                                 "difference of the two systems) and --judge-corr (its correlation with the judge's).")
         print(judge_plan_text(args.items, args.human_sd, args.judge_corr, args.delta, alpha=args.alpha,
-                              power=args.target, half_width=args.half_width))
+                              power=args.target, half_width=args.half_width, sd_judge=args.judge_sd))
         return 0
 
     if args.repeats:
@@ -635,6 +635,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--judge-corr", default=None, help="correlation of the judge's per-item difference with the "
                    "humans' (its agreement)")
     p.add_argument("--half-width", default=None, help="with --human-sd: also the labels for this CI half-width")
+    p.add_argument("--judge-sd", default=None, help="with --human-sd: SD of the judge's per-item difference; adds "
+                   "the labels PPI with lambda 1 (the verdict's reading) needs")
     p.set_defaults(func=_cmd_plan)
 
     p = sub.add_parser("batch", help="run one notebook over a parameter grid (YAML) in parallel")

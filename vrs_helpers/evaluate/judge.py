@@ -337,14 +337,30 @@ def ppi_variance(sd_human: float, correlation: float, n_labelled, n_unlabelled) 
     return sd ** 2 / n * (1 - rho ** 2 * big_n / (big_n + n))
 
 
+def ppi_variance_fixed(sd_human: float, correlation: float, sd_judge: float, n_labelled, n_unlabelled,
+                       lam: float = 1.0) -> np.ndarray:
+    """The variance of PPI's mean with a fixed lambda (1: PPI, Angelopoulos et al. 2023): lam^2 sd_f^2 / N +
+    (sd^2 - 2 lam rho sd sd_f + lam^2 sd_f^2) / n, ``sd_judge`` the SD of the judge's scores (of its per-item
+    differences). It is at least :func:`ppi_variance` (PPI++ tunes lambda to minimize it)."""
+    sf = float(sd_judge)
+    if not (sf >= 0 and np.isfinite(sf)):
+        raise JudgeError(f"the SD of the judge's scores must be a non-negative number; got {sd_judge!r}.")
+    ppi_variance(sd_human, correlation, 1, 1)   # the checks of sd and rho
+    sd, rho, lam = float(sd_human), float(correlation), float(lam)
+    n, big_n = np.asarray(n_labelled, dtype=float), np.asarray(n_unlabelled, dtype=float)
+    return lam ** 2 * sf ** 2 / big_n + (sd ** 2 - 2 * lam * rho * sd * sf + lam ** 2 * sf ** 2) / n
+
+
 def ppi_labels_needed(n_items: int, sd_human: float, correlation: float, half_width: float | None = None,
-                      delta: float | None = None, level: float = 0.95, power: float = 0.8) -> dict:
+                      delta: float | None = None, level: float = 0.95, power: float = 0.8,
+                      sd_judge: float | None = None) -> dict:
     """How many of ``n_items`` items humans must label (the rest judged only) for PPI++ to reach a CI half-width
     ``half_width`` (z sqrt(Var) <= half_width) or, with ``delta``, a two-sided test at 1 - ``level`` with
     ``power`` against a difference ``delta`` (|delta| / sqrt(Var) >= z_(1 - alpha/2) + z_power), Var from
-    :func:`ppi_variance` with n labelled and N = n_items - n unlabelled. Returns {"labels": n or None when even
-    labelling every item is not enough, "human_only": the labels needed without the judge (rho = 0, no upper
-    bound), "variance_at_labels": Var at that n}."""
+    :func:`ppi_variance` with n labelled and N = n_items - n unlabelled (with ``sd_judge``: PPI's fixed lambda 1,
+    :func:`ppi_variance_fixed`). Returns {"labels": n or None when even labelling every item is not enough,
+    "human_only": the labels needed without the judge (rho = 0, no upper bound), "variance_at_labels": Var at that
+    n}."""
     big = int(n_items)
     if big < 3:
         raise JudgeError(f"the number of items must be at least 3; got {n_items!r}.")
@@ -360,7 +376,8 @@ def ppi_labels_needed(n_items: int, sd_human: float, correlation: float, half_wi
             raise JudgeError("power must lie in (0, 1) and delta must be non-zero.")
         target = (abs(float(delta)) / (z + stats.norm.ppf(float(power)))) ** 2
     n = np.arange(2, big)
-    var = ppi_variance(sd_human, correlation, n, big - n)
+    var = (ppi_variance(sd_human, correlation, n, big - n) if sd_judge is None else
+           ppi_variance_fixed(sd_human, correlation, sd_judge, n, big - n))
     ok = np.flatnonzero(var <= target)
     labels = int(n[ok[0]]) if len(ok) else None
     human_only = int(np.ceil(float(sd_human) ** 2 / target))
@@ -369,11 +386,13 @@ def ppi_labels_needed(n_items: int, sd_human: float, correlation: float, half_wi
 
 
 def judge_plan_text(items, sd_human, correlation, delta, alpha: float = 0.05, power: float = 0.8,
-                    half_width: float | None = None) -> str:
+                    half_width: float | None = None, sd_judge=None) -> str:
     """``vrs plan --human-sd``: per number of items, the human labels PPI++ needs (:func:`ppi_labels_needed`) for
     ``power`` against ``delta`` at ``alpha`` (and for a CI half-width, when given), beside the labels without the
     judge. ``sd_human``: SD of the per-item human difference of the two systems (of a label, for one system's
-    mean); ``correlation``: of the judge's per-item difference with the humans' (their agreement)."""
+    mean); ``correlation``: of the judge's per-item difference with the humans' (their agreement); ``sd_judge``
+    (optional): SD of the judge's per-item difference, for the labels of PPI with lambda 1 (the verdict's reading)
+    beside PPI++'s."""
     def number(name, v):
         try:
             x = float(v)
@@ -386,12 +405,14 @@ def judge_plan_text(items, sd_human, correlation, delta, alpha: float = 0.05, po
     sd, rho, d = number("human-sd", sd_human), number("judge-corr", correlation), number("delta", delta)
     a, pw = number("alpha", alpha), number("target", power)
     hw = None if half_width is None else number("half-width", half_width)
+    sf = None if sd_judge is None else number("judge-sd", sd_judge)
     if not 0 < a < 1:
         raise JudgeError(f"--alpha must lie in (0, 1), got {alpha!r}.")
     lines = [f"Human labels for PPI++ (Angelopoulos, Duchi & Zrnic 2023), Var = sd^2/n (1 - rho^2 N/(N + n)): "
              f"sd {sd:g}, judge-human correlation {rho:g}, delta {d:g}, alpha {a:g}, power {pw:g}"
              + (f"; CI half-width {hw:g}" if hw is not None else "") + ".",
-             f"{'items':>8} {'labels (power)':>15} {'human only':>11}" + (f" {'labels (CI)':>12}" if hw else "")]
+             f"{'items':>8} {'labels (power)':>15} {'human only':>11}" + (f" {'labels (CI)':>12}" if hw else "")
+             + (f" {'PPI (power)':>15}" if sf is not None else "")]
     for m in items:
         try:
             big = int(float(m))
@@ -402,5 +423,8 @@ def judge_plan_text(items, sd_human, correlation, delta, alpha: float = 0.05, po
         if hw is not None:
             c = ppi_labels_needed(big, sd, rho, half_width=hw, level=1 - a)
             row += f" {c['labels'] if c['labels'] else 'not enough':>12}"
+        if sf is not None:
+            f = ppi_labels_needed(big, sd, rho, delta=d, level=1 - a, power=pw, sd_judge=sf)
+            row += f" {f['labels'] if f['labels'] else 'all: not enough':>15}"
         lines.append(row)
     return "\n".join(lines)
