@@ -20,7 +20,7 @@ system (delta method). Per cell: the rejection rate at alpha = 0.05 under the nu
 when outside [0.035, 0.065]), the coverage of the 95 % interval of B's mean (the system whose judge is biased; true
 mean Phi(a / sqrt 2), resp. 0), and the power under an alternative in which B's true mean is higher (0/1: a_B = a +
 0.3, a difference of 0.080; continuous: + 0.2). Seeds are fixed (SeedSequence([--seed, cell index])). The table is
-written to --out (CSV) and beside it as markdown (.md), with the seconds the whole run took.
+written to --out (CSV) and beside it as markdown (.md); the seconds the whole run took go to stderr.
 
 The corrections treat each item's score as one value: with several runs per system `vrs analyze --human` averages the
 runs within the item first, so the run-to-run variation is not in these intervals (docs/judge.md).
@@ -140,9 +140,10 @@ def main(argv=None) -> pd.DataFrame:
             "power"]
     md = shown[cols].to_markdown(index=False, colalign=["left"] * 4 + ["right"] * 2 + ["left"] + ["right"] * 2)
     out.with_suffix(".md").write_text(
-        md + f"\n\n{args.items} items per system, {args.sims} simulated data sets per cell and hypothesis; "
-        f"{seconds:.1f} s in all (`python benchmarks/judge_type_one_error.py --sims {args.sims} --items "
-        f"{args.items} --seed {args.seed}`).\n", encoding="utf-8")
+        md + f"\n\n{args.items} items per system, {args.sims} simulated data sets per cell and hypothesis "
+        f"(`python benchmarks/judge_type_one_error.py --sims {args.sims} --items {args.items} --seed {args.seed}`).\n",
+        encoding="utf-8")
+    print(f"{seconds:.1f} s in all", file=sys.stderr)   # the timing varies: not in the committed table
     return table
 
 
