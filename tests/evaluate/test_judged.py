@@ -151,3 +151,11 @@ def test_spec_refuses_several_responses_with_human():
 
     with pytest.raises(InputError, match="one response"):
         AnalysisSpec(_table(), response=["judge", "human"], system="system", item="item", human="human")
+
+
+def test_one_system_states_its_corrected_mean():
+    t = _table(systems=("A",))
+    out = judged.analyze_judge(t.assign(system="all"), "judge", "system", "item", "human", ["all"])
+    ppi = out.means["all"]["PPI"]
+    assert out.verdict[0].startswith("Corrected for the judge") and f"{ppi.estimate:.4g}" in out.verdict[0]
+    assert out.error_by_system is None and not out.differences

@@ -268,6 +268,13 @@ def verdict_lines(out: JudgeAnalysis, higher_is_better: bool = True) -> list:
         tuned = d["PPI++"]
         lines.append(f"PPI++ (lambda {tuned.lam:.2f} tuned for power, slightly liberal with few labels): "
                      f"{_said(tuned, alpha, base, s, higher_is_better)}.")
+    if not out.differences:   # one system: its corrected mean, and the judge's beside it
+        for s, d in out.means.items():
+            e, naive = d[PRIMARY], d["judge only"]
+            lines.append(f"Corrected for the judge with human labels (prediction-powered inference, {n_lab} items "
+                         f"labelled): the mean is {e.estimate:.4g} ({100 * e.level:g} % CI [{e.lower:.4g}, "
+                         f"{e.upper:.4g}]); the judge's scores taken as the truth give {naive.estimate:.4g} "
+                         f"([{naive.lower:.4g}, {naive.upper:.4g}]).")
     for s, d in out.differences.items():
         naive, fixed = d["judge only"], d[PRIMARY]
         p_fixed = out.adjusted.get(s, fixed.p_value)
