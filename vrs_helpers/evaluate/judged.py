@@ -269,7 +269,7 @@ def verdict_lines(out: JudgeAnalysis, higher_is_better: bool = True) -> list:
         lines.append(f"PPI++ (lambda {tuned.lam:.2f} tuned for power, slightly liberal with few labels): "
                      f"{_said(tuned, alpha, base, s, higher_is_better)}.")
     if not out.differences:   # one system: its corrected mean, and the judge's beside it
-        for s, d in out.means.items():
+        for d in out.means.values():
             e, naive = d[PRIMARY], d["judge only"]
             lines.append(f"Corrected for the judge with human labels (prediction-powered inference, {n_lab} items "
                          f"labelled): the mean is {e.estimate:.4g} ({100 * e.level:g} % CI [{e.lower:.4g}, "
