@@ -66,3 +66,13 @@ def test_vrs_plan_human_labels_bad_values_exit_2(capsys):
     assert "correlation must lie in [-1, 1]" in capsys.readouterr().err
     assert cli.main(["plan", "--items", "500", "--delta", "0.05", "--human-sd", "0.6"]) == 2
     assert "--judge-corr" in capsys.readouterr().err
+
+
+def test_human_labels_with_logs_or_bad_numbers_exit_2(tmp_path, capsys):
+    (tmp_path / "logs").mkdir()
+    assert cli.main(["analyze", str(tmp_path / "logs"), "--human", "human", "--out", str(tmp_path / "r")]) == 2
+    assert "correct a judge's scores in a score table" in capsys.readouterr().err
+    assert cli.main(["plan", "--items", "500", "--delta", "0.05", "--human-sd", "abc", "--judge-corr", "0.5"]) == 2
+    assert "--human-sd must be a number" in capsys.readouterr().err
+    assert cli.main(["plan", "--items", "5x", "--delta", "0.05", "--human-sd", "0.5", "--judge-corr", "0.5"]) == 2
+    assert "--items must be whole numbers" in capsys.readouterr().err
