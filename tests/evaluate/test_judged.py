@@ -159,3 +159,14 @@ def test_one_system_states_its_corrected_mean():
     ppi = out.means["all"]["PPI"]
     assert out.verdict[0].startswith("Corrected for the judge") and f"{ppi.estimate:.4g}" in out.verdict[0]
     assert out.error_by_system is None and not out.differences
+
+
+def test_a_labels_file_without_the_system_column_is_refused(tmp_path):
+    from vrs_helpers.evaluate.spec import AnalysisSpec
+
+    t = _table(n_items=50, labelled=10).drop(columns="seed")
+    t.dropna(subset=["human"])[["item", "human"]].drop_duplicates("item").to_csv(tmp_path / "l.csv", index=False)
+    spec = AnalysisSpec(t.drop(columns="human"), response="judge", system="system", item="item",
+                        human_labels=str(tmp_path / "l.csv"))
+    with pytest.raises(InputError, match="needs the system column 'system'"):
+        spec.validated()

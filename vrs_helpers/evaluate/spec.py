@@ -178,6 +178,10 @@ class AnalysisSpec:
             from .judged import merge_labels
 
             labels = load_scores(self.human_labels)
+            if self.system and self.system not in labels.columns:
+                raise InputError(f"The file of human labels needs the system column {self.system!r} (it has "
+                                 f"{', '.join(map(repr, labels.columns))}): a label is a human's reading of one "
+                                 "system's output, one row per system and labelled item.")
             keys = [c for c in (self.system, *self.replications, *self.repeats) if c and c in labels.columns]
             raw = merge_labels(raw, labels, [self.item, *keys], self.human)
         if self.baseline is not None and self.system in raw.columns:
