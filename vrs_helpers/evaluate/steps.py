@@ -715,8 +715,29 @@ def answer_sentence(result) -> str | None:
             "difference can go undetected (see the power planning).")
 
 
+def judge(result, w: Work) -> None:
+    """With human labels (``spec.human``; issue 43): the judge-corrected readings
+    (:func:`vrs_helpers.evaluate.judged.analyze_judge`) open the verdict, and the answer is the corrected one; the
+    readings of the judge's scores as they are follow, under a line that says so."""
+    if w.spec.human is None:
+        return
+    from .judged import analyze_judge
+
+    table = w.spec.table if w.spec.system else w.spec.table.assign(_system="all")
+    result.judge = analyze_judge(table, w.response, w.system, w.spec.item, w.spec.human, w.systems,
+                                 alpha=result.alpha, higher_is_better=result.higher_is_better)
+    lines = list(result.judge.verdict)
+    if result.verdict:
+        lines.append("The readings below analyse the judge's scores as they are (the judge taken as the truth; the "
+                     "runs-random reading is the one with run-to-run variation):")
+    result.verdict[:0] = lines
+    if len(result.judge.differences):
+        result.answer = lines[0]
+
+
 #: the steps of one response's analysis, in order
-STEPS = (separation, significance, rank, conditional, paired, reliability, verdict, power, stochastic_order, answer)
+STEPS = (separation, significance, rank, conditional, paired, reliability, verdict, power, stochastic_order, answer,
+         judge)
 #: steps that read only the prepared data and write only their own part of the result (the resampling tests, numpy
 #: work that releases the GIL): in memory they run in a thread beside the steps before them (the model fits), and
 #: the analysis waits for them where they stand in STEPS; their numbers do not depend on it (seeded batches)
