@@ -196,3 +196,9 @@ def test_a_separated_system_among_three_is_not_estimable_never_no_difference():
     s2 = a.readings[a.readings["comparison"].str.contains("S2") & a.readings["kind"].isin(["replications", "random"])]
     assert len(s2) and s2["differ"].isna().all() and s2["criterion"].str.startswith("not estimable").all()
     assert not any("nan" in s for s in a.disagreements)
+    # every number of a not-estimable pair is blank, its intervals in accuracy points too (issue 38's columns)
+    pairs = pd.DataFrame(a.to_summary()["pairs"]).set_index("contrast")
+    blank = [c for c in ("lower", "upper", "difference", "difference_low", "difference_high", "SE_given_theta")
+             if c in pairs]
+    assert len(blank) >= 5 and pairs.loc[["S0 - S2", "S1 - S2"], blank].isna().all().all()
+    assert pairs.loc["S0 - S1", ["difference", "SE_given_theta"]].notna().all()

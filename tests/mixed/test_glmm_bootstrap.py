@@ -327,3 +327,33 @@ def test_compare_systems_binary_three_systems_uses_the_max_t_adjustment():
     assert two.adjust == "tukey" and "z_given_theta" not in two.contrasts
     chisq = compare_systems(d, "score", "system", "item", replications=["run"], family="binomial", test="chisq")
     assert chisq.adjust == "tukey"  # the max-T needs the bootstrap's simulations
+
+
+def test_workers_give_the_same_numbers():
+    """The batches run in forked processes (VRS_WORKERS, local_workers) with their own generators: one process or
+    two, the same simulated statistics and pairwise z, in the same order."""
+    _, m0, m1 = _log_fits(3)
+    plan = gb.glmm_bootstrap_plan(m0, m1, n_sim=40, seed=5, batch_size=10, pairs=_pairs(m1))
+    one, two = plan.run(workers=1), plan.run(workers=2)
+    np.testing.assert_array_equal(one.reference, two.reference)
+    np.testing.assert_array_equal(one.z_simulated, two.z_simulated)
+
+
+def test_bootstrap_intervals_decide_as_the_adjusted_p():
+    """The pairs' intervals use bootstrap_critical: adjusted p < alpha exactly when the interval excludes 0, for
+    p = (1 + #{max |z*| >= |z|}) / (1 + B); checked on the bootstrap's own draws at several alphas."""
+    from vrs_helpers.book.glrt import bootstrap_critical, compare_systems
+
+    d, _, _ = _log_fits(3)
+    c = compare_systems(d, "score", "system", "item", replications=["run"], family="binomial", n_sim=99, seed=4)
+    test = c.test
+    top = test.max_abs_z[np.isfinite(test.max_abs_z)]
+    for alpha in (0.05, 0.1, 0.2):
+        q = bootstrap_critical(test, alpha)
+        grid = np.r_[np.sort(top), np.sort(top) + 1e-6, np.sort(top) - 1e-6]
+        p = (1 + (top[None, :] >= grid[:, None] - 1e-7 * (1 + grid[:, None])).sum(axis=1)) / (1 + len(top))
+        away = np.abs(grid - q) > 1e-6  # the draws' tolerance band around q itself is left out
+        assert np.array_equal((p < alpha)[away], (grid > q)[away]) and (p < alpha).any() and (p >= alpha).any()
+    excl = (c.contrasts["lower"] > 0) | (c.contrasts["upper"] < 0)
+    assert np.array_equal(excl.to_numpy(), (c.contrasts["p_value"] < 0.05).to_numpy())
+    assert np.isnan(bootstrap_critical(mixed.glmm_bootstrap_lrt(*_log_fits(3)[1:], n_sim=10, seed=1), 0.05))

@@ -368,20 +368,35 @@ def _bootstrap_pairs(out: SystemComparison, test) -> None:
     p = getattr(test, "pairwise_p", None)
     if p is None:
         return
-    # the simultaneous intervals of the same family: +- the (1 - alpha) quantile of the simulated max |z| in SEs
-    # given theta (the SEs the compared |z| used)
-    top = test.max_abs_z
-    top = top[np.isfinite(top)]
+    # the simultaneous intervals of the same family: +- the bootstrap's critical value (bootstrap_critical) in SEs
+    # given theta (the SEs the compared |z| used), so that p < 0.05 exactly when the interval excludes 0
     est = out.contrasts["estimate"].to_numpy(dtype=float)
+    z = np.asarray(test.z_pairs, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        se = np.abs(est / np.asarray(test.z_pairs, dtype=float))
-    q = float(np.quantile(top, 0.95)) if len(top) else np.nan
-    out.contrasts = out.contrasts.assign(z_given_theta=test.z_pairs, p_value=p, lower=est - q * se,
-                                         upper=est + q * se)
+        se = np.where(z != 0, np.abs(est / z), out.contrasts["SE"].to_numpy(dtype=float))
+    q = bootstrap_critical(test, 0.05)
+    out.contrasts = out.contrasts.assign(z_given_theta=test.z_pairs, SE_given_theta=se, p_value=p,
+                                         lower=est - q * se, upper=est + q * se)
     out.adjust = "bootstrap max-|z|"
     out.notes.append(f"pairwise contrasts: Wald z (logit scale), p adjusted by the bootstrap max-|z| over the "
                      f"{test.n_sim} simulations of the bootstrap test (single-step max-T, Westfall & Young 1993; "
                      f"|z| with the fixed effects' covariance given the variance parameters)")
+
+
+def bootstrap_critical(test, alpha: float) -> float:
+    """The critical |z| of the bootstrap's single-step max-|z| at ``alpha``: the value q with adjusted p < alpha
+    exactly when |z| > q, for p = (1 + #{b: max |z*_b| >= |z|}) / (1 + B) (:attr:`~vrs_helpers.mixed.
+    glmm_bootstrap.GLMMBootstrapResult.pairwise_p`): the (c + 1)-th largest of the B simulated maxima, c the most
+    exceedances with (1 + c) / (1 + B) < alpha. NaN without simulated pairs or with too few simulations."""
+    top = getattr(test, "max_abs_z", None)
+    if top is None:
+        return float("nan")
+    top = np.sort(np.asarray(top, dtype=float)[np.isfinite(top) & np.isfinite(test.reference)])
+    B = len(top)
+    c = int(np.ceil(alpha * (B + 1))) - 2
+    if c < 0 or B - c - 1 < 0:
+        return float("nan")
+    return float(top[B - c - 1])
 
 
 def _binomial_comparison(full, test, formula, null, system, covariate, notes, emm, f_test=None) -> SystemComparison:

@@ -407,13 +407,3 @@ def analyze_response(spec: AnalysisSpec, response: str, client=None) -> OwnAnaly
                     step(result, w)
                 bar.update()
     return result
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=len(early), thread_name_prefix="vrs-step") as pool:
-        started = {step: pool.submit(step, result, w) for step in early}
-        for step in STEPS:
-            if step in started:
-                started[step].result()   # its exception, if any, is raised here
-            else:
-                step(result, w)
-    return result

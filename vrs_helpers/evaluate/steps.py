@@ -219,7 +219,9 @@ def _blank_separated(result, comp) -> None:
     if not result.separated or comp is None or "contrast" not in comp.contrasts:
         return
     hit = comp.contrasts["contrast"].map(lambda c: any(p.strip() in result.separated for p in str(c).split(" - ")))
-    cols = [c for c in ("estimate", "SE", "z", "t", "df", "p_value", "effect_size", "odds_ratio")
+    cols = [c for c in ("estimate", "SE", "z", "t", "df", "p_value", "lower", "upper", "effect_size", "odds_ratio",
+                        "z_given_theta", "SE_given_theta", "difference", "difference_SE", "difference_low",
+                        "difference_high")
             if c in comp.contrasts]
     comp.contrasts.loc[hit, cols] = np.nan
 
@@ -434,28 +436,14 @@ MAX_SYSTEM_LINES = 4   # beyond 4 systems ASO and reliability take one verdict l
 def rank(result, w: Work) -> None:
     """Three or more systems: the ranking (:mod:`vrs_helpers.evaluate.ranking`) from the design's model - the
     runs-random model when there are runs, else the runs-as-replications one - with its family-wise pairwise
-    decisions: per system the estimate (for 0/1 scores the accuracy, back-transformed from the logit scale on which
-    the decisions are made) with its simultaneous 95 % interval (single-step over the k means,
-    :func:`vrs_helpers.mixed.marginal.simultaneous_means`), the rank, the simultaneous rank interval and the
-    letters; for 0/1 scores every pairwise difference also in accuracy points with its simultaneous interval
-    (:func:`vrs_helpers.mixed.marginal.response_differences`, beside the test on the logit scale)."""
-    from ..mixed.marginal import response_differences, simultaneous_means
-
+    decisions: per system the estimate (for 0/1 scores the accuracy at the model's typical item, the logistic of
+    the marginal mean of the logits on which the decisions are made) with its 95 % interval, the rank, the
+    simultaneous rank interval and the letters. Every interval is at level 1 - alpha and in the family of the
+    decisions (:func:`_intervals`)."""
     comp = result.comparison_random if result.comparison_random is not None else result.comparison
     if comp is None or len(w.systems) < 3 or "contrast" not in comp.contrasts:
         return
-    m = comp.means
-    emm = getattr(comp, "emm", None)
-    simultaneous = emm is not None and emm.means_vcov is not None
-    if simultaneous:
-        m = simultaneous_means(emm).assign(**({"probability": m["probability"]} if "probability" in m else {}))
-        if "probability" in m:
-            from scipy.special import expit
-
-            m["prob_lower"], m["prob_upper"] = expit(m["lower"]), expit(m["upper"])
-        if result.family == "binomial" and "difference" not in comp.contrasts:
-            diffs = response_differences(emm).drop(columns="contrast")
-            comp.contrasts = pd.concat([comp.contrasts.reset_index(drop=True), diffs], axis=1)
+    m, kind = _intervals(result, comp)
     est, lo, hi = (("probability", "prob_lower", "prob_upper") if "probability" in m else ("emmean", "lower", "upper"))
     systems = m.iloc[:, 0].astype(str).tolist()
     small = "df" in comp.contrasts and "t" in comp.contrasts
@@ -465,9 +453,75 @@ def rank(result, w: Work) -> None:
            "single-step max-|z| from the joint normal of the contrasts (multcomp::glht)" if adjust == "mvt" else
            "Tukey-adjusted Wald z tests on the logit scale" if result.family == "binomial" else
            "Tukey-adjusted Wald z tests")
+    _blank_separated(result, comp)
     result.ranking = ranking_table(systems, m[est], m[lo], m[hi], comp.contrasts, result.alpha,
                                    higher_is_better=result.higher_is_better, method=how)
-    result.ranking["ci"] = "simultaneous" if simultaneous else "per system"
+    result.ranking["ci"] = kind
+
+
+def _intervals(result, comp) -> tuple[pd.DataFrame, str]:
+    """The means with their intervals and what kind they are, and every pair's interval (``lower``, ``upper``;
+    for 0/1 scores also the difference in accuracy points, ``difference*``, :func:`vrs_helpers.mixed.marginal.
+    response_differences`) at level 1 - alpha, in the family of the decisions: Tukey on the contrasts' df or the
+    single-step max-|z| (``mvt``) - there p < alpha exactly when the interval excludes 0 - with the means' intervals
+    simultaneous over the k means (:func:`~vrs_helpers.mixed.marginal.simultaneous_means`); with the bootstrap's
+    max-|z| the pairs' intervals use the bootstrap's own critical value (the same rule as its adjusted p) and the
+    means keep their per-system Wald intervals (the Wald covariance is what the bootstrap corrects: its
+    simultaneous intervals would claim too much)."""
+    from scipy import stats
+
+    from ..book.glrt import bootstrap_critical
+    from ..mixed.marginal import response_differences, simultaneous_means, tukey_critical
+    from ..mixed.multiplicity import correlation, single_step
+
+    level = 1.0 - result.alpha
+    emm = getattr(comp, "emm", None)
+    m = comp.means
+    if emm is None or emm.means_vcov is None:
+        return m, "per system"
+    c = comp.contrasts
+    adjust = str(getattr(comp, "adjust", ""))
+    est, se = c["estimate"].to_numpy(float), c["SE"].to_numpy(float)
+    k = len(m)
+    if adjust.startswith("bootstrap"):
+        crit = np.full(len(c), bootstrap_critical(comp.f_test, result.alpha))
+        se = c["SE_given_theta"].to_numpy(float) if "SE_given_theta" in c else se
+        kind = "per system"
+        z = stats.t.isf(result.alpha / 2, m["df"]) if "df" in m else stats.norm.isf(result.alpha / 2)
+        m = m.assign(lower=m["emmean"] - z * m["SE"], upper=m["emmean"] + z * m["SE"])
+        if "probability" in m:
+            from scipy.special import expit
+
+            m = m.assign(prob_lower=expit(m["lower"]), prob_upper=expit(m["upper"]))
+    elif adjust == "mvt":
+        dfs = c["df"].to_numpy(float) if "df" in c else np.full(len(c), np.inf)
+        ok = np.isfinite(est) & np.isfinite(dfs)
+        df = float(np.min(dfs[ok])) if ok.any() else np.inf
+        crit = np.full(len(c), single_step(est, se, correlation(emm.contrast_matrix, comp.model.vcov.to_numpy()),
+                                           df=df, level=level)["quantile"])
+        kind = "simultaneous"
+    else:  # Tukey: the studentized range on each contrast's df
+        dfs = c["df"].to_numpy(float) if "df" in c else np.full(len(c), np.inf)
+        crit = tukey_critical(level, k, dfs)
+        kind = "simultaneous"
+    c = c.assign(lower=est - crit * se, upper=est + crit * se)
+    if kind == "simultaneous":
+        sim = simultaneous_means(emm, level)
+        m = m.assign(lower=sim["lower"].to_numpy(), upper=sim["upper"].to_numpy())
+        if "probability" in m:
+            from scipy.special import expit
+
+            m = m.assign(prob_lower=expit(m["lower"]), prob_upper=expit(m["upper"]))
+    if result.family == "binomial":
+        diffs = response_differences(emm, level)
+        if adjust.startswith("bootstrap"):  # the bootstrap's critical value, as the logit-scale pairs
+            d_se = diffs["difference_SE"].to_numpy(float)
+            diffs = diffs.assign(difference_low=diffs["difference"] - crit * d_se,
+                                 difference_high=diffs["difference"] + crit * d_se)
+        c = c.drop(columns=[x for x in diffs.columns if x != "contrast" and x in c]).merge(
+            diffs, on="contrast", how="left", validate="one_to_one")
+    comp.contrasts = c
+    return m, kind
 
 
 def ranking_lines(result) -> list[str]:
@@ -479,7 +533,8 @@ def ranking_lines(result) -> list[str]:
     scale = "accuracy" if result.family == "binomial" else "mean"
     c = comp.contrasts
     found = int((c["p_value"] < result.alpha).sum())
-    ci = "simultaneous 95 % CI" if str(table["ci"].iloc[0]) == "simultaneous" else "95 % CI"
+    pct = f"{100 * (1 - result.alpha):g} %"
+    ci = f"simultaneous {pct} CI" if str(table["ci"].iloc[0]) == "simultaneous" else f"{pct} CI"
     lines = [f"Ranking of the {len(table)} systems ({table['method'].iloc[0]}: {found} of {len(c)} pairs differ at "
              f"family-wise alpha = {result.alpha:g}, each pair in summary.json 'pairs'; {scale} with its {ci}; "
              "rank interval: the ranks each system can hold; systems sharing a letter are not separated):"]

@@ -103,14 +103,17 @@ def internal_theta(m: MixedModelResult) -> np.ndarray:
 
 def local_workers(batches: int) -> int:
     """Processes for the batches of a bootstrap on this machine: the ``VRS_WORKERS`` environment variable if set,
-    else the CPUs this process may use (at most 4), never more than the batches; 1 where forking is not safe (not
-    the main thread, or no ``fork`` on this platform)."""
+    else the CPUs this process may use (at most 4), never more than the batches; 1 where forking is not safe or
+    possible: not the main thread, a daemonic process, not Linux (macOS's system libraries are not fork-safe, and
+    Windows cannot fork). The workers compute only (numpy and the engine), and the numbers do not depend on how
+    many there are (each batch has its own generator: tests/mixed/test_glmm_bootstrap.py)."""
     import multiprocessing
     import os
+    import sys
     import threading
 
-    if threading.current_thread() is not threading.main_thread() or \
-            "fork" not in multiprocessing.get_all_start_methods():
+    if threading.current_thread() is not threading.main_thread() or multiprocessing.current_process().daemon \
+            or not sys.platform.startswith("linux"):
         return 1
     env = os.environ.get("VRS_WORKERS", "").strip()
     try:
@@ -125,6 +128,13 @@ _ADOPTED: list = []  # the plan a forked worker runs (set once per worker proces
 
 
 def _adopt(plan) -> None:
+    """A worker's start: the plan it runs, and the signal handlers of a plain process (the parent's - ``vrs``
+    turns SIGTERM into an exception - would print a traceback in every worker when the pool ends); Ctrl-C is the
+    parent's to handle."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _ADOPTED[:] = [plan]
 
 
@@ -166,10 +176,13 @@ class SeededBatches:
                   leave=False, dynamic_ncols=True) as bar:
             if workers > 1:
                 import multiprocessing
+                from concurrent.futures import ProcessPoolExecutor
 
-                # fork: the workers inherit the plan (initargs are not pickled), and get only batch numbers
-                with multiprocessing.get_context("fork").Pool(workers, _adopt, (self,)) as pool:
-                    for (_, size), part in zip(self.batches, pool.imap(_draw_adopted, range(len(self.batches))),
+                # fork: the workers inherit the plan (initargs are not pickled) and get only batch numbers; a
+                # worker that dies (out of memory) is a BrokenProcessPool here, not a hang
+                with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                                         initializer=_adopt, initargs=(self,)) as pool:
+                    for (_, size), part in zip(self.batches, pool.map(_draw_adopted, range(len(self.batches))),
                                                strict=True):
                         draws.append(part)
                         bar.update(size)

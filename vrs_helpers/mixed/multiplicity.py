@@ -10,13 +10,13 @@ multivariate t with ``df`` degrees of freedom. The single-step adjusted p-value 
 
 and the simultaneous (1 - alpha) intervals are c_j -/+ q s_j with q the (1 - alpha) quantile of max_i |T_i|: every
 contrast's interval holds its true value with probability 1 - alpha jointly, and p_j < alpha exactly when 0 is
-outside contrast j's interval (below the sample's resolution 1/points, p_j is Bonferroni's bound, which the exact
-p approaches as it goes to 0). mvtnorm integrates the rectangle {|T_i| < q for all i} by Genz & Bretz's randomized
-quasi-Monte Carlo; here the same quasi-Monte-Carlo idea gives the whole distribution of max |T| at once (one sample
-serves every p_j and q): a scrambled Sobol sequence (scipy.stats.qmc) mapped to N(0, R) through R's eigenvectors,
-which also covers the singular R of all pairwise contrasts (rank k - 1 for k means), and for ``df`` < inf one more
-coordinate for the chi-square divisor. With 2^18 points the Monte-Carlo error of p_j is about 1e-3 or less
-(mvtnorm's default ``abseps``).
+outside contrast j's interval (below the sample's resolution 1/points, p_j is Bonferroni's bound, which the exact p
+approaches as it goes to 0, capped at 1/points so that p stays monotone in |t|). mvtnorm integrates the rectangle
+{|T_i| < q for all i} by Genz & Bretz's randomized quasi-Monte Carlo; here the same quasi-Monte-Carlo idea gives the
+whole distribution of max |T| at once (one sample serves every p_j and q): a scrambled Sobol sequence
+(scipy.stats.qmc) mapped to N(0, R) through R's eigenvectors, which also covers the singular R of all pairwise
+contrasts (rank k - 1 for k means), and for ``df`` < inf one more coordinate for the chi-square divisor. With 2^18
+points the Monte-Carlo error of p_j is about 1e-3 or less (mvtnorm's default ``abseps``).
 """
 
 from __future__ import annotations
@@ -48,12 +48,12 @@ class MaxT:
         # beyond every draw: Bonferroni's bound m P(|T| >= t), which the exact p approaches from below as p -> 0
         # (the events |T_i| >= t become disjoint), instead of a p of 0
         far = ok & (out == 0)
-        out[far] = np.minimum(1.0, self.size * 2 * stats.t.sf(t[far], self.df))
+        out[far] = np.minimum(1.0 / n, self.size * 2 * stats.t.sf(t[far], self.df))
         return out
 
     def quantile(self, level: float = 0.95) -> float:
         """The critical value q with P(max |T| <= q) = ``level``: the simultaneous intervals' half-width in SEs."""
-        return float(np.quantile(self.draws, level))
+        return float(np.quantile(self.draws, level, method="inverted_cdf"))
 
 
 def correlation(D, V) -> np.ndarray:
@@ -85,11 +85,9 @@ def max_t_distribution(R, df: float = np.inf, points: int = 2 ** 18, seed: int =
     r = A.shape[1]
     finite_df = np.isfinite(df)
     sobol = qmc.Sobol(d=r + (1 if finite_df else 0), scramble=True, seed=np.random.default_rng(seed))
-    u = sobol.random(points)
-    u = np.clip(u, 1e-16, 1 - 1e-16)
     out = np.empty(points)
-    for a in range(0, points, CHUNK):
-        block = u[a:a + CHUNK]
+    for a in range(0, points, CHUNK):  # successive blocks of one Sobol sequence (the same points as one call)
+        block = np.clip(sobol.random(min(CHUNK, points - a)), 1e-16, 1 - 1e-16)
         z = stats.norm.ppf(block[:, :r]) @ A.T
         mx = np.abs(z).max(axis=1)
         if finite_df:
