@@ -4,8 +4,8 @@
 
 Required fields per line: ``schema_version``, ``evaluation_id``, ``model_id``, ``evaluation_name``,
 ``sample_id``, ``interaction_type``, ``input``, ``answer_attribution``, ``evaluation`` (``score``, ``is_correct``).
-The system is ``model_id``, the task ``evaluation_name`` (with ``evaluation_result_id`` appended where one
-evaluation links its items to several aggregate results), the item ``sample_id`` (checked across systems by
+The system is ``model_id``, the task ``evaluation_name`` (where one evaluation links its items to several aggregate
+results - ``evaluation_result_id`` acc and acc_norm - each result is a metric ``score/<result>`` of the one task), the item ``sample_id`` (checked across systems by
 ``sample_hash`` where present), the run ``evaluation_id`` (several evaluations of one model and task are runs),
 the repeat ``metadata.epoch`` where the converter kept it (Inspect epochs), else 1. Metrics: ``score``
 (``evaluation.score``) and ``is_correct`` (0/1).
@@ -64,11 +64,22 @@ def _read(files: list, options: dict) -> ReadResult:
         if rec.get("evaluation_result_id") is not None:
             results.setdefault((row["system"], row["task"], rec["evaluation_id"]), set()).add(
                 rec["evaluation_result_id"])
-    for rec, row in raw:
+    merged: dict = {}
+    for rec, row in raw:   # one evaluation linked to several results (acc, acc_norm): metrics of one task
         if len(results.get((row["system"], row["task"], rec["evaluation_id"]), ())) > 1:
-            row["task"] = f"{row['task']}/{rec['evaluation_result_id']}"
+            rid = rec["evaluation_result_id"]
+            key = (row["system"], row["task"], rec["evaluation_id"], row["repeat"], row["item"])
+            target = merged.get(key)
+            if target is None:
+                target = merged[key] = {k: v for k, v in row.items() if k not in ("score", "is_correct")}
+                out.rows.append(target)
+            target[f"score/{rid}"] = row["score"]
+            target[f"is_correct/{rid}"] = row["is_correct"]
+            continue
         out.rows.append(row)
+    if merged:
+        out.notes.append("items linked to several results of one evaluation (evaluation_result_id): each result is "
+                         "a metric (score/<result>) of the one task, not a task.")
     return out
-
 
 FORMAT = register(LogFormat(name="every-eval-ever", layout=LAYOUT, detect=_detect, read=_read))

@@ -120,6 +120,7 @@ def _read(files: list, options: dict) -> ReadResult:
                         continue
                     row[column] = v
                     out.primary_metric = out.primary_metric or column
+                    out.task_primary.setdefault(task, column)   # the task's first scorer
             out.rows.append(row)
         if unscored:
             out.notes.append(f"{relative(path, root)}: {unscored} sample(s) with an error or without scores left out.")
