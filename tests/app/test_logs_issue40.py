@@ -118,7 +118,7 @@ def test_a_helm_scenario_without_an_accuracy_metric_asks_for_response(tmp_path, 
     truth = simulate_binary(8, tasks=("count",), items=20)
     write_helm(truth, tmp_path, metric="num_references")
     code, out, err = _run(capsys, tmp_path / "benchmark_output", "--out", tmp_path / "r")
-    assert code == 2 and "no accuracy-like metric (its metrics: num_references)" in err
+    assert code == 2 and "no accuracy-like metric (its metrics: num_train_instances, num_references)" in err
     assert "--response 'count=METRIC'" in err
 
 

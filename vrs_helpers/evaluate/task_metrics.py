@@ -27,14 +27,14 @@ BOOKKEEPING = re.compile(
     r"(_stderr|_tokens|_length|_runtime|_time|_count)$")
 ACCURACY = re.compile(
     r"(^|[_\-./ ])(acc|accuracy|exact_match|em|f1|f1_score|correct|is_correct|score|pass|match|mc\d|rouge\w*|"
-    r"bleu\w*|chrf\w*|mean|win_rate|judge\w*|includes|choice|model_graded\w*|grade\w*)($|[_\-./@ \[])",
+    r"bleu\w*|chrf\w*|mean|win_rate|judge\w*|includes|choice|model_graded\w*|grade\w*)($|[_\-./@ ,\[])",
     re.IGNORECASE)
 
 
 def base_name(metric: str) -> str:
     """``exact_match/strict-match`` -> ``exact_match``; ``choice/accuracy`` -> ``choice`` (a filter or a scorer's
     key after the first slash)."""
-    return str(metric).split("/")[0].split("[")[0]
+    return str(metric).split("/")[0].split(",")[0].split("[")[0]
 
 
 def accuracy_like(metric: str) -> bool:
