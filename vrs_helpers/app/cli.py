@@ -548,8 +548,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--response", nargs="+", metavar="COL",
                    help="the score column; several (--response bleu chrf comet): each metric analysed, the system "
                         "verdicts Holm-corrected across them, summary.json keyed by metric. With evaluation logs: "
-                        "the metric(s) to analyse, for every task that has them, or task=metric for one task (default: each "
-                        "task's primary metric as its harness marks it)")
+                        "the metric(s) to analyse, for every task that has them, or task=metric for one task "
+                        "(default: each task's primary metric as its harness marks it)")
     p.add_argument("--format", default="auto",
                    help="DATA is a folder of evaluation logs of this format: lm-eval, inspect, helm or "
                         "every-eval-ever (default auto: detected; a score table otherwise)")

@@ -103,7 +103,7 @@ def small_test(data: pd.DataFrame, n_perm: int = 20000, seed: int = 0) -> dict:
         else:
             method = "sign-flip permutation test (mid-p" + (", exact)" if t["exact"] else
                                                              f", {t['n_perm']} draws)")
-            evidence = f"mean difference {float(np.mean(diff)):.4g} over {len(diff)} items"
+            evidence = f"mean difference {round(float(np.mean(diff)), 12):.4g} over {len(diff)} items"
     else:
         t = label_permutation_test(wide, n_perm=n_perm, seed=seed)
         method = f"within-item label permutation test (mid-p, {n_perm} draws)"

@@ -256,11 +256,13 @@ def _task_row(task, metric, spec, alpha, test=None, n_sim=1000, seed=0, items="r
            "systems": spec.design.n_systems, "runs": bool(spec.replications), "repeats": bool(spec.repeats)}
     for s, v in d.groupby("system")["score"].mean().items():
         row[f"mean[{s}]"] = float(v)
-    t = system_lrt(d, family, test=test, n_sim=n_sim, seed=seed, items=items)
+    small = test is None and spec.design.n_items < SMALL_ITEMS
+    # few items: the chi-square LRT only beside the exact test (no bootstrap whose verdict would be replaced)
+    t = system_lrt(d, family, test="chisq" if small else test, n_sim=n_sim, seed=seed, items=items)
     out = {**row, "random": random_part(d, items=items), "formula": t["formula"], "method": t["method"],
            "evidence": t["evidence"], "chi2": t["chi2"], "df": t["df"], "chi2_p_value": t["chi2_p_value"],
            "p_value": t["p_value"], "notes": "; ".join(t["notes"])}
-    if test is None and spec.design.n_items < SMALL_ITEMS:   # few items: an exact or permutation test decides
+    if small:   # few items: an exact or permutation test decides
         exact = small_test(d, seed=seed)
         out.update(method=exact["method"], evidence=exact["evidence"], p_value=exact["p_value"],
                    notes="; ".join(filter(None, [out["notes"], f"{spec.design.n_items} items (< {SMALL_ITEMS}): "
@@ -278,8 +280,9 @@ def pooled_test(tables: dict, family: str, test: str | None = None, n_sim: int =
     d = pd.concat([t.assign(task=name if isinstance(name, str) else name[0]) for name, t in tables.items()],
                   ignore_index=True)
     d["item"] = d["task"].astype(str) + ":" + d["item"].astype(str)
-    out = system_lrt(d, family, fixed="task", test=test, n_sim=n_sim, seed=seed, items=items)
-    if test is None and d["item"].nunique() < SMALL_ITEMS:
+    small = test is None and d["item"].nunique() < SMALL_ITEMS
+    out = system_lrt(d, family, fixed="task", test="chisq" if small else test, n_sim=n_sim, seed=seed, items=items)
+    if small:
         exact = small_test(d, seed=seed)
         out.update(method=exact["method"], evidence=exact["evidence"], p_value=exact["p_value"])
     out["p_text"] = p_text(out["p_value"])
@@ -439,8 +442,10 @@ def _verdict(tasks: pd.DataFrame, pooled, adjust: str, alpha: float) -> list:
     several = tested["task"].duplicated(keep=False)
     for (_, r), dup in zip(tested.iterrows(), several, strict=True):
         label = f"Task {r['task']}" + (f" ({r['metric']})" if dup else "")
+        model = "" if ("permutation" in str(r["method"]) or "McNemar" in str(r["method"])) else \
+            f"; random effects {r['random']}"
         lines.append(f"{label}: the systems {r['decision']} ({r['method']}: {r['evidence']}, p = "
-                     f"{r['p_text']}, {adjust}-adjusted p = {r['p_adjusted_text']}; random effects {r['random']}).")
+                     f"{r['p_text']}, {adjust}-adjusted p = {r['p_adjusted_text']}{model}).")
     if len(tested) > 1:
         n = int((tested["decision"] == "differ").sum())
         lines.append(f"{n} of {len(tested)} tests show a difference at alpha = {alpha:g} after "
