@@ -72,3 +72,29 @@ def test_every_eval_ever_0_3_0(tmp_path, capsys):
         assert abs(row["stderr_ours"] - res["score_details"]["uncertainty"]["standard_error"]["value"]) < 1e-9
         assert row["status"] == "equal"
     assert {r["task"] for r in s["tasks"]} == {"toy_mc", "toy_gen"}
+
+
+def test_helm_0_5_16_simple_model(tmp_path, capsys):
+    """crfm-helm's own simple model on two of its simple scenarios, 2 train trials: our mean over trials and the SD
+    of the trial means equal stats.json's (its simple model scores 0 everywhere, and there is one model, so no
+    task is testable: vrs analyze says why, exit 2)."""
+    from vrs_helpers.evaluate.harness_stats import harness_numbers
+    from vrs_helpers.evaluate.log_checks import check_against_logs
+    from vrs_helpers.evaluate.readers import load_eval_logs
+
+    root = FIX / "helm" / "benchmark_output"
+    logs = load_eval_logs(root)
+    assert logs.description.task_primary == {"simple_classification": "exact_match", "simple_mcqa": "exact_match"}
+    checked = check_against_logs(harness_numbers(logs, "exact_match").assign(metric="exact_match"), logs.reported,
+                                 logs.table)
+    for f in sorted(root.rglob("stats.json")):
+        task = json.loads((f.parent / "run_spec.json").read_text())["name"].split(":")[0]
+        (stat,) = [s for s in json.loads(f.read_text()) if s["name"]["name"] == "exact_match"
+                   and s["name"].get("split") == "test" and not s["name"].get("perturbation")
+                   and not s["name"].get("sub_split")]
+        (row,) = checked[(checked["task"] == task) & (checked["run"] == "all")].to_dict(orient="records")
+        assert abs(row["ours"] - stat["mean"]) < 1e-9 and abs(row["stderr_ours"] - stat["stddev"]) < 1e-9
+        assert row["status"] == "equal"
+    code = cli.main(["analyze", str(root), "--out", str(tmp_path / "r")])
+    out, err = capsys.readouterr()
+    assert code == 2 and "No task is testable" in err and "constant" in err and "Traceback" not in err

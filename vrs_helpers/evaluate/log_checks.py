@@ -49,7 +49,7 @@ def _logged(reported: pd.DataFrame, system, task, run, metric, kind) -> float:
     if kind == "mean":
         v = r[stat.isin(MEAN_STATS) | stat.str.startswith("accuracy") | stat.str.startswith("mean")]["value"]
     else:
-        v = r[stat.str.startswith("stderr")]["value"]
+        v = r[stat.str.startswith("stderr") | (stat == "stddev")]["value"]   # HELM: SD over train trials
     return float(v.iloc[0]) if len(v) else math.nan
 
 
@@ -60,8 +60,6 @@ def check_against_logs(harness: pd.DataFrame, reported: pd.DataFrame, table: pd.
     runs). Columns :data:`COLUMNS`."""
     rows = []
     for _, h in harness.iterrows():
-        if h["run"] == "all":
-            continue
         ours, se = float(h["mean"]), float(h["stderr"])
         logged = _logged(reported, h["system"], h["task"], h["run"], h["metric"], "mean")
         se_logged = _logged(reported, h["system"], h["task"], h["run"], h["metric"], "stderr")
