@@ -218,3 +218,32 @@ def test_missing_items_are_listed_in_numeric_order():   # defect 5
                       if not (s == "B" and i in (3, 4, 10))])
     with pytest.raises(InputError, match=r"e\.g\. 3, 4, 10\)"):
         validate(d, response="score", system="system", item="item")
+
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "harness_written"
+
+
+def test_an_inspect_log_without_samples_is_named_as_such(tmp_path, capsys):   # defect 5
+    pytest.importorskip("inspect_ai")
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    log = read_eval_log(str(sorted((FIX / "inspect" / "logs").glob("*.eval"))[0]))
+    log.samples = None
+    write_eval_log(log, str(tmp_path / "logs" / "header.json"), format="json")
+    code, out, err = _run(capsys, tmp_path / "logs", "--out", tmp_path / "r")
+    assert code == 2 and "an Inspect log without per-sample records" in err and "not an Inspect log" not in err
+    # keys in another order (other writers, e.g. the R package vitals): still an Inspect log
+    d = json.loads((tmp_path / "logs" / "header.json").read_text())
+    d = {"eval": d.pop("eval"), **d}
+    (tmp_path / "logs" / "header.json").write_text(json.dumps(d, indent=2))
+    code, out, err = _run(capsys, tmp_path / "logs", "--out", tmp_path / "r")
+    assert code == 2 and "an Inspect log without per-sample records" in err
+
+
+def test_systems_on_disjoint_tasks_are_named_per_task(tmp_path, capsys):   # defect 5
+    a = simulate_binary(5, systems=("model-a",), tasks=("t1",), items=40, accuracy=(0.6,))
+    b = simulate_binary(6, systems=("model-b",), tasks=("t2",), items=40, accuracy=(0.6,))
+    write_every_eval_ever(pd.concat([a, b], ignore_index=True), tmp_path / "eee")
+    code, out, err = _run(capsys, tmp_path / "eee", "--out", tmp_path / "r")
+    assert code == 2 and "task t1: not testable: one system (model-a)" in err
+    assert "task t2: not testable: one system (model-b)" in err and "Read " in out

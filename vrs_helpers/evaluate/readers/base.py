@@ -332,7 +332,8 @@ def assemble(fmt: str, files: list, result: ReadResult, metrics_wanted=None, run
             check_hashes(rows, result.prompt_hash_name, note_only=True, notes=result.notes)
     if not rows:
         raise LogFormatError(f"The {fmt} logs ({', '.join(str(f) for f in files[:3])}"
-                             f"{', ...' if len(files) > 3 else ''}) hold no scored items.")
+                             f"{', ...' if len(files) > 3 else ''}) hold no scored items."
+                             + "".join(f" {n}" for n in result.notes[:3]))
     metric_cols: list = []
     for r in rows:
         for k in r:
