@@ -95,6 +95,7 @@ def logs_report(logs, specs, skipped, out_dir, *, metric=None, adjust: str = "ho
     summary."""
     from ..evaluate.analysis import rounded
     from ..evaluate.tasks import analyze_logs
+    from .logs_html import report_html
 
     result = analyze_logs(logs, metric=metric, adjust=adjust, alpha=alpha, cluster=cluster, baseline=baseline,
                           specs=specs, test=test, n_sim=n_sim, seed=seed, items=items, skipped=skipped)
@@ -105,5 +106,5 @@ def logs_report(logs, specs, skipped, out_dir, *, metric=None, adjust: str = "ho
     summary = rounded({"data": data_label or str(getattr(logs.description, "files", [""])[0]),
                         **result.to_summary()})
     write_outputs({"summary.json": json.dumps(summary, indent=2), "summary.txt": result.text(),
-                   "report.html": result.html()}, out_dir)
+                   "report.html": report_html(result)}, out_dir)
     return summary

@@ -37,8 +37,9 @@ from .. import mixed
 from ..outcomes import p_text
 from .harness_stats import IGNORES, harness_numbers, mcnemar_test, miller_errors, miller_inputs, paired_difference
 from .log_checks import check_against_logs
+from .many_tasks import friedman_nemenyi, model_task_table, task_ranking
 from .scores import InputError
-from .small_data import SMALL_ITEMS, interval_table, small_test
+from .small_data import SMALL_IGNORES, SMALL_ITEMS, interval_table, small_test
 from .spec import AnalysisSpec
 from .task_metrics import choose_metrics
 
@@ -176,6 +177,9 @@ class LogsAnalysis:
     checked: pd.DataFrame = field(default_factory=pd.DataFrame)     # ours beside the logged aggregates
     intervals: pd.DataFrame = field(default_factory=pd.DataFrame)   # small-sample intervals of each accuracy
     task_metrics: dict = field(default_factory=dict)                # task -> the metrics it was analysed with
+    rankings: dict = field(default_factory=dict)                    # task -> its ranking table (forest plot)
+    grid: pd.DataFrame = field(default_factory=pd.DataFrame)        # model x task: estimate, CI, rank, letters
+    friedman: dict | None = None                                    # Friedman / Nemenyi over >= 5 tasks
 
     def to_summary(self) -> dict:
         """summary.json of ``vrs analyze LOGDIR``: every table as a list of records (p-values also as text, so one
@@ -190,7 +194,8 @@ class LogsAnalysis:
                 "miller": records(self.miller), "paired": records(self.paired), "mcnemar": records(self.mcnemar),
                 "mixed_model_ignores": MIXED_IGNORES, "notes": list(self.notes),
                 "checked_against_logs": records(self.checked), "intervals": records(self.intervals),
-                "task_metrics": dict(self.task_metrics)}
+                "task_metrics": dict(self.task_metrics), "model_by_task": records(self.grid),
+                "friedman": self.friedman}
 
     def text(self) -> str:
         """summary.txt: the verdict, the table of tasks and the harness numbers beside ours."""
@@ -214,6 +219,9 @@ class LogsAnalysis:
     def ignores(self) -> dict:
         """{number: the sentence on the variation it ignores} for the numbers in this analysis."""
         out = {"mixed model (ours)": MIXED_IGNORES}
+        if "method" in self.tasks.columns and self.tasks["method"].astype(str).str.contains(
+                "permutation|McNemar").any():
+            out["exact / permutation test (tasks with few items)"] = SMALL_IGNORES
         for frame in (self.harness, self.miller, self.paired, self.mcnemar):
             if len(frame) and "ignores" in frame.columns:
                 name = frame["harness"].iloc[0] if "harness" in frame.columns else (
@@ -383,6 +391,18 @@ def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
                      "model (the method in each task's row); the chi-square LRT (chi2, chi2_p_value) is beside it "
                      "for comparison and is liberal with few runs.")
     verdict = _verdict(tasks, pooled, adjust, alpha)
+    rankings = {}
+    several = len({t for t, _ in specs}) < len(specs)
+    for (task, m), d in tables.items():
+        rankings[f"{task} ({m})" if several else task] = task_ranking(d, alpha, seed)
+    grid = model_task_table(rankings)
+    friedman = friedman_nemenyi(grid.pivot(index="task", columns="system", values="estimate"), alpha) \
+        if len(grid) else None
+    if friedman:
+        word = "the systems' ranks differ" if friedman["p_value"] < alpha else "no evidence that the ranks differ"
+        verdict.append(f"Across {friedman['n_tasks']} tasks by rank (Friedman, Demsar 2006): {word} (chi2 = "
+                       f"{friedman['chi2']:.3g}, p = {p_text(friedman['p_value'])}); Nemenyi critical difference "
+                       f"of the mean ranks {friedman['critical_difference']:.3g}.")
     desc = logs.description.to_dict()
     desc["text"] = logs.describe()
     metrics = list(dict.fromkeys(m for _, m in specs))
@@ -393,7 +413,8 @@ def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
                         reported=logs.reported.copy(), miller=miller, paired=pd.DataFrame(paired),
                         mcnemar=pd.DataFrame(mcn), verdict=verdict, notes=notes, checked=checked,
                         intervals=pd.concat(intervals, ignore_index=True) if intervals else pd.DataFrame(),
-                        task_metrics={t: [mm for tt, mm in specs if tt == t] for t, _ in specs})
+                        task_metrics={t: [mm for tt, mm in specs if tt == t] for t, _ in specs},
+                        rankings=rankings, grid=grid, friedman=friedman)
 
 
 DEGENERATE = ("constant", "single item", "single value", "no rows", "one item", "nothing to compare")
