@@ -245,5 +245,15 @@ def test_systems_on_disjoint_tasks_are_named_per_task(tmp_path, capsys):   # def
     b = simulate_binary(6, systems=("model-b",), tasks=("t2",), items=40, accuracy=(0.6,))
     write_every_eval_ever(pd.concat([a, b], ignore_index=True), tmp_path / "eee")
     code, out, err = _run(capsys, tmp_path / "eee", "--out", tmp_path / "r")
-    assert code == 2 and "task t1: not testable: one system (model-a)" in err
-    assert "task t2: not testable: one system (model-b)" in err and "Read " in out
+    assert code == 2 and "task 't1': not testable: one system (model-a)" in err
+    assert "task 't2': not testable: one system (model-b)" in err and "Read " in out
+
+
+def test_response_with_two_metrics_analyses_each_task_that_has_one(tmp_path, capsys):   # defect 6 (lm-eval)
+    _helm_two_metrics(tmp_path)
+    code, out, err = _run(capsys, tmp_path / "benchmark_output", "--out", tmp_path / "r", "--response",
+                          "exact_match", "f1_score")
+    assert code == 0, err
+    s = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert {r["task"]: r["metric"] for r in s["tasks"]} == {"boolq": "exact_match", "squad": "f1_score"}
+    assert all(r["status"] == "analysed" for r in s["tasks"])

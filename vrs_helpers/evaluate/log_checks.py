@@ -43,8 +43,8 @@ def _logged(reported: pd.DataFrame, system, task, run, metric, kind) -> float:
     if kind == "n":
         v = r[r["statistic"].isin(["n", "count"])]["value"]
         return float(v.max()) if len(v) else math.nan
-    names = {metric, base_name(metric), metric.split("/")[0]}
-    r = r[r["metric"].astype(str).isin(names)]
+    exact = r[r["metric"].astype(str) == metric]   # the metric itself first (lm-eval: metric/filter)
+    r = exact if len(exact) else r[r["metric"].astype(str).isin({base_name(metric), metric.split("/")[0]})]
     stat = r["statistic"].astype(str)
     if kind == "mean":
         v = r[stat.isin(MEAN_STATS) | stat.str.startswith("accuracy") | stat.str.startswith("mean")]["value"]

@@ -30,7 +30,8 @@ def _interval(scores: np.ndarray, level: float = 0.95) -> tuple[float, float]:
         return math.nan, math.nan
     if np.isin(scores, (0.0, 1.0)).all():
         lo, hi = proportion_confint(int(scores.sum()), n, alpha=1 - level, method="wilson")
-        return float(lo), float(hi)
+        p = float(scores.mean())
+        return min(float(lo), p), max(float(hi), p)   # 0 or n correct: rounding may put the bound past p
     if n < 2:
         return math.nan, math.nan
     half = stats.t.ppf(0.5 + level / 2, n - 1) * scores.std(ddof=1) / math.sqrt(n)

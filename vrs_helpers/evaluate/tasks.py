@@ -446,7 +446,7 @@ def validate_tasks(logs, metric=None, dropna: bool = False) -> tuple[dict, list]
                 continue
             specs[(task, m)] = spec
     if not specs:
-        raise InputError("No task is testable: " + "; ".join(f"task {e['task']}: {e['status']}" for e in skipped)
+        raise InputError("No task is testable: " + "; ".join(f"task {e['task']!r}: {e['status']}" for e in skipped)
                          + ".")
     return specs, skipped
 
