@@ -18,6 +18,13 @@ parametric-bootstrap LRT for 0/1 scores; ``vrs analyze --test`` chooses another)
 as a fixed effect with items nested in tasks (``(1|task:item)``). The per-task p-values are adjusted across tasks
 by Holm (1979; the default) or Benjamini-Hochberg (1995), one table of every task's verdict.
 
+Each task is analysed with its own metric (:mod:`vrs_helpers.evaluate.task_metrics`); a task that cannot be tested
+(constant, one item, one system) is a row "not testable: <reason>" and the run goes on. A task with fewer than 30
+items is decided by an exact or permutation test (:mod:`vrs_helpers.evaluate.small_data`), the LRT's chi-square
+beside it. Our aggregates are checked against the logged ones (:mod:`vrs_helpers.evaluate.log_checks`), and each
+task's systems are ranked (:mod:`vrs_helpers.evaluate.many_tasks`: forest plots, the model x task heatmap, Friedman
+and Nemenyi over 5 or more tasks).
+
 Every number a harness prints (:func:`~vrs_helpers.evaluate.harness_stats.harness_numbers`), Miller's (2024)
 clustered errors and paired difference, and McNemar's test sit beside the verdict, each with a sentence on which
 variation it ignores (:data:`~vrs_helpers.evaluate.harness_stats.IGNORES`).
@@ -25,7 +32,6 @@ variation it ignores (:data:`~vrs_helpers.evaluate.harness_stats.IGNORES`).
 
 from __future__ import annotations
 
-import html
 import math
 import warnings
 from dataclasses import dataclass, field, replace
@@ -199,15 +205,16 @@ class LogsAnalysis:
 
     def text(self) -> str:
         """summary.txt: the verdict, the table of tasks and the harness numbers beside ours."""
-        cols = [c for c in ("task", "n_items", "random", "method", "evidence", "p_text", "p_adjusted_text",
-                            "decision")
+        cols = [c for c in ("task", "metric", "status", "n_items", "method", "evidence", "p_text",
+                            "p_adjusted_text", "decision")
                 if c in self.tasks.columns]
         parts = [*self.verdict, "", "Every task (" + ADJUSTMENTS[self.adjust] + "):",
                  self.tasks[cols].to_string(index=False)]
         if self.pooled:
             parts.append(f"Pooled over tasks ({self.pooled['formula']}): {self.pooled['method']}, "
                          f"{self.pooled['evidence']}, p = {self.pooled['p_text']}.")
-        for title, frame in (("The harness's numbers (reproduced from the per-item logs)", self.harness),
+        for title, frame in (("Checked against the logs (ours beside the harness's aggregates)", self.checked),
+                             ("The harness's numbers (reproduced from the per-item logs)", self.harness),
                              ("Miller (2024) error bars", self.miller), ("Paired differences", self.paired),
                              ("McNemar's test", self.mcnemar)):
             if len(frame):
@@ -228,33 +235,6 @@ class LogsAnalysis:
                     frame["method"].iloc[0] if "method" in frame.columns else "Miller (2024)")
                 out[str(name)] = str(frame["ignores"].iloc[0])
         return out
-
-    def html(self) -> str:
-        """report.html: the verdict, the table of tasks, the pooled test, the harness's numbers beside ours."""
-        esc = html.escape
-        fmt = {"float_format": lambda x: f"{x:.6g}", "index": False, "border": 0, "na_rep": ""}
-        body = [f"<h1>Evaluation logs: {esc(self.description.get('format', ''))}</h1>",
-                "<h2>What was read</h2><pre>" + esc(self.description.get("text", "")) + "</pre>",
-                "<h2>Verdict</h2><ul>" + "".join(f"<li>{esc(v)}</li>" for v in self.verdict) + "</ul>",
-                f"<h2>Every task</h2><p>{esc(ADJUSTMENTS[self.adjust])} across {len(self.tasks)} task(s).</p>",
-                self.tasks.drop(columns=["notes"], errors="ignore").to_html(**fmt)]
-        if self.pooled:
-            body.append(f"<p>Pooled over tasks ({esc(self.pooled['formula'])}): {esc(self.pooled['method'])}, "
-                        f"{esc(self.pooled['evidence'])}, p = {esc(self.pooled['p_text'])}.</p>")
-        for title, frame in (("The harness's numbers, reproduced from the per-item logs", self.harness),
-                             ("The numbers the harness wrote in its files", self.reported),
-                             ("Miller (2024): standard errors and confidence intervals", self.miller),
-                             ("Paired differences (Miller 2024, sec. 4.1)", self.paired),
-                             ("McNemar's test (exact and mid-p)", self.mcnemar)):
-            if len(frame):
-                body += [f"<h2>{esc(title)}</h2>", frame.to_html(**fmt)]
-        body.append("<h2>Which variation each number ignores</h2><ul>" + "".join(
-            f"<li><b>{esc(k)}</b>: {esc(v)}</li>" for k, v in self.ignores().items()) + "</ul>")
-        if self.notes:
-            body.append("<h2>Notes</h2><ul>" + "".join(f"<li>{esc(n)}</li>" for n in self.notes) + "</ul>")
-        return ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>vrs analyze: evaluation logs</title>"
-                "<style>body{font-family:sans-serif;max-width:70em;margin:2em auto}td,th{padding:2px 8px}"
-                "</style></head><body>" + "\n".join(body) + "</body></html>\n")
 
 
 def _task_row(task, metric, spec, alpha, test=None, n_sim=1000, seed=0, items="random") -> tuple[dict, pd.DataFrame]:
