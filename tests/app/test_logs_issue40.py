@@ -257,3 +257,18 @@ def test_response_with_two_metrics_analyses_each_task_that_has_one(tmp_path, cap
     s = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert {r["task"]: r["metric"] for r in s["tasks"]} == {"boolq": "exact_match", "squad": "f1_score"}
     assert all(r["status"] == "analysed" for r in s["tasks"])
+
+
+def test_a_task_whose_systems_lack_items_is_analysed_on_the_shared_items(tmp_path, capsys):   # defect 5
+    truth = simulate_binary(13, tasks=("t",), items=40)
+    drop = (truth["system"] == "model-b") & truth["item"].isin(["3", "4", "10"])
+    write_every_eval_ever(truth[~drop], tmp_path / "eee")
+    code, out, err = _run(capsys, tmp_path / "eee", "--out", tmp_path / "r")
+    assert code == 0, err
+    s = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert s["tasks"][0]["n_items"] == 37
+    assert ("task t: not every system has every item (model-b lacks 3: 3, 4, 10); it is analysed on the items "
+            "every system has.") in s["read"]["notes"]
+    shared = truth[~truth["item"].isin(["3", "4", "10"])]
+    for system, part in shared.groupby("system"):
+        assert s["tasks"][0][f"mean[{system}]"] == pytest.approx(part["score"].mean(), abs=1e-9)

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ..files import open_text, read_text
-from ..scores import InputError
+from ..scores import InputError, natural_key
 
 KEYS = ["system", "task", "run", "repeat", "item"]
 
@@ -383,10 +383,12 @@ def assemble(fmt: str, files: list, result: ReadResult, metrics_wanted=None, run
     for t in tasks:
         sets = {s: set(g["item"]) for s, g in frame[frame["task"] == t].groupby("system")}
         union = set().union(*sets.values())
-        lacking = {s: len(union - v) for s, v in sets.items() if union - v}
+        lacking = {s: sorted(union - v, key=natural_key) for s, v in sets.items() if union - v}
         if lacking:
             notes.append(f"task {t}: not every system has every item ("
-                         + ", ".join(f"{s} lacks {n}" for s, n in lacking.items()) + ").")
+                         + "; ".join(f"{s} lacks {len(n)}: {', '.join(n[:5])}{', ...' if len(n) > 5 else ''}"
+                                     for s, n in lacking.items())
+                         + "); it is analysed on the items every system has.")
     task_primary = {}
     for r in rows:   # the harness's primary metric of each task, else the first metric its rows carry
         t = str(r["task"])
