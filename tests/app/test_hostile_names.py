@@ -27,7 +27,7 @@ NAME = st.lists(PIECE, min_size=1, max_size=4).map("".join)
 # what the exported notebook page is made of (nbconvert's lab template, pandas' tables, the verdict box, figures)
 PAGE_TAGS = {"html", "head", "meta", "title", "style", "script", "body", "main", "div", "span", "p", "a", "b", "i",
              "em", "strong", "code", "pre", "h1", "h2", "h3", "h4", "ul", "ol", "li", "table", "thead", "tbody",
-             "tr", "th", "td", "img", "br", "sub", "sup"}
+             "tr", "th", "td", "img", "br", "sub", "sup", "figure", "figcaption"}
 PAGE_ATTRIBUTES = {"class", "id", "style", "href", "src", "alt", "type", "charset", "name", "content", "lang",
                    "border", "tabindex", "scoped", "data-mime-type", "data-jp-theme-light", "data-jp-theme-name"}
 PAGE_SCRIPTS = [{"type": "text/x-mathjax-config"}, {"src": "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe"}]

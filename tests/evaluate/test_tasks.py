@@ -122,12 +122,14 @@ def test_0_1_scores_with_runs_are_decided_by_the_parametric_bootstrap():
     assert out["p_value"] == system_lrt(d, "binomial", n_sim=49, seed=5)["p_value"]   # seeded
 
 
-def test_a_bad_task_is_named_before_any_fit(tmp_path):
+def test_a_degenerate_task_is_named_before_any_fit_and_not_testable(tmp_path):
     truth = simulate_binary(4, tasks=("good", "allright"), items=20)
     truth.loc[truth["task"] == "allright", "score"] = 1.0
     write_every_eval_ever(truth, tmp_path)
-    with pytest.raises(InputError, match="task 'allright'.*constant"):
-        validate_tasks(load_eval_logs(tmp_path))
+    specs, skipped = validate_tasks(load_eval_logs(tmp_path))
+    assert ("good", "score") in specs and ("allright", "score") not in specs
+    assert any(e["task"] == "allright" and e["status"].startswith("not testable") and "constant" in e["status"]
+               for e in skipped)
 
 
 def test_missing_scores_within_a_task_need_dropna(tmp_path):
@@ -138,4 +140,4 @@ def test_missing_scores_within_a_task_need_dropna(tmp_path):
     with pytest.raises(InputError, match="task 't'.*2 missing value.*--dropna"):
         validate_tasks(logs)
     specs, _ = validate_tasks(logs, dropna=True)
-    assert specs["t"].design.n_dropped_nan == 2 and specs["t"].design.n_items == 19
+    assert specs[("t", "score")].design.n_dropped_nan == 2 and specs[("t", "score")].design.n_items == 19

@@ -392,20 +392,45 @@ def _analyze_logs(args) -> int:
 
     if args.dask is not None:
         raise InputError(DASK_TABLE_ONLY + ".")
-    metric = args.response[0] if args.response else None
-    logs, specs, notes = read_logs(args.data, fmt=args.format, system=args.system, cluster=args.cluster,
-                                   metric=metric, dropna=args.dropna)
+    metric = list(args.response) if args.response else None
+    logs, specs, skipped = read_logs(args.data, fmt=args.format, system=args.system, cluster=args.cluster,
+                                     metric=metric, dropna=args.dropna,
+                                     echo=lambda lg: print(f"Read {args.data}:\n{lg.describe()}", flush=True))
     if args.baseline is not None and args.baseline not in logs.description.systems:
         raise InputError(f"--baseline {args.baseline!r} is not a system of the logs; systems: "
                          f"{', '.join(logs.description.systems)}.")
-    print(f"Read {args.data}:\n{logs.describe()}", flush=True)
-    summary = logs_report(logs, specs, notes, args.out, metric=metric, adjust=args.adjust, alpha=args.alpha,
+    print(analysed_lines(specs, skipped), flush=True)
+    summary = logs_report(logs, specs, skipped, args.out, metric=metric, adjust=args.adjust, alpha=args.alpha,
                           cluster=args.cluster, baseline=args.baseline, data_label=str(args.data),
                           test=args.test, n_sim=args.n_sim, seed=args.seed, items=args.items)
     out = Path(args.out)
     print("\n".join(summary.get("verdict", [])))
+    from ..evaluate.log_checks import warnings_of
+
+    checked = summary.get("checked_against_logs") or []
+    for line in warnings_of(pd_frame(checked)):
+        print(line)
     print(f"report: {out / 'report.html'}; summary: {out / 'summary.json'}, {out / 'summary.txt'}")
     return 0
+
+
+def pd_frame(records):
+    import pandas as pd
+
+    from ..evaluate.log_checks import COLUMNS
+
+    return pd.DataFrame(records, columns=COLUMNS)
+
+
+def analysed_lines(specs, skipped) -> str:
+    """The metric each task is analysed with, and one line per task not analysed (its reason)."""
+    from ..evaluate.tasks import skipped_lines
+
+    per = {}
+    for task, m in specs:
+        per.setdefault(task, []).append(m)
+    lines = ["Analysed: " + "; ".join(f"{t} ({', '.join(ms)})" for t, ms in per.items()) + "."]
+    return "\n".join(lines + skipped_lines(skipped))
 
 
 def _plan_repeats(args) -> None:
@@ -546,7 +571,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--response", nargs="+", metavar="COL",
                    help="the score column; several (--response bleu chrf comet): each metric analysed, the system "
                         "verdicts Holm-corrected across them, summary.json keyed by metric. With evaluation logs: "
-                        "the metric to analyse (default: the harness's primary metric)")
+                        "the metric(s) to analyse, for every task that has them, or task=metric for one task "
+                        "(default: each task's primary metric as its harness marks it)")
     p.add_argument("--format", default="auto",
                    help="DATA is a folder of evaluation logs of this format: lm-eval, inspect, helm or "
                         "every-eval-ever (default auto: detected; a score table otherwise)")

@@ -72,19 +72,22 @@ def write_outputs(files: dict, out_dir) -> None:
 
 
 def read_logs(path, fmt: str = "auto", system: str | None = None, cluster: str | None = None, metric=None,
-              dropna: bool = False):
+              dropna: bool = False, echo=None):
     """The logs at ``path`` read (:func:`~vrs_helpers.evaluate.readers.load_eval_logs`) and every task validated
-    (:func:`~vrs_helpers.evaluate.tasks.validate_tasks`) before any analysis: (logs, specs, notes)."""
+    with its own metric (:func:`~vrs_helpers.evaluate.tasks.validate_tasks`) before any analysis: (logs, specs,
+    skipped). ``echo``: called with the account of what was read before the tasks are validated (so a run that
+    fails validation still says what it read)."""
     from ..evaluate.readers import load_eval_logs
     from ..evaluate.tasks import validate_tasks
 
     logs = load_eval_logs(path, format=fmt, system=system, item_fields=[cluster] if cluster else ())
-    metric = metric or logs.description.primary_metric
-    specs, notes = validate_tasks(logs, metric, dropna=dropna)
-    return logs, specs, notes
+    if echo is not None:
+        echo(logs)
+    specs, skipped = validate_tasks(logs, metric, dropna=dropna)
+    return logs, specs, skipped
 
 
-def logs_report(logs, specs, notes, out_dir, *, metric=None, adjust: str = "holm", alpha: float = 0.05,
+def logs_report(logs, specs, skipped, out_dir, *, metric=None, adjust: str = "holm", alpha: float = 0.05,
                 cluster: str | None = None, baseline: str | None = None, data_label: str = "",
                 test: str | None = None, n_sim: int = 1000, seed: int = 0, items: str = "random") -> dict:
     """Analyse validated logs (:func:`read_logs`) with :func:`~vrs_helpers.evaluate.tasks.analyze_logs` and write
@@ -92,17 +95,16 @@ def logs_report(logs, specs, notes, out_dir, *, metric=None, adjust: str = "holm
     summary."""
     from ..evaluate.analysis import rounded
     from ..evaluate.tasks import analyze_logs
+    from .logs_html import report_html
 
     result = analyze_logs(logs, metric=metric, adjust=adjust, alpha=alpha, cluster=cluster, baseline=baseline,
-                          specs=specs, test=test, n_sim=n_sim, seed=seed,
-                          items=items)
-    result.notes += [n for n in notes if n not in result.notes]
-    for task, spec in specs.items():
+                          specs=specs, test=test, n_sim=n_sim, seed=seed, items=items, skipped=skipped)
+    for (task, m), spec in specs.items():
         dropped = spec.design.n_dropped_nan
         if dropped:
-            result.notes.append(f"task {task}: {dropped} rows with a missing score dropped (--dropna).")
+            result.notes.append(f"task {task} ({m}): {dropped} rows with a missing score dropped (--dropna).")
     summary = rounded({"data": data_label or str(getattr(logs.description, "files", [""])[0]),
                         **result.to_summary()})
     write_outputs({"summary.json": json.dumps(summary, indent=2), "summary.txt": result.text(),
-                   "report.html": result.html()}, out_dir)
+                   "report.html": report_html(result)}, out_dir)
     return summary

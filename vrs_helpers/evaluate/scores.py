@@ -36,6 +36,12 @@ from .precheck import (  # noqa: F401 - the names of the light checks, importabl
 )
 
 
+def natural_key(text: str) -> list:
+    """Sort key of an id in natural order: ``3 < 4 < 10``, ``item2 < item10`` (digits compared as numbers)."""
+    import re
+
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", str(text)) if part]
+
 def _read_table(path: Path) -> pd.DataFrame:
     kind = TABLE_SUFFIXES.get(base_suffix(path))
     with _reading(path):
@@ -486,7 +492,8 @@ def validate(df, *, response, system: str | None = None, item: str, replications
         if short:
             union = set(pairs[item])
             lacking = {s: union - set(pairs.loc[pairs[sys_col] == s, item]) for s in short}
-            desc = "; ".join(f"{s} lacks {len(v)} (e.g. {', '.join(sorted(v)[:5])})" for s, v in lacking.items())
+            desc = "; ".join(f"{s} lacks {len(v)} (e.g. {', '.join(sorted(map(str, v), key=natural_key)[:5])})"
+                             for s, v in lacking.items())
             raise InputError(f"The systems were not scored on the same items ({len(union)} items in all): {desc}. "
                              "Paired comparisons need every item for every system: restrict the data to the shared "
                              "items.")

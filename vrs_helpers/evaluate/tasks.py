@@ -18,6 +18,13 @@ parametric-bootstrap LRT for 0/1 scores; ``vrs analyze --test`` chooses another)
 as a fixed effect with items nested in tasks (``(1|task:item)``). The per-task p-values are adjusted across tasks
 by Holm (1979; the default) or Benjamini-Hochberg (1995), one table of every task's verdict.
 
+Each task is analysed with its own metric (:mod:`vrs_helpers.evaluate.task_metrics`); a task that cannot be tested
+(constant, one item, one system) is a row "not testable: <reason>" and the run goes on. A task with fewer than 30
+items is decided by an exact or permutation test (:mod:`vrs_helpers.evaluate.small_data`), the LRT's chi-square
+beside it. Our aggregates are checked against the logged ones (:mod:`vrs_helpers.evaluate.log_checks`), and each
+task's systems are ranked (:mod:`vrs_helpers.evaluate.many_tasks`: forest plots, the model x task heatmap, Friedman
+and Nemenyi over 5 or more tasks).
+
 Every number a harness prints (:func:`~vrs_helpers.evaluate.harness_stats.harness_numbers`), Miller's (2024)
 clustered errors and paired difference, and McNemar's test sit beside the verdict, each with a sentence on which
 variation it ignores (:data:`~vrs_helpers.evaluate.harness_stats.IGNORES`).
@@ -25,10 +32,9 @@ variation it ignores (:data:`~vrs_helpers.evaluate.harness_stats.IGNORES`).
 
 from __future__ import annotations
 
-import html
 import math
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -36,8 +42,12 @@ import pandas as pd
 from .. import mixed
 from ..outcomes import p_text
 from .harness_stats import IGNORES, harness_numbers, mcnemar_test, miller_errors, miller_inputs, paired_difference
+from .log_checks import check_against_logs
+from .many_tasks import friedman_nemenyi, model_task_table, task_ranking
 from .scores import InputError
+from .small_data import SMALL_IGNORES, SMALL_ITEMS, interval_table, small_test
 from .spec import AnalysisSpec
+from .task_metrics import choose_metrics
 
 ADJUSTMENTS = {"holm": "Holm (1979) step-down, family-wise error rate",
                "bh": "Benjamini-Hochberg (1995) step-up, false discovery rate"}
@@ -77,6 +87,9 @@ def task_spec(logs, task: str, metric: str, dropna: bool = False) -> AnalysisSpe
     if metric not in d.columns:
         raise InputError(f"task {task!r}: no metric {metric!r}.")
     data = d[["system", "run", "repeat", "item", metric]].rename(columns={metric: "score"})
+    shared = set.intersection(*[set(g["item"]) for _, g in data.groupby("system")]) if len(data) else set()
+    if len(data) and len(shared) < data["item"].nunique():
+        data = data[data["item"].isin(shared)]   # the items every system has (the reader's note names the rest)
     runs = bool(len(data) and data.groupby("system")["run"].nunique().max() > 1)
     repeats = bool(len(data) and data.groupby(["system", "run", "item"]).size().max() > 1)
     spec = AnalysisSpec(data, response="score", system="system", item="item",
@@ -167,6 +180,12 @@ class LogsAnalysis:
     mcnemar: pd.DataFrame
     verdict: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    checked: pd.DataFrame = field(default_factory=pd.DataFrame)     # ours beside the logged aggregates
+    intervals: pd.DataFrame = field(default_factory=pd.DataFrame)   # small-sample intervals of each accuracy
+    task_metrics: dict = field(default_factory=dict)                # task -> the metrics it was analysed with
+    rankings: dict = field(default_factory=dict)                    # task -> its ranking table (forest plot)
+    grid: pd.DataFrame = field(default_factory=pd.DataFrame)        # model x task: estimate, CI, rank, letters
+    friedman: dict | None = None                                    # Friedman / Nemenyi over >= 5 tasks
 
     def to_summary(self) -> dict:
         """summary.json of ``vrs analyze LOGDIR``: every table as a list of records (p-values also as text, so one
@@ -179,19 +198,23 @@ class LogsAnalysis:
                 "verdict": list(self.verdict), "tasks": records(self.tasks), "pooled": self.pooled,
                 "harness": records(self.harness), "reported_by_harness": records(self.reported),
                 "miller": records(self.miller), "paired": records(self.paired), "mcnemar": records(self.mcnemar),
-                "mixed_model_ignores": MIXED_IGNORES, "notes": list(self.notes)}
+                "mixed_model_ignores": MIXED_IGNORES, "notes": list(self.notes),
+                "checked_against_logs": records(self.checked), "intervals": records(self.intervals),
+                "task_metrics": dict(self.task_metrics), "model_by_task": records(self.grid),
+                "friedman": self.friedman}
 
     def text(self) -> str:
         """summary.txt: the verdict, the table of tasks and the harness numbers beside ours."""
-        cols = [c for c in ("task", "n_items", "random", "method", "evidence", "p_text", "p_adjusted_text",
-                            "decision")
+        cols = [c for c in ("task", "metric", "status", "n_items", "method", "evidence", "p_text",
+                            "p_adjusted_text", "decision")
                 if c in self.tasks.columns]
         parts = [*self.verdict, "", "Every task (" + ADJUSTMENTS[self.adjust] + "):",
                  self.tasks[cols].to_string(index=False)]
         if self.pooled:
             parts.append(f"Pooled over tasks ({self.pooled['formula']}): {self.pooled['method']}, "
                          f"{self.pooled['evidence']}, p = {self.pooled['p_text']}.")
-        for title, frame in (("The harness's numbers (reproduced from the per-item logs)", self.harness),
+        for title, frame in (("Checked against the logs (ours beside the harness's aggregates)", self.checked),
+                             ("The harness's numbers (reproduced from the per-item logs)", self.harness),
                              ("Miller (2024) error bars", self.miller), ("Paired differences", self.paired),
                              ("McNemar's test", self.mcnemar)):
             if len(frame):
@@ -203,6 +226,9 @@ class LogsAnalysis:
     def ignores(self) -> dict:
         """{number: the sentence on the variation it ignores} for the numbers in this analysis."""
         out = {"mixed model (ours)": MIXED_IGNORES}
+        if "method" in self.tasks.columns and self.tasks["method"].astype(str).str.contains(
+                "permutation|McNemar").any():
+            out["exact / permutation test (tasks with few items)"] = SMALL_IGNORES
         for frame in (self.harness, self.miller, self.paired, self.mcnemar):
             if len(frame) and "ignores" in frame.columns:
                 name = frame["harness"].iloc[0] if "harness" in frame.columns else (
@@ -210,125 +236,130 @@ class LogsAnalysis:
                 out[str(name)] = str(frame["ignores"].iloc[0])
         return out
 
-    def html(self) -> str:
-        """report.html: the verdict, the table of tasks, the pooled test, the harness's numbers beside ours."""
-        esc = html.escape
-        fmt = {"float_format": lambda x: f"{x:.6g}", "index": False, "border": 0, "na_rep": ""}
-        body = [f"<h1>Evaluation logs: {esc(self.description.get('format', ''))}</h1>",
-                "<h2>What was read</h2><pre>" + esc(self.description.get("text", "")) + "</pre>",
-                "<h2>Verdict</h2><ul>" + "".join(f"<li>{esc(v)}</li>" for v in self.verdict) + "</ul>",
-                f"<h2>Every task</h2><p>{esc(ADJUSTMENTS[self.adjust])} across {len(self.tasks)} task(s).</p>",
-                self.tasks.drop(columns=["notes"], errors="ignore").to_html(**fmt)]
-        if self.pooled:
-            body.append(f"<p>Pooled over tasks ({esc(self.pooled['formula'])}): {esc(self.pooled['method'])}, "
-                        f"{esc(self.pooled['evidence'])}, p = {esc(self.pooled['p_text'])}.</p>")
-        for title, frame in (("The harness's numbers, reproduced from the per-item logs", self.harness),
-                             ("The numbers the harness wrote in its files", self.reported),
-                             ("Miller (2024): standard errors and confidence intervals", self.miller),
-                             ("Paired differences (Miller 2024, sec. 4.1)", self.paired),
-                             ("McNemar's test (exact and mid-p)", self.mcnemar)):
-            if len(frame):
-                body += [f"<h2>{esc(title)}</h2>", frame.to_html(**fmt)]
-        body.append("<h2>Which variation each number ignores</h2><ul>" + "".join(
-            f"<li><b>{esc(k)}</b>: {esc(v)}</li>" for k, v in self.ignores().items()) + "</ul>")
-        if self.notes:
-            body.append("<h2>Notes</h2><ul>" + "".join(f"<li>{esc(n)}</li>" for n in self.notes) + "</ul>")
-        return ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>vrs analyze: evaluation logs</title>"
-                "<style>body{font-family:sans-serif;max-width:70em;margin:2em auto}td,th{padding:2px 8px}"
-                "</style></head><body>" + "\n".join(body) + "</body></html>\n")
 
-
-def _task_row(task, spec, alpha, test=None, n_sim=1000, seed=0, items="random") -> tuple[dict, pd.DataFrame]:
+def _task_row(task, metric, spec, alpha, test=None, n_sim=1000, seed=0, items="random") -> tuple[dict, pd.DataFrame]:
     d = spec.table
     family = spec.families["score"]
-    row = {"task": task, "family": family, "n_items": spec.design.n_items, "systems": spec.design.n_systems,
-           "runs": bool(spec.replications), "repeats": bool(spec.repeats)}
+    row = {"task": task, "metric": metric, "status": "analysed", "family": family, "n_items": spec.design.n_items,
+           "systems": spec.design.n_systems, "runs": bool(spec.replications), "repeats": bool(spec.repeats)}
     for s, v in d.groupby("system")["score"].mean().items():
         row[f"mean[{s}]"] = float(v)
-    if spec.design.n_systems < 2:
-        return {**row, "random": random_part(d, items=items), "chi2": math.nan, "df": None, "p_value": math.nan,
-                "notes": "one system: nothing to compare"}, d
-    t = system_lrt(d, family, test=test, n_sim=n_sim, seed=seed, items=items)
-    return {**row, "random": random_part(d, items=items), "formula": t["formula"], "method": t["method"],
-            "evidence": t["evidence"], "chi2": t["chi2"], "df": t["df"], "chi2_p_value": t["chi2_p_value"],
-            "p_value": t["p_value"], "notes": "; ".join(t["notes"])}, d
+    small = test is None and spec.design.n_items < SMALL_ITEMS
+    # few items: the chi-square LRT only beside the exact test (no bootstrap whose verdict would be replaced)
+    t = system_lrt(d, family, test="chisq" if small else test, n_sim=n_sim, seed=seed, items=items)
+    out = {**row, "random": random_part(d, items=items), "formula": t["formula"], "method": t["method"],
+           "evidence": t["evidence"], "chi2": t["chi2"], "df": t["df"], "chi2_p_value": t["chi2_p_value"],
+           "p_value": t["p_value"], "notes": "; ".join(t["notes"])}
+    if small:   # few items: an exact or permutation test decides
+        exact = small_test(d, seed=seed)
+        out.update(method=exact["method"], evidence=exact["evidence"], p_value=exact["p_value"],
+                   notes="; ".join(filter(None, [out["notes"], f"{spec.design.n_items} items (< {SMALL_ITEMS}): "
+                                                 "the chi-square reference of the LRT does not hold; the verdict is "
+                                                 f"the {exact['method']} (the LRT's chi2 beside it)"])))
+    return out, d
 
 
 def pooled_test(tables: dict, family: str, test: str | None = None, n_sim: int = 1000, seed: int = 0,
                 items: str = "random") -> dict:
     """The pooled model over tasks: ``task`` a fixed effect, items nested in tasks (item ids ``task:item``), the
-    system tested as in :func:`system_lrt` with ``fixed="task"``."""
-    d = pd.concat([t.assign(task=name) for name, t in tables.items()], ignore_index=True)
+    system tested as in :func:`system_lrt` with ``fixed="task"``. With fewer than
+    :data:`~vrs_helpers.evaluate.small_data.SMALL_ITEMS` items in all, the verdict is the exact or permutation test
+    of :func:`~vrs_helpers.evaluate.small_data.small_test` on the items of every task."""
+    d = pd.concat([t.assign(task=name if isinstance(name, str) else name[0]) for name, t in tables.items()],
+                  ignore_index=True)
     d["item"] = d["task"].astype(str) + ":" + d["item"].astype(str)
-    test = system_lrt(d, family, fixed="task", test=test, n_sim=n_sim, seed=seed, items=items)
-    test["p_text"] = p_text(test["p_value"])
-    test["items_nested_in"] = "task"
-    return test
+    small = test is None and d["item"].nunique() < SMALL_ITEMS
+    out = system_lrt(d, family, fixed="task", test="chisq" if small else test, n_sim=n_sim, seed=seed, items=items)
+    if small:
+        exact = small_test(d, seed=seed)
+        out.update(method=exact["method"], evidence=exact["evidence"], p_value=exact["p_value"])
+    out["p_text"] = p_text(out["p_value"])
+    out["items_nested_in"] = "task"
+    return out
 
 
-def analyze_logs(logs, metric: str | None = None, adjust: str = "holm", alpha: float = 0.05,
+def _not_analysed(skipped) -> list:
+    return [{"task": e["task"], "metric": e.get("metric", ""), "status": e["status"], "decision": e["status"],
+             "notes": e["reason"], "p_value": math.nan} for e in skipped]
+
+
+def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
                  cluster: str | None = None, baseline: str | None = None, specs: dict | None = None,
                  dropna: bool = False, test: str | None = None, n_sim: int = 1000,
-                 seed: int = 0, items: str = "random") -> LogsAnalysis:
-    """Analyse :class:`~vrs_helpers.evaluate.readers.EvalLogs`: per task the mixed-model LRT of the systems
-    (:func:`system_lrt` on the validated :func:`task_spec`: with runs, the family's small-sample default test or
-    ``test``; ``n_sim`` and ``seed`` for a parametric bootstrap; ``items`` as :func:`random_part`), p-values adjusted
-    across tasks (``adjust``: ``holm`` or ``bh``, :func:`adjusted`), the pooled model (:func:`pooled_test`; when
-    every task has the metric's family and there are several tasks), and beside them the harness's own numbers
-    (:func:`~vrs_helpers.evaluate.harness_stats.harness_numbers`), Miller's errors per system, task and run, the paired
-    difference of each system against ``baseline`` (default: the first system) per task, and McNemar's test where each
-    of two systems has one run of 0/1 scores per item. ``specs``: the validated task specs when they were built already
-    (the CLI validates every task before any analysis)."""
+                 seed: int = 0, items: str = "random", skipped: list | None = None) -> LogsAnalysis:
+    """Analyse :class:`~vrs_helpers.evaluate.readers.EvalLogs`, every task with its own metric
+    (:func:`~vrs_helpers.evaluate.task_metrics.choose_metrics`; ``metric``: None, a metric, or a list of metrics
+    and ``task=metric`` entries): per task the mixed-model LRT of the systems (:func:`system_lrt` on the validated
+    :func:`task_spec`: with runs, the family's small-sample default test or ``test``; ``n_sim`` and ``seed`` for a
+    parametric bootstrap; ``items`` as :func:`random_part`; with fewer than 30 items the exact or permutation test of
+    :mod:`~vrs_helpers.evaluate.small_data`), p-values adjusted across the tasks tested (``adjust``: ``holm`` or
+    ``bh``, :func:`adjusted`), the pooled model (:func:`pooled_test`; when every task has the same family and there
+    are several tasks), a row for every task not analysed or not testable, and beside them the harness's own numbers
+    (:func:`~vrs_helpers.evaluate.harness_stats.harness_numbers`) checked against the logged ones
+    (:func:`~vrs_helpers.evaluate.log_checks.check_against_logs`), small-sample intervals of each accuracy, Miller's
+    errors per system, task and run, the paired difference of each system against ``baseline`` (default: the first
+    system) per task, and McNemar's test where each of two systems has one run of 0/1 scores per item. ``specs`` and
+    ``skipped``: :func:`validate_tasks`' result when it was built already (the CLI validates every task before any
+    analysis)."""
     adjust = str(adjust).lower()
     if adjust not in ADJUSTMENTS:
         raise InputError(f"adjust must be one of {', '.join(ADJUSTMENTS)}; got {adjust!r}.")
-    metric = metric or logs.description.primary_metric
     notes = list(logs.description.notes)
     systems = sorted(logs.table["system"].unique())
     base = baseline or systems[0]
     if baseline is not None and baseline not in systems:   # before any fit
         raise InputError(f"baseline {baseline!r} is not a system of the logs; systems: {', '.join(systems)}.")
-    specs = specs if specs is not None else validate_tasks(logs, metric, dropna=dropna)[0]
+    if specs is None:
+        specs, skipped = validate_tasks(logs, metric, dropna=dropna)
+    skipped = list(skipped or [])
     rows, tables = [], {}
-    for task, spec in specs.items():
-        row, d = _task_row(task, spec, alpha, test, n_sim, seed, items)
+    for (task, m), spec in specs.items():
+        row, d = _task_row(task, m, spec, alpha, test, n_sim, seed, items)
         rows.append(row)
-        tables[task] = d
-    tasks = pd.DataFrame(rows)
+        tables[(task, m)] = d
+    tasks = pd.DataFrame(rows + _not_analysed(skipped))
     tasks["p_adjusted"] = adjusted(tasks["p_value"].to_numpy(dtype=float), adjust)
     tasks["p_text"] = tasks["p_value"].map(p_text)
     tasks["p_adjusted_text"] = tasks["p_adjusted"].map(p_text)
-    tasks["decision"] = [("" if not np.isfinite(p) else "differ" if p < alpha else "show no significant difference")
-                         for p in tasks["p_adjusted"]]
-    families = {s.families["score"] for s in specs.values()}
+    status = tasks["status"].fillna("").astype(str).tolist()
+    tasks["decision"] = [(d if not np.isfinite(p) else "differ" if p < alpha else "show no significant difference")
+                         for p, d in zip(tasks["p_adjusted"], status, strict=True)]
+    firsts = {}
+    for (task, m) in specs:   # the pooled model: the first metric of each task
+        firsts.setdefault(task, (task, m))
+    families = {specs[k].families["score"] for k in firsts.values()}
     pooled = None
-    if len(specs) > 1 and len(families) == 1 and all(s.design.n_systems > 1 for s in specs.values()):
-        pooled = pooled_test(tables, families.pop(), test, n_sim, seed, items)
-    elif len(specs) > 1:
-        notes.append("no pooled model: the tasks' scores are of different kinds (0/1 and continuous) or a task "
-                     "has one system.")
-    paired, mcn = [], []
-    for task in specs:
+    if len(firsts) > 1 and len(families) == 1:
+        pooled = pooled_test({k: tables[k] for k in firsts.values()}, families.pop(), test, n_sim, seed, items)
+    elif len(firsts) > 1:
+        notes.append("no pooled model: the tasks' scores are of different kinds (0/1 and continuous).")
+    paired, mcn, harness, intervals = [], [], [], []
+    for (task, m) in specs:
         table = logs.table[logs.table["task"] == task]
-        present = sorted(table.dropna(subset=[metric])["system"].unique())
+        sub = replace(logs, table=table)
+        harness.append(harness_numbers(sub, m, cluster=cluster).assign(metric=m))
+        intervals.append(interval_table(table, m))
+        present = sorted(table.dropna(subset=[m])["system"].unique())
         for other in [s for s in present if s != base and base in present]:
             try:
-                pd_ = paired_difference(table, other, base, metric=metric, task=task, cluster=cluster)
+                pd_ = paired_difference(table, other, base, metric=m, task=task, cluster=cluster)
             except InputError as exc:
                 notes.append(f"task {task}: no paired difference of {other} - {base}: {exc}")
                 continue
-            pr = miller_inputs(table, other, base, metric=metric, task=task)
-            paired.append({"task": task, "a": other, "b": base, **pd_.to_frame().iloc[0].to_dict(),
+            pr = miller_inputs(table, other, base, metric=m, task=task)
+            paired.append({"task": task, "metric": m, "a": other, "b": base, **pd_.to_frame().iloc[0].to_dict(),
                            "p_text": p_text(pd_.p_value), "omega2": pr["omega2"], "sigma2_a": pr["sigma2_a"],
                            "sigma2_b": pr["sigma2_b"], "ignores": IGNORES["paired"]})
         if len(present) == 2:
             try:
-                m = mcnemar_test(table, present[1], present[0], metric=metric, task=task)
+                mc = mcnemar_test(table, present[1], present[0], metric=m, task=task)
             except InputError as exc:
                 notes.append(f"task {task}: no McNemar test ({exc})")
             else:
-                mcn.append({"task": task, "a": present[1], "b": present[0], **m.to_frame().iloc[0].to_dict(),
-                            "ignores": IGNORES["mcnemar"]})
+                mcn.append({"task": task, "metric": m, "a": present[1], "b": present[0],
+                            **mc.to_frame().iloc[0].to_dict(), "ignores": IGNORES["mcnemar"]})
+    harness = pd.concat(harness, ignore_index=True) if harness else pd.DataFrame()
+    checked = check_against_logs(harness, logs.reported, logs.table) if len(harness) else pd.DataFrame()
     few = sorted({int(n) for s in specs.values() if s.replications for n in s.design.runs_per_system.values()})
     chi2_verdicts = "method" in tasks.columns and tasks["method"].astype(str).str.startswith("GLRT").any()
     if few and few[0] < 10 and chi2_verdicts:
@@ -340,47 +371,90 @@ def analyze_logs(logs, metric: str | None = None, adjust: str = "holm", alpha: f
                      "model (the method in each task's row); the chi-square LRT (chi2, chi2_p_value) is beside it "
                      "for comparison and is liberal with few runs.")
     verdict = _verdict(tasks, pooled, adjust, alpha)
+    rankings = {}
+    several = len({t for t, _ in specs}) < len(specs)
+    for (task, m), d in tables.items():
+        rankings[f"{task} ({m})" if several else task] = task_ranking(d, alpha, seed)
+    grid = model_task_table(rankings)
+    friedman = friedman_nemenyi(grid.pivot(index="task", columns="system", values="estimate"), alpha) \
+        if len(grid) else None
+    if friedman:
+        word = "the systems' ranks differ" if friedman["p_value"] < alpha else "no evidence that the ranks differ"
+        verdict.append(f"Across {friedman['n_tasks']} tasks by rank (Friedman, Demsar 2006): {word} (chi2 = "
+                       f"{friedman['chi2']:.3g}, p = {p_text(friedman['p_value'])}); Nemenyi critical difference "
+                       f"of the mean ranks {friedman['critical_difference']:.3g}.")
     desc = logs.description.to_dict()
     desc["text"] = logs.describe()
-    return LogsAnalysis(description=desc, metric=metric, adjust=adjust, alpha=alpha, tasks=tasks, pooled=pooled,
-                        harness=harness_numbers(logs, metric, cluster=cluster), reported=logs.reported.copy(),
-                        miller=miller_errors(logs.table[logs.table["task"].isin(list(specs))], metric=metric,
-                                             cluster=cluster),
-                        paired=pd.DataFrame(paired), mcnemar=pd.DataFrame(mcn), verdict=verdict, notes=notes)
+    metrics = list(dict.fromkeys(m for _, m in specs))
+    miller = pd.concat([miller_errors(logs.table[logs.table["task"] == t], metric=m, cluster=cluster).assign(metric=m)
+                        for t, m in specs], ignore_index=True) if specs else pd.DataFrame()
+    return LogsAnalysis(description=desc, metric=metrics[0] if len(metrics) == 1 else ", ".join(metrics),
+                        adjust=adjust, alpha=alpha, tasks=tasks, pooled=pooled, harness=harness,
+                        reported=logs.reported.copy(), miller=miller, paired=pd.DataFrame(paired),
+                        mcnemar=pd.DataFrame(mcn), verdict=verdict, notes=notes, checked=checked,
+                        intervals=pd.concat(intervals, ignore_index=True) if intervals else pd.DataFrame(),
+                        task_metrics={t: [mm for tt, mm in specs if tt == t] for t, _ in specs},
+                        rankings=rankings, grid=grid, friedman=friedman)
 
 
-def validate_tasks(logs, metric: str | None = None, dropna: bool = False) -> tuple[dict, list]:
-    """Every task's validated spec (:func:`task_spec`), before any analysis: {task: spec}, and notes (tasks without
-    the metric, rows dropped). The first bad task raises, naming it."""
-    metric = metric or logs.description.primary_metric
-    specs, notes = {}, []
-    for task in logs.description.tasks:
-        if metric not in logs.description.metrics.get(task, []):
-            notes.append(f"task {task} has no metric {metric!r}: not analysed (its metrics: "
-                         f"{', '.join(logs.description.metrics.get(task, []))}).")
-            continue
-        specs[task] = task_spec(logs, task, metric, dropna=dropna)
+DEGENERATE = ("constant", "single item", "single value", "no rows", "one item", "nothing to compare")
+
+
+def validate_tasks(logs, metric=None, dropna: bool = False) -> tuple[dict, list]:
+    """Every task's validated spec (:func:`task_spec`) with its own metric
+    (:func:`~vrs_helpers.evaluate.task_metrics.choose_metrics`), before any analysis: ({(task, metric): spec},
+    [{task, metric, status, reason}] of the tasks not analysed - no such metric, no accuracy-like metric - or not
+    testable - a constant score, a single item, a single system). Missing scores (without ``dropna``) raise, naming
+    the task; so does a run in which no task is testable."""
+    chosen, skipped = choose_metrics(logs.description, metric)
+    skipped = [{**e, "status": "not analysed: " + e["reason"]} for e in skipped]
+    specs = {}
+    for task, metrics in chosen.items():
+        for m in metrics:
+            try:
+                spec = task_spec(logs, task, m, dropna=dropna)
+            except InputError as exc:
+                if "missing value" in str(exc) or not any(w in str(exc) for w in DEGENERATE):
+                    raise
+                reason = str(exc).split(": ", 1)[1] if str(exc).startswith("task ") else str(exc)
+                skipped.append({"task": task, "metric": m, "reason": reason, "status": f"not testable: {reason}"})
+                continue
+            if spec.design.n_systems < 2:
+                only = ", ".join(sorted(spec.table["system"].unique()))
+                reason = f"one system ({only}): nothing to compare"
+                skipped.append({"task": task, "metric": m, "reason": reason, "status": f"not testable: {reason}"})
+                continue
+            specs[(task, m)] = spec
     if not specs:
-        raise InputError(f"No task has the metric {metric!r}; metrics per task: "
-                         + "; ".join(f"{t}: {', '.join(m)}" for t, m in logs.description.metrics.items()))
-    return specs, notes
+        raise InputError("No task is testable: " + "; ".join(f"task {e['task']!r}: {e['status']}" for e in skipped)
+                         + ".")
+    return specs, skipped
+
+
+def skipped_lines(skipped) -> list:
+    """One console line per task not analysed or not testable."""
+    return [f"Task {e['task']}" + (f" ({e['metric']})" if e.get("metric") else "") + f": {e['status']}."
+            for e in skipped]
 
 
 def _verdict(tasks: pd.DataFrame, pooled, adjust: str, alpha: float) -> list:
     lines = []
     tested = tasks[tasks["p_value"].notna()]
-    for _, r in tested.iterrows():
-        lines.append(f"Task {r['task']}: the systems {r['decision']} ({r['method']}: {r['evidence']}, p = "
-                     f"{r['p_text']}, {adjust}-adjusted p = {r['p_adjusted_text']}; random effects {r['random']}).")
+    several = tested["task"].duplicated(keep=False)
+    for (_, r), dup in zip(tested.iterrows(), several, strict=True):
+        label = f"Task {r['task']}" + (f" ({r['metric']})" if dup else "")
+        model = "" if ("permutation" in str(r["method"]) or "McNemar" in str(r["method"])) else \
+            f"; random effects {r['random']}"
+        lines.append(f"{label}: the systems {r['decision']} ({r['method']}: {r['evidence']}, p = "
+                     f"{r['p_text']}, {adjust}-adjusted p = {r['p_adjusted_text']}{model}).")
     if len(tested) > 1:
         n = int((tested["decision"] == "differ").sum())
-        lines.append(f"{n} of {len(tested)} tasks show a difference at alpha = {alpha:g} after "
+        lines.append(f"{n} of {len(tested)} tests show a difference at alpha = {alpha:g} after "
                      f"{'Holm' if adjust == 'holm' else 'Benjamini-Hochberg'} adjustment across tasks.")
     if pooled:
         word = "differ" if pooled["p_value"] < alpha else "show no significant difference"
         lines.append(f"Pooled over tasks (task fixed, items nested in tasks): the systems {word} ({pooled['method']}: "
                      f"{pooled['evidence']}, p = {pooled['p_text']}).")
-    if not lines:
-        lines.append("One system: nothing to compare; the harness's numbers and the error bars are below.")
+    for _, r in tasks[tasks["p_value"].isna()].iterrows():
+        lines.append(f"Task {r['task']}" + (f" ({r['metric']})" if r.get("metric") else "") + f": {r['status']}.")
     return lines
-

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ..files import open_text, read_text
-from ..scores import InputError
+from ..scores import InputError, natural_key
 
 KEYS = ["system", "task", "run", "repeat", "item"]
 
@@ -76,6 +76,7 @@ class ReadResult:
     hash_name: str = ""                            # the name of ``_hash`` in the log (doc_hash, sample_hash)
     prompt_hash_name: str = ""                     # the name of ``_prompt`` (differences are a note)
     settings: list = field(default_factory=list)   # dicts: system, task, _run_info, + harness settings
+    task_primary: dict = field(default_factory=dict)   # task -> its primary metric, where the harness marks one
 
 
 @dataclass
@@ -94,12 +95,14 @@ class LogDescription:
     run_source: str
     repeat_source: str
     notes: list = field(default_factory=list)
+    task_primary: dict = field(default_factory=dict)   # task -> its primary metric (the harness's, else its first)
 
     def to_dict(self) -> dict:
         return {"format": self.format, "files": [str(f) for f in self.files], "systems": self.systems,
                 "tasks": self.tasks, "runs": self.runs, "repeats": {k: list(v) for k, v in self.repeats.items()},
                 "items": self.items, "metrics": self.metrics, "primary_metric": self.primary_metric,
-                "run_source": self.run_source, "repeat_source": self.repeat_source, "notes": list(self.notes)}
+                "run_source": self.run_source, "repeat_source": self.repeat_source, "notes": list(self.notes),
+                "task_primary": dict(self.task_primary)}
 
     def describe(self) -> str:
         """A readable account: what was read and how it is laid out, before any analysis."""
@@ -113,8 +116,12 @@ class LogDescription:
                          f"{rep}; metrics {', '.join(self.metrics[task])}")
         lines.append(f"Runs (shift every item together): {self.run_source}.")
         lines.append(f"Repeats (independent draws per item): {self.repeat_source}.")
-        if self.primary_metric:
-            lines.append(f"Primary metric: {self.primary_metric}.")
+        primaries = {self.task_primary.get(t) or self.primary_metric for t in self.tasks} - {None}
+        if len(primaries) == 1:
+            lines.append(f"Primary metric: {primaries.pop()}.")
+        elif primaries:
+            lines.append("Primary metric per task: " + "; ".join(
+                f"{t}: {self.task_primary.get(t) or self.primary_metric}" for t in self.tasks) + ".")
         lines += [f"Note: {n}" for n in self.notes]
         return "\n".join(lines)
 
@@ -325,7 +332,8 @@ def assemble(fmt: str, files: list, result: ReadResult, metrics_wanted=None, run
             check_hashes(rows, result.prompt_hash_name, note_only=True, notes=result.notes)
     if not rows:
         raise LogFormatError(f"The {fmt} logs ({', '.join(str(f) for f in files[:3])}"
-                             f"{', ...' if len(files) > 3 else ''}) hold no scored items.")
+                             f"{', ...' if len(files) > 3 else ''}) hold no scored items."
+                             + "".join(f" {n}" for n in result.notes[:3]))
     metric_cols: list = []
     for r in rows:
         for k in r:
@@ -375,17 +383,27 @@ def assemble(fmt: str, files: list, result: ReadResult, metrics_wanted=None, run
     for t in tasks:
         sets = {s: set(g["item"]) for s, g in frame[frame["task"] == t].groupby("system")}
         union = set().union(*sets.values())
-        lacking = {s: len(union - v) for s, v in sets.items() if union - v}
+        lacking = {s: sorted(union - v, key=natural_key) for s, v in sets.items() if union - v}
         if lacking:
             notes.append(f"task {t}: not every system has every item ("
-                         + ", ".join(f"{s} lacks {n}" for s, n in lacking.items()) + ").")
+                         + "; ".join(f"{s} lacks {len(n)}: {', '.join(n[:5])}{', ...' if len(n) > 5 else ''}"
+                                     for s, n in lacking.items())
+                         + "); it is analysed on the items every system has.")
+    task_primary = {}
+    for r in rows:   # the harness's primary metric of each task, else the first metric its rows carry
+        t = str(r["task"])
+        if t not in task_primary and t in metrics:
+            given = result.task_primary.get(r["task"])
+            task_primary[t] = given if given in metrics[t] else next(
+                (k for k in r if k in metrics[t]), metrics[t][0] if metrics[t] else None)
     primary = result.primary_metric if result.primary_metric in metric_cols else (metric_cols[0] if metric_cols
                                                                                    else None)
     desc = LogDescription(format=fmt, files=[str(f) for f in files], systems=systems, tasks=tasks, runs=runs,
                           repeats=repeats, items=items, metrics=metrics, primary_metric=primary,
                           run_source=(result.run_source or "one run per log")
                           + (f"; told apart by {', '.join(chosen)}" if chosen else "; one run per system and task"),
-                          repeat_source=result.repeat_source or "none (one score per item and run)", notes=notes)
+                          repeat_source=result.repeat_source or "none (one score per item and run)", notes=notes,
+                          task_primary=task_primary)
     reported = pd.DataFrame(reported, columns=["system", "task", "run", "metric", "statistic", "value", "source"])
     reported["value"] = pd.to_numeric(reported["value"], errors="coerce").astype(float)
     settings = {(e["system"], e["task"], e["run"]): {k: v for k, v in e.items() if k not in ("system", "task", "run")}

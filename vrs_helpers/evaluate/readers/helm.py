@@ -7,8 +7,11 @@ split, ...}, count, sum, sum_squared, min, max, mean, variance, stddev}]}``: one
 The system is ``adapter_spec.model`` of ``run_spec.json``, the task the run spec's name without its ``model=``
 (and ``model_deployment=``) arguments; each stat is a metric (its ``mean``). Perturbed instances form a task of their
 own (``task [perturbation=NAME]``); stats computed over perturbations (a perturbation in the stat's name) are left
-out. ``stats.json`` - HELM's own aggregates: per trial the mean over instances, then the mean (and population SD)
-over trials - is kept as ``reported``.
+out. The evaluation split (``test``, else the run's split: :func:`evaluation_split`) is the task; the instances of
+other splits (``valid``, often a handful) are named in a note and left out. The task's metric is HELM's main
+accuracy metric (the first of :data:`PRIMARY` it has), never a bookkeeping stat such as
+``num_references``. ``stats.json`` - HELM's own aggregates: per trial the mean over
+instances, then the mean (and population SD) over trials - is kept as ``reported``.
 """
 
 from __future__ import annotations
@@ -35,6 +38,22 @@ def task_name(run_spec_name: str) -> str:
     head, _, args = run_spec_name.partition(":")
     kept = [a for a in args.split(",") if a and a.split("=", 1)[0] not in ("model", "model_deployment")]
     return head + (":" + ",".join(kept) if kept else "")
+
+
+def _splits(entries) -> list:
+    return [st.get("name", {}).get("split") for e in entries if isinstance(e, dict)
+            for st in e.get("stats") or [] if isinstance(st, dict) and isinstance(st.get("name"), dict)]
+
+
+def evaluation_split(entries) -> str | None:
+    """The split a HELM run is evaluated on: ``test`` where its instances have it, else the split most of its
+    stats belong to (a run of ``valid`` only is evaluated on ``valid``)."""
+    splits = [sp for sp in _splits(entries) if sp is not None]
+    if not splits:
+        return None
+    if "test" in splits:
+        return "test"
+    return max(sorted(set(splits)), key=splits.count)
 
 
 def _spec(folder: Path) -> dict:
@@ -68,8 +87,11 @@ def _read(files: list, options: dict) -> ReadResult:
         if not isinstance(entries, list):
             raise LogFormatError(f"{path}: expected a JSON list of per-instance stats (instance_id, "
                                  "train_trial_index, stats).")
-        splits = {s.get("name", {}).get("split") for e in entries if isinstance(e, dict)
-                  for s in e.get("stats") or [] if isinstance(s, dict)}
+        split = evaluation_split(entries)
+        others = sorted({str(sp) for sp in _splits(entries)} - {str(split)})
+        if others:
+            out.notes.append(f"{base_task} ({system}): the evaluation split {split!r} is the task; the instances of "
+                             f"the other split(s) {', '.join(others)} are left out.")
         for k, e in enumerate(entries):
             if not isinstance(e, dict) or "instance_id" not in e or "stats" not in e:
                 raise LogFormatError(f"{path}: entry {k} is not a per-instance stat (expected instance_id, "
@@ -85,8 +107,9 @@ def _read(files: list, options: dict) -> ReadResult:
                 if name.get("perturbation"):
                     left_out += 1
                     continue
-                split = name.get("split")
-                t = task if len(splits) < 2 or split is None else f"{task} [split={split}]"
+                if name.get("split") not in (None, split):
+                    continue
+                t = task
                 value = score_value(stat.get("mean", stat["sum"] / stat["count"] if stat.get("count") else None))
                 if value is None:
                     raise LogFormatError(f"{path}: entry {k}, stat {name.get('name')!r}: mean is not a number.")
@@ -94,16 +117,19 @@ def _read(files: list, options: dict) -> ReadResult:
                                           "_file": str(path), "_run_info": info})
                 row[str(name.get("name"))] = value
             out.rows.extend(rows.values())
+        names = [m for r in out.rows if r["task"] == base_task for m in r if not m.startswith("_")]
+        main = next((p for p in PRIMARY if p in names), None)
+        if main and base_task not in out.task_primary:
+            out.task_primary[base_task] = main
         if out.primary_metric is None:
-            names = [m for r in out.rows for m in r if not m.startswith("_")]
-            out.primary_metric = next((p for p in PRIMARY if p in names), None)
+            out.primary_metric = main
         stats_file = folder / "stats.json"
         if stats_file.is_file():
             for stat in read_json(stats_file):
                 name = stat.get("name") or {}
-                if name.get("perturbation") or name.get("sub_split"):
+                if name.get("perturbation") or name.get("sub_split") or name.get("split") not in (None, split):
                     continue
-                t = base_task if len(splits) < 2 else f"{base_task} [split={name.get('split')}]"
+                t = base_task
                 for statistic in ("mean", "stddev", "count"):
                     if statistic in stat:
                         out.reported.append({"system": system, "task": t, "_run_info": None,

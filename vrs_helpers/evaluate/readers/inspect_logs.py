@@ -54,7 +54,17 @@ def _detect(root: Path) -> list:
         cands = [root]
     else:
         cands = find_files(root, "*.eval") + find_files(root, "*.json")
-    return [p for p in cands if p.suffix == ".eval" or (p.suffix == ".json" and _JSON_LOG.match(peek_json(p)))]
+    return [p for p in cands if p.suffix == ".eval" or (p.suffix == ".json" and _is_json_log(peek_json(p)))]
+
+
+def _is_json_log(head: str) -> bool:
+    """An Inspect JSON log: ``{"version": N, "status": ...`` as inspect_ai writes it, or (other writers, such as
+    the R package vitals, order the keys otherwise) an object whose head has an ``eval`` object naming ``task``,
+    ``model`` and ``run_id``."""
+    if _JSON_LOG.match(head):
+        return True
+    return (head.lstrip().startswith("{") and re.search(r'"eval"\s*:\s*\{', head) is not None
+            and all(re.search(rf'"{k}"\s*:', head) for k in ("task", "model", "run_id")))
 
 
 def _reader():
@@ -101,6 +111,12 @@ def _read(files: list, options: dict) -> ReadResult:
             out.notes.append(f"{relative(path, root)}: the log's status is {log.status!r}; its scored samples are "
                              "read.")
         unscored = 0
+        if not log.samples:
+            scores = [f"{sc.name} {m.name} = {m.value:.6g}" for sc in (log.results.scores if log.results else [])
+                      for m in sc.metrics.values()]
+            out.notes.append(f"{relative(path, root)}: an Inspect log without per-sample records (written without "
+                             "samples, or trimmed): only its aggregates"
+                             + (f" ({'; '.join(scores[:4])})" if scores else "") + "; the tests need per-item scores.")
         for sample in log.samples or []:
             if sample.error is not None or not sample.scores:
                 unscored += 1
@@ -120,6 +136,7 @@ def _read(files: list, options: dict) -> ReadResult:
                         continue
                     row[column] = v
                     out.primary_metric = out.primary_metric or column
+                    out.task_primary.setdefault(task, column)   # the task's first scorer
             out.rows.append(row)
         if unscored:
             out.notes.append(f"{relative(path, root)}: {unscored} sample(s) with an error or without scores left out.")

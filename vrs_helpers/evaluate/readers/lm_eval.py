@@ -180,6 +180,7 @@ def _read(files: list, options: dict) -> ReadResult:
                 row[column] = value
                 if out.primary_metric is None:
                     out.primary_metric = column
+                out.task_primary.setdefault(task, column)   # the task's first metric
         out.rows.extend(docs.values())
         out.settings.append({"system": system, "task": task, "_run_info": info,
                              "aggregation": _aggregations(results, task)})

@@ -1,0 +1,72 @@
+"""The logs report (issue 40): the verdict box first, figures (per-task forest plots, the model x task heatmap, the
+critical-difference diagram with 5 or more tasks), each "what it ignores" sentence once, hostile names escaped, and,
+measured in headless Chromium at 1,300 px (tools/check_logs_report.py), nothing wider than the page. The Friedman
+statistic and the Nemenyi critical difference are checked against scipy and Demsar's (2006) table."""
+
+import importlib.util
+import json
+import math
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from vrs_helpers.app import cli
+from vrs_helpers.evaluate.many_tasks import friedman_nemenyi
+from vrs_helpers.evaluate.readers.writers import simulate_binary, write_every_eval_ever
+
+TOOLS = Path(__file__).resolve().parents[2] / "tools"
+HOSTILE = "<b>evil$x$</b>"
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("six")
+    t = simulate_binary(3, systems=("acme/base-7b", "acme/tuned-7b", HOSTILE,
+                                    "other/model-with-a-very-long-name-indeed-13b"),
+                        tasks=tuple(f"task_{i}" for i in range(6)), items=40, accuracy=(0.5, 0.7, 0.6, 0.55))
+    write_every_eval_ever(t, tmp / "eee")
+    assert cli.main(["analyze", str(tmp / "eee"), "--out", str(tmp / "r")]) == 0
+    return tmp / "r", t
+
+
+def test_report_structure(report):
+    out, _ = report
+    page = (out / "report.html").read_text()
+    h1 = page.index("<h1>")
+    assert page.index('<div class="verdict">') > h1 and page.index('<div class="verdict">') < page.index("<figure>")
+    assert page.count("<figure>") == 3   # forest plots, heatmap, CD diagram (6 tasks)
+    assert HOSTILE not in page and "&lt;b&gt;evil$x$&lt;/b&gt;" in page
+    s = json.loads((out / "summary.json").read_text())
+    for sentence in {v for v in re.findall(r"</b>: ([^<]+)</li>", page)}:
+        assert page.count(sentence) == 1
+    assert {"tasks", "pooled", "harness", "miller", "paired", "mcnemar", "read", "verdict"} <= set(s)
+    assert len(s["model_by_task"]) == 6 * 4
+
+
+def test_friedman_and_nemenyi_match_scipy_and_demsar():
+    rng = np.random.default_rng(4)
+    m = pd.DataFrame(rng.random((8, 4)), columns=list("abcd"))
+    f = friedman_nemenyi(m)
+    chi2, p = stats.friedmanchisquare(*[m[c] for c in m])
+    assert f["chi2"] == pytest.approx(chi2) and f["p_value"] == pytest.approx(p)
+    # Demsar (2006), Table 5(a): q_0.05 for k = 4 classifiers is 2.569; CD = q sqrt(k (k + 1) / (6 N))
+    assert f["q_alpha"] == pytest.approx(2.569, abs=1e-3)
+    assert f["critical_difference"] == pytest.approx(2.569 * math.sqrt(4 * 5 / (6 * 8)), abs=1e-3)
+    ranks = (-m).rank(axis=1).mean()
+    assert f["mean_ranks"] == pytest.approx(ranks.to_dict())
+    assert friedman_nemenyi(m.iloc[:4]) is None   # fewer than 5 tasks
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="headless Chromium not installed")
+def test_nothing_is_wider_than_the_page_at_1300_px(report):
+    out, _ = report
+    spec = importlib.util.spec_from_file_location("check_logs_report", TOOLS / "check_logs_report.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    m = module.measure(out / "report.html", shutil.which("chromium"), 1300)
+    assert m["window"] == 1300 and module.problems(m) == [], m
