@@ -1,6 +1,8 @@
 """evaluate.steps.safe_names: any column names (Unicode letters, markup, TeX) become distinct names the formula
-parser accepts (issue 37: a column named '3ú' failed the analysis)."""
+parser accepts (issue 37: a column named '3ú' failed the analysis); the answer's pointer to the power planning."""
 
+import numpy as np
+import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -49,3 +51,22 @@ def test_names_with_a_colon_get_the_reliability_of_plain_names():
         assert list(odd.decision[s]["factor"].unique()) == [names["seed"]]
         assert odd.decision[s]["phi"].to_numpy() == pytest.approx(plain.decision[s]["phi"].to_numpy(), rel=1e-9)
         assert set(odd.variance_components[s].index) == {names["item"], names["seed"], "Residual"}
+
+
+def test_the_answer_points_to_the_power_planning_only_when_there_is_one():
+    """Issue 40 (6): with 0/1 scores there is no power planning (``power`` is empty), so a 'no evidence' answer must
+    not send the reader to it; with continuous scores it does."""
+    import warnings
+
+    from vrs_helpers.evaluate.analysis import analyze
+
+    rng = np.random.default_rng(6)
+    rows = [{"system": s, "seed": r, "item": i, "y": int(rng.random() < 0.6), "z": rng.normal()}
+            for s in ("A", "B") for r in range(3) for i in range(40)]
+    d = pd.DataFrame(rows)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        binary = analyze(d, "y", "system", "item", replications=["seed"], n_resamples=99, n_sim=19)
+        cont = analyze(d, "z", "system", "item", replications=["seed"], n_resamples=99)
+    assert not binary.power and "no evidence" in binary.answer and "power planning" not in binary.answer
+    assert cont.power and "no evidence" in cont.answer and "(see the power planning)" in cont.answer

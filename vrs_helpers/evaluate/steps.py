@@ -766,8 +766,9 @@ def answer_sentence(result) -> str | None:
                     + ranking_sentence(table, comp.contrasts, result.alpha, result.higher_is_better))
         return f"{scope}, the {len(systems)} systems differ: {evidence}; the pairwise decisions follow."
     what = " and ".join(systems) if len(systems) == 2 else f"the {len(systems)} systems"
+    pointer = " (see the power planning)" if getattr(result, "power", None) else ""
     return (f"{scope}: no evidence that {what} differ ({evidence}); with {runs} run(s) per system a small "
-            "difference can go undetected (see the power planning).")
+            f"difference can go undetected{pointer}.")
 
 
 def judge(result, w: Work) -> None:
