@@ -357,7 +357,7 @@ def _analyze_table(args, kernel) -> int:
     spec = AnalysisSpec(args.data, response=args.response, system=args.system, item=args.item,
                         replications=args.replication or [], repeats=args.repeat or [],
                         properties=args.property or [], baseline=args.baseline,
-                        family=args.family, test=args.test, items=args.items, alpha=args.alpha,
+                        family=args.family, test=args.test, items=args.items, runs=args.runs, alpha=args.alpha,
                         n_resamples=args.n_resamples,
                         n_sim=args.n_sim, seed=args.seed, delta=args.delta, lower_is_better=args.lower_is_better or [],
                         dropna=args.dropna, backend=args.dask, data_label=str(args.data))
@@ -559,6 +559,11 @@ def main(argv: list[str] | None = None) -> int:
                         "when items have several runs per system, and the verdict is about items like these; "
                         "fixed: without it, a statement about these items only (liberal when systems and items "
                         "interact)")
+    p.add_argument("--runs", default="nested", choices=["nested", "crossed", "auto"],
+                   help="nested (default): each system's runs are its own, (1|system:R); crossed: a run label (the "
+                        "same seed, few-shot draw or prompt for every system) names one run condition shared by the "
+                        "systems, (1|R) + (1|system:R), and its shift cancels in the difference; auto: crossed when "
+                        "every run label is used by two or more systems. The answer says which")
     p.add_argument("--n-sim", type=int, default=1000, help="simulations of --test bootstrap (default 1000; the "
                    "default test of binary scores)")
     p.add_argument("--family", default="auto", choices=["auto", *registry.FAMILIES],

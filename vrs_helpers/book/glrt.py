@@ -39,6 +39,7 @@ class SystemComparison:
     notes: list = field(default_factory=list)
     system_item: bool = False  # the models have (1|system:item): the verdict is about items like these
     adjust: str = "tukey"  # how the contrasts' p-values are adjusted (the pairwise decisions' family-wise error)
+    runs: str = "nested"  # "crossed": shared run labels, (1|R) + (1|system:R); "nested": (1|system:R); "" none
 
     @property
     def test(self):
@@ -76,7 +77,7 @@ def replication_problem(column: str, levels, system: str) -> str | None:
 def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, by: str | None = None,
                     covariate: str | None = None, adjust: str = "tukey", replications=(), family: str = "gaussian",
                     trials: str | None = None, test: str | None = None, n_sim: int = 1000,
-                    seed: int = 0, items: str = "random", models=None) -> SystemComparison:
+                    seed: int = 0, items: str = "random", models=None, runs: str = "nested") -> SystemComparison:
     """Do systems differ — overall, within the levels of a binned data property (``by``), or in their slope over
     a continuous property (``covariate``)? Fits the LMM with a random intercept per test item (sentence) by REML
     for the contrasts and tests the system terms with a GLRT on ML refits.
@@ -129,6 +130,14 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
 
     ``models``: a :class:`vrs_helpers.mixed.ModelCache` of ``data`` whose accumulations and fits the linear mixed
     models share with other readings of the same data (None: one for this call, shared by its models).
+
+    ``runs``: how the runs of the systems relate (:func:`runs_layout`). ``"nested"`` (default): every system's runs
+    are its own, ``(1|system:R)``. ``"crossed"``: a run label (a seed, a few-shot draw, a prompt template) names
+    the same run condition for every system and may shift all systems alike, ``(1|R) + (1|system:R)``: the shared
+    shift cancels in the system difference and is not put into its denominator (issue 39: with a shared seed
+    effect the nested model's power at a difference of 0.03 was 0.03). ``"auto"``: crossed when every label of
+    every replication column is used by at least two systems (:func:`runs_shared`), else nested. The result's
+    ``runs`` says which model was fitted.
     """
     from .. import mixed
     from ..mixed.marginal import emmeans
@@ -164,7 +173,9 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
         problem = replication_problem(r, _computed(data.groupby(system, observed=True)[r].nunique()), system)
         if problem:
             raise SignificanceError(problem)
-    rand, crossed = random_part(data, system, item, replications, items)
+    layout = runs_layout(data, system, replications, runs)
+    rand, crossed = random_part(data, system, item, replications, items,
+                                shared=replications if layout == "crossed" else ())
     if by is not None:
         formula, null = f"{lhs} ~ {system} * {by} + {rand}", f"{lhs} ~ {by} + {rand}"
     elif covariate is not None:
@@ -200,6 +211,7 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
     if family == "binomial":
         out = _binomial_comparison(full, glrt, formula, null, system, covariate, notes, emm, f_test)
         out.system_item = crossed
+        out.runs = layout
         _bootstrap_pairs(out, f_test)
         return out
     # the runs-random reading's pairwise contrasts: t tests on small-sample df, Tukey on those df (emmeans with
@@ -209,22 +221,50 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
     emm = emmeans(full, system, by=by, adjust=adjust, lmer_df=lmer_df)
     slopes = None if covariate is None else _slopes(full, system, covariate)
     return SystemComparison(formula, null, glrt, emm.means, emm.contrasts, slopes, full, f_test, notes=notes,
-                            system_item=crossed)
+                            system_item=crossed, runs=layout)
 
 
 ITEMS = ("random", "fixed")  # compare_systems(items=...): items like these (1|system:item), or these items
 
 
-def random_part(data, system: str, item: str, replications=(), items: str = "random") -> tuple[str, bool]:
-    """The random terms of the models: ``(1|item)``, with runs random ``(1|system:R)`` per replication column and,
-    with ``items="random"`` where identifiable, ``(1|system:item)`` (:func:`system_item_replicated`); and whether
-    the system-by-item term is in."""
+RUNS = ("auto", "crossed", "nested")  # compare_systems(runs=...)
+
+
+def runs_shared(data, system: str, column: str) -> bool:
+    """True when every label of the replication column ``column`` is used by at least two systems: the same seed
+    (few-shot draw, prompt template, configuration) was run for several systems, so a run label may name one run
+    condition shared by them (crossed runs) rather than a run of one system (nested runs)."""
+    per_label = _computed(data.groupby(column, observed=True)[system].nunique())
+    return bool(len(per_label)) and bool((per_label >= 2).all())
+
+
+def runs_layout(data, system: str, replications=(), runs: str = "nested") -> str:
+    """The runs model :func:`compare_systems` fits: ``""`` without replications; ``"crossed"`` or ``"nested"`` as
+    asked; for ``"auto"`` crossed when every replication column's labels are shared (:func:`runs_shared`), else
+    nested. A rule on the labels alone, fixed before any fit, so the test chosen does not depend on the scores."""
+    runs = str(runs or "auto").strip().lower()
+    if runs not in RUNS:
+        raise SignificanceError(f"runs must be one of {', '.join(RUNS)} (run labels shared by the systems, or each "
+                                f"system's own); got {runs!r}.")
+    if not replications:
+        return ""
+    if runs == "auto":
+        return "crossed" if all(runs_shared(data, system, r) for r in replications) else "nested"
+    return runs
+
+
+def random_part(data, system: str, item: str, replications=(), items: str = "random",
+                shared=()) -> tuple[str, bool]:
+    """The random terms of the models: ``(1|item)``, with runs random ``(1|system:R)`` per replication column (and
+    ``(1|R)`` before it for each column in ``shared``: crossed runs, :func:`runs_layout`) and, with
+    ``items="random"`` where identifiable, ``(1|system:item)`` (:func:`system_item_replicated`); and whether the
+    system-by-item term is in."""
     if items not in ITEMS:
         raise SignificanceError(f"items must be one of {', '.join(ITEMS)} (items like these, or these items); "
                                 f"got {items!r}.")
     crossed = bool(replications) and items == "random" and system_item_replicated(data, system, item)
     return " + ".join([f"(1|{item})"] + ([f"(1|{system}:{item})"] if crossed else [])
-                      + [f"(1|{system}:{r})" for r in replications]), crossed
+                      + [f"(1|{r})" for r in shared] + [f"(1|{system}:{r})" for r in replications]), crossed
 
 
 def interaction_test(data, response: str, system: str, item: str, prop: str, replications=(),
