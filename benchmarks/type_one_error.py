@@ -252,6 +252,7 @@ def main(argv=None) -> int:
     ap.add_argument("--boot", type=int, default=199, help="bootstrap samples of a bootstrap test per log (199)")
     ap.add_argument("--cells", nargs="+", default=list(CELLS), metavar="CELL",
                     help=f"a subset of the cells (default all): {', '.join(map(repr, CELLS))}")
+    ap.add_argument("--redo", action="store_true", help="recompute the chosen cells even when --out has them")
     ap.add_argument("--workers", type=int, default=2, help="processes sharing a cell's simulations (default 2)")
     ap.add_argument("--out", default="benchmarks/results/type_one_error.csv",
                     help="the table (CSV; markdown beside it as .md); cells already in it are skipped")
@@ -276,7 +277,7 @@ def main(argv=None) -> int:
             for cell in bar:
                 sims = args.binary_sims if design(cell)["family"] == "binomial" else args.sims
                 have = done[done["cell"] == cell]
-                if len(have) and int(have["sims"].iloc[0]) >= sims:
+                if len(have) and int(have["sims"].iloc[0]) >= sims and not args.redo:
                     continue
                 bar.set_postfix_str(f"{cell}, {sims} sims")
                 row = run_cell(cell, sims, args.seed, args.boot, pool, min(args.power_sims, sims))
