@@ -14,6 +14,7 @@ from vrs_helpers.book.glrt import compare_systems, runs_layout, runs_shared
 from vrs_helpers.book.run_means import (HETERO_RATIO, heteroscedastic, residual_mean_squares, run_means_test)
 from vrs_helpers.book.significance import SignificanceError
 from vrs_helpers.book.simulation import evaluation_log
+from vrs_helpers.mixed.ddf import contrast_test
 
 REF = Path(__file__).resolve().parents[1] / "reference"
 R = json.loads((REF / "designs_39.json").read_text())
@@ -123,3 +124,20 @@ def test_interior_balanced_kenward_roger_is_the_run_means_f():
         assert c.test.method == "F test, Kenward-Roger df"
         f = run_means_test(d, "score", "system", "item", ["run"])
         assert (c.test.F, c.test.den_df, c.test.p_value) == pytest.approx((f.F, f.den_df, f.p_value), rel=1e-5)
+
+
+def test_satterthwaite_uses_the_anova_basis():
+    """--test satterthwaite with 3 systems: the type-III basis of anova(m) (lmerTest, unbalanced data), not the
+    dummy columns (contestMD's df differ in the 4th digit)."""
+    ref = R["satterthwaite_basis"]
+    s3 = _data("shared_seeds3")
+    drop = np.r_[np.flatnonzero(s3["system"] == "S2")[:30], np.arange(0, len(s3), 7)]
+    u = s3.drop(index=np.unique(drop)).reset_index(drop=True)
+    t = _compare(u, runs="nested", test="satterthwaite").test
+    assert (t.F, t.den_df, t.p_value) == pytest.approx(
+        (ref["anova"]["F"], ref["anova"]["den_df"], ref["anova"]["p_value"]), rel=1e-5)
+    assert abs(t.den_df - ref["contestMD_dummies"]["den_df"]) > 1e-4  # the two bases do differ here
+    c = _compare(u, runs="nested")
+    dummies = np.c_[np.zeros((2, 1)), np.eye(2)]
+    kr = contrast_test(c.model, dummies, "system", ddf="kenward-roger")  # KR's F and df do not depend on the basis
+    assert (c.test.F, c.test.den_df) == pytest.approx((kr.F, kr.den_df), rel=1e-8)

@@ -347,3 +347,24 @@ def test_simulated_power_of_binary_scores_is_seeded_and_grows_with_the_differenc
     assert a.power >= 0.8 and null.power < a.power and "0/1 scores" in a.design
     with pytest.raises(pw.PlanningError, match="balanced"):
         pw.simulated_power(0.5, comps, runs=[3, 4], family="binomial")
+
+
+def test_design_moments_residual_df_counts_the_system_item_term():
+    """Issue 39: the residual df of the quasi-F's Satterthwaite df leave out the system x item df when that term is
+    in the model. The residual df here: the rows minus the rank of the fixed-effects design of every term (system,
+    item, system:run, system:item), counted by numpy."""
+    import itertools
+
+    k, n, m, s_run, s_e, s_si = 2, 3, 6, 0.05, 0.1, 0.08
+    rows = list(itertools.product(range(k), range(n), range(m)))
+    X = np.array([[1.0] + [s == a for a in range(k)] + [i == b for b in range(m)]
+                  + [(s, r) == ab for ab in itertools.product(range(k), range(n))]
+                  + [(s, i) == ab for ab in itertools.product(range(k), range(m))] for s, r, i in rows], float)
+    df_res = len(rows) - np.linalg.matrix_rank(X)
+    assert df_res == (k * n * m - 1) - (k - 1) - (m - 1) - k * (n - 1) - (k - 1) * (m - 1)
+    noise = s_e ** 2 / m
+    E = np.array([s_run ** 2 / n * n + noise, s_si ** 2 / m * n + noise])
+    nu = (E.sum() - noise) ** 2 / (E[0] ** 2 / (k * (n - 1)) + E[1] ** 2 / ((k - 1) * (m - 1)) + noise ** 2 / df_res)
+    V, got = pw.design_moments(n, m, s_run, s_e, k, s_si)
+    assert got == pytest.approx(nu, rel=1e-12)
+    assert V == pytest.approx(s_run ** 2 / n + s_si ** 2 / m + s_e ** 2 / (m * n), rel=1e-12)

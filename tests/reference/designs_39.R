@@ -68,4 +68,13 @@ for (name in c("boundary", "boundary_si")) {
   out[[name]] <- list(student_t_test = run_t(b, FALSE), student_system_item = by_hand(b, FALSE, TRUE),
                       kenward_roger = kr(b, nested))
 }
+# the Satterthwaite basis (issue 39, point 5): 3 systems, unbalanced (shared_seeds3 without its first 30 rows of S2
+# and every 7th row), the nested model: anova(m) (type III) and contestMD on the dummy columns
+u <- s3[-c(which(s3$system == "S2")[1:30], seq(1, nrow(s3), by = 7)), ]
+mu <- lmerTest::lmer(as.formula(paste("score ~ system +", nested)), data = u, REML = TRUE, control = ctrl)
+a <- anova(mu, ddf = "Satterthwaite")
+cm <- contestMD(mu, L = cbind(0, diag(2)), ddf = "Satterthwaite")
+out$satterthwaite_basis <- list(dropped = "S2's first 30 rows, then every 7th row (1-based 1, 8, ...)",
+  anova = list(F = a[["F value"]][1], den_df = a[["DenDF"]][1], p_value = a[["Pr(>F)"]][1]),
+  contestMD_dummies = list(F = cm[["F value"]][1], den_df = cm[["DenDF"]][1]))
 cat(toJSON(out, auto_unbox = TRUE, digits = NA, pretty = TRUE))

@@ -315,7 +315,20 @@ def system_item_replicated(data, system: str, item: str) -> bool:
 
 
 def system_contrast(full) -> np.ndarray:
-    """L with one row per non-intercept fixed effect: H0 that every system term is 0."""
+    """L of H0 that every system term is 0. For a linear mixed model ``y ~ system + ...`` with one fixed term, the
+    type-III hypothesis of that term (:func:`vrs_helpers.mixed.hypotheses.hypotheses`, lmerTest's ``anova(m)``
+    basis), so that ``test="satterthwaite"`` gives the df of ``anova(m)`` (issue 39: the dummy-column basis gave
+    lmerTest's ``contestMD`` df, 4.4264 where ``anova(m)`` says 4.4305; the F and Kenward-Roger's df do not depend
+    on the basis); otherwise one row per non-intercept fixed effect."""
+    if getattr(full, "stats", None) is not None and hasattr(full, "sigma"):
+        from ..mixed.hypotheses import hypotheses
+
+        try:
+            Ls = {t: L for t, L in hypotheses(full, 3).items() if L.shape[0]}
+        except Exception:  # noqa: BLE001 - a model the hypotheses do not cover keeps the dummy columns
+            Ls = {}
+        if len(Ls) == 1:
+            return np.asarray(next(iter(Ls.values())), dtype=float)
     names = list(full.fixed_effects.index)
     cols = [i for i, n in enumerate(names) if n != "(Intercept)"]
     L = np.zeros((len(cols), len(names)))

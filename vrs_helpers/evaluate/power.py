@@ -194,7 +194,9 @@ def design_moments(runs, items: int, run_sd, residual_sd: float, systems: int = 
     noise = s_e2 / m
     E = np.array(shares) * N + noise
     J = len(E)
-    df_res = max(k * N * m - m - k * (1 + float(np.sum(n - 1))) + 1, 1.0)
+    # the residual df: every df of the k N m rows but the mean's, the systems', the items', the runs' (per column)
+    # and, when it is in the model, the system x item term's (issue 39: it was left in the residual)
+    df_res = max(k * N * m - m - k * (1 + float(np.sum(n - 1))) + 1 - ((k - 1) * (m - 1) if s_si2 > 0 else 0), 1.0)
     num = (E.sum() - (J - 1) * noise) ** 2
     den = float(np.sum(E ** 2 / np.array(dfs))) + (J - 1) ** 2 * noise ** 2 / df_res
     return V, float(num / den) if den > 0 else math.inf
