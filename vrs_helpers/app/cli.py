@@ -440,7 +440,7 @@ def _cmd_plan(args) -> int:
     table = power_table(args.runs, args.items, args.delta,
                         VarianceComponents(args.run_sd, args.item_sd, args.residual_sd),
                         systems=args.systems, alpha=args.alpha, target=args.target, crossed=crossed,
-                        system_item_sd=args.system_item_sd)
+                        system_item_sd=args.system_item_sd, shared_runs=args.shared_runs)
     print(table.text())
     return 0
 
@@ -606,6 +606,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="another replication column crossed with the runs (e.g. config:0.03:2), its own SD and "
                         "levels per system; repeatable")
     p.add_argument("--system-item-sd", default="0", help="SD of system x item effects (default 0)")
+    p.add_argument("--shared-runs", action="store_true",
+                   help="runs crossed (vrs analyze --runs crossed): the same run labels (seeds, few-shot draws) for "
+                        "every system; --run-sd is then the SD of the system x run effects (a shift shared by all "
+                        "systems cancels) and the test has (k - 1)(n - 1) df")
     p.set_defaults(func=_cmd_plan)
 
     p = sub.add_parser("batch", help="run one notebook over a parameter grid (YAML) in parallel")
