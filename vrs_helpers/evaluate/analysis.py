@@ -51,13 +51,14 @@ AnalysisError = InputError
 
 def _random_dict(comparison) -> dict | None:
     """The runs-random reading in summary.json: the model (``formula``; ``items``: "random" when it has the
-    system-by-item term), the test used (its outcome's ``as_dict()``: by default the F test with Kenward-Roger's
+    system-by-item term; ``runs``: "crossed" or "nested", issue 39), the test used (its outcome's ``as_dict()``: by default the F test with Kenward-Roger's
     df, stated at 4 significant digits; for binary scores the parametric-bootstrap LRT) under ``test``, the
     chi-square LRT beside it under ``lrt``."""
     if comparison is None:
         return None
     test, lrt = comparison.test, comparison.glrt
-    model = {"formula": comparison.formula, "items": "random" if comparison.system_item else "fixed"}
+    model = {"formula": comparison.formula, "items": "random" if comparison.system_item else "fixed",
+             "runs": getattr(comparison, "runs", "nested")}
     if test is None or test is lrt:
         return {"test": registry.get("chisq").method, **lrt.as_dict(), "lrt": lrt.as_dict(), **model}
     return {"test": test.method, **test.as_dict(), "lrt": lrt.as_dict(), **model}
