@@ -141,3 +141,35 @@ def test_satterthwaite_uses_the_anova_basis():
     dummies = np.c_[np.zeros((2, 1)), np.eye(2)]
     kr = contrast_test(c.model, dummies, "system", ddf="kenward-roger")  # KR's F and df do not depend on the basis
     assert (c.test.F, c.test.den_df) == pytest.approx((kr.F, kr.den_df), rel=1e-8)
+
+
+def test_crossed_runs_interior_kenward_roger_is_the_paired_run_means_t():
+    """Closed form: crossed runs, balanced, no system x item term, interior fit: KR's F is the paired t^2 on the
+    per-run differences of the run means (2 systems; n - 1 df) and the system x run ANOVA F (3 systems); at the
+    boundary of the system x run variance the default test is that run-means test."""
+    for systems in (2, 3):
+        found = {"interior": False, "boundary": False}
+        for seed in range(3920, 3960):
+            d = evaluation_log(np.random.default_rng(seed), systems=systems, runs=4, items=100, run_sd=0.006,
+                               shared_run_sd=0.05)
+            c = compare_systems(d, "score", "system", "item", replications=["run"], items="fixed", runs="crossed")
+            f = run_means_test(d, "score", "system", "item", ["run"], [f"S{s}" for s in range(systems)],
+                               crossed=True)
+            assert f.den_df == (systems - 1) * 3
+            kind = "interior" if c.test.method == "F test, Kenward-Roger df" else "boundary"
+            if kind == "boundary":
+                assert c.test.method.startswith(("paired t on run means", "F test on run means (system x run)"))
+                assert any("run variance at zero" in n for n in c.notes)
+            assert (c.test.F, c.test.den_df, c.test.p_value) == pytest.approx((f.F, f.den_df, f.p_value), rel=1e-5)
+            found[kind] = True
+            if all(found.values()):
+                break
+        assert all(found.values())
+    # by hand: the paired t of the per-run differences (scipy's ttest_rel on the run means)
+    from scipy import stats as st
+
+    d = evaluation_log(np.random.default_rng(3921), runs=5, items=50, shared_run_sd=0.05)
+    m = d.groupby(["run", "system"], observed=True)["score"].mean().unstack()
+    ref = st.ttest_rel(m["S1"], m["S0"])
+    f = run_means_test(d, "score", "system", "item", ["run"], ["S0", "S1"], crossed=True)
+    assert (f.F, f.den_df, f.p_value) == pytest.approx((ref.statistic ** 2, 4, ref.pvalue), rel=1e-10)

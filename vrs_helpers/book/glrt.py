@@ -208,10 +208,10 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
         outcome = chosen.run(Hypothesis(formula, null, full, system_contrast(full), system, data, glrt, family,
                                         n_sim, seed, extra={"null_fit": null_fit, "pairs": pairs}))
         f_test = None if outcome is glrt else outcome
-        if family == "gaussian" and test is None and layout == "nested" and f_test is not None:
+        if family == "gaussian" and test is None and f_test is not None:
             from .run_means import choose
 
-            means_test, why = choose(data, response, system, item, replications, full, crossed)
+            means_test, why = choose(data, response, system, item, replications, full, crossed, layout)
             if means_test is not None:
                 notes.append(f"{why}; the model's {f_test.method} gives p = {f_test.p_value:.3g}")
                 f_test = means_test

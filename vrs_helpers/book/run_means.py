@@ -74,14 +74,19 @@ def heteroscedastic(ms: pd.Series | None) -> bool:
 
 
 def run_means_test(data: pd.DataFrame, response: str, system: str, item: str, runs: list, systems=None,
-                   welch: bool = False, system_item: bool = False):
+                   welch: bool = False, system_item: bool = False, crossed: bool = False):
     """The test of the system difference on the run means of a complete design (module docstring): for two
     systems Student's (``welch=False``: one pooled spread) or Welch's (``welch=True``: each system its own) t on the
     run means, with the system x item part when ``system_item``, Satterthwaite's df; for three or more systems
     (pooled, no system x item part) the one-way ANOVA F of the run means. Returns a
     :class:`vrs_helpers.mixed.ddf.FTest` (F = t^2 on (1, df) for two systems), or None when the design is not
     complete, a system has fewer than 2 runs, or three or more systems ask for Welch's or the system x item part.
-    ``systems``: the order of the systems (the first is the reference)."""
+    ``systems``: the order of the systems (the first is the reference).
+
+    ``crossed``: crossed runs (every run label run by every system; else None): the shared run effects cancel in
+    the per-run differences ``D_r = m_2r - m_1r``, and for two systems the test is the paired t on them (their
+    spread ``var_r(D_r) / n`` in place of the first sum; each system's variances its own, so no pooling), for k
+    systems the two-way ANOVA F of the run means, system against system x run on (k - 1)(n - 1) df."""
     from ..mixed.ddf import FTest
 
     d = _complete(data, system, item, runs)
@@ -97,7 +102,24 @@ def run_means_test(data: pd.DataFrame, response: str, system: str, item: str, ru
         return None
     means = np.array([g.mean() for g in groups])
     var = np.array([g.var(ddof=1) for g in groups])
-    if k > 2:
+    if crossed:
+        wide = m.pivot(index="_run", columns=system, values="m")
+        if wide.isna().any().any() or wide.shape[1] != k:
+            return None
+        wide = wide[order]
+        n_r = len(wide)
+        if k > 2:
+            if welch or system_item:
+                return None
+            resid = wide - wide.mean(axis=0) - wide.mean(axis=1).to_numpy()[:, None] + wide.to_numpy().mean()
+            num = float(n_r * np.sum((wide.mean(axis=0).to_numpy() - wide.to_numpy().mean()) ** 2) / (k - 1))
+            df2 = (k - 1) * (n_r - 1)
+            f = num / float((resid.to_numpy() ** 2).sum() / df2)
+            return FTest(system, f, k - 1, float(df2), float(stats.f.sf(f, k - 1, df2)),
+                         method="F test on run means (system x run)")
+        diff = (wide[order[1]] - wide[order[0]]).to_numpy()
+        terms = [(1.0 / n_r, float(diff.var(ddof=1)), n_r - 1)]
+    elif k > 2:
         if welch or system_item:
             return None
         grand = m["m"].mean()
@@ -107,7 +129,9 @@ def run_means_test(data: pd.DataFrame, response: str, system: str, item: str, ru
         return FTest(system, f, k - 1, float(n.sum() - k), float(stats.f.sf(f, k - 1, n.sum() - k)),
                      method="F test on run means")
     # two systems: V = sum_j c_j MS_j, each MS_j with its df
-    if welch:
+    if crossed:
+        pass
+    elif welch:
         terms = [(1.0 / n[0], var[0], n[0] - 1), (1.0 / n[1], var[1], n[1] - 1)]
     else:
         pooled = float(np.sum((n - 1) * var) / (n.sum() - 2))
@@ -124,8 +148,9 @@ def run_means_test(data: pd.DataFrame, response: str, system: str, item: str, ru
     v_hat = sum(c * v for c, v, _ in terms)
     df = v_hat ** 2 / sum((c * v) ** 2 / f for c, v, f in terms)
     t = (means[1] - means[0]) / np.sqrt(v_hat)
-    name = ("Welch's t on run means, Satterthwaite df" if welch else "t test on run means") + (
-        " (with the system x item variance)" if len(terms) > (2 if welch else 1) else "")
+    name = ("paired t on run means (crossed runs)" if crossed else "Welch's t on run means, Satterthwaite df"
+            if welch else "t test on run means") + (
+        " (with the system x item variance)" if len(terms) > (2 if welch and not crossed else 1) else "")
     return FTest(system, float(t * t), 1, float(df), float(2 * stats.t.sf(abs(t), df)), method=name)
 
 
@@ -136,7 +161,8 @@ def boundary(model, system: str, runs: list, tol: float = 1e-10) -> bool:
     return all(float(vc.get(f"{system}:{r}", np.inf)) <= tol * top for r in runs)
 
 
-def choose(data, response: str, system: str, item: str, runs: list, model, system_item: bool):
+def choose(data, response: str, system: str, item: str, runs: list, model, system_item: bool,
+           layout: str = "nested"):
     """The run-means test that replaces the mixed model's F test as the default test of a nested-runs comparison
     of continuous scores, and why; ``(None, None)`` to keep the model's test. The rule (issue 39):
 
@@ -150,6 +176,10 @@ def choose(data, response: str, system: str, item: str, runs: list, model, syste
        system x item variance) - exact whatever the run variance, where the F test of the fit at the boundary keeps
        the pooled residual and loses power.
 
+    Crossed runs (``layout="crossed"``, every run label run by every system): at the boundary of the system x run
+    variance, or with unequal residual variances (two systems), the paired t on the run means (two systems; each
+    system's variances its own) or the system x run ANOVA F (three or more, no system x item variance).
+
     ``data`` must be in memory (a dask table keeps the model's test)."""
     if hasattr(data, "dask"):
         return None, None
@@ -157,6 +187,20 @@ def choose(data, response: str, system: str, item: str, runs: list, model, syste
     if ms is None:
         return None, None
     order = list(ms.index)
+    vc = model.variance_components["variance"]
+    si_positive = system_item and float(vc.get(f"{system}:{item}", 0.0)) > 1e-10 * max(float(vc.max()), 1e-300)
+    if layout == "crossed":
+        hetero = len(ms) == 2 and heteroscedastic(ms)
+        if not (hetero or boundary(model, system, runs)):
+            return None, None
+        t = run_means_test(data, response, system, item, runs, order, system_item=si_positive or (
+            hetero and system_item), crossed=True)
+        if t is None:
+            return None, None
+        why = (f"unequal variances: the residual variances of the systems differ by a factor of "
+               f"{float(ms.max() / ms.min()):.3g}" if hetero else
+               "run variance at zero: the REML variance of system x run is 0")
+        return t, f"{why}; the test is the {t.method}, not the model's F test"
     if len(ms) == 2 and heteroscedastic(ms):
         t = run_means_test(data, response, system, item, runs, order, welch=True, system_item=system_item)
         ratio = float(ms.max() / ms.min())
@@ -166,8 +210,7 @@ def choose(data, response: str, system: str, item: str, runs: list, model, syste
     n_runs = data.groupby(system, observed=True)[runs].nunique().iloc[:, 0] if len(runs) == 1 else None
     if n_runs is None or n_runs.nunique() != 1 or not boundary(model, system, runs):
         return None, None
-    vc = model.variance_components["variance"]
-    si = system_item and float(vc.get(f"{system}:{item}", 0.0)) > 1e-10 * max(float(vc.max()), 1e-300)
+    si = si_positive
     t = run_means_test(data, response, system, item, runs, order, welch=False, system_item=si)
     if t is None:
         return None, None
