@@ -6,11 +6,16 @@ time, on the workflow's own comparison.
         [--workers 2] [--out benchmarks/results/type_one_error.csv] [--seed 2028]
     python benchmarks/type_one_error.py --big-bootstrap [--big-sims 1000] [--peer-sims 10]
 
-Base design (vrs_helpers.book.simulation.evaluation_log): 2 systems, 3 runs each, the same 300 items, continuous
-scores, run SD 0.05, item SD 0.1, residual SD 0.1, no system x item variation, balanced. Each cell changes one
-factor (see CELLS): 3, 5 and 12 systems; 5 and 10 runs; 100 and 1,000 items; 0/1 scores (logistic, intercept 0.5, run SD
-0.35 and item SD 1 on the logit scale); a system x item SD as large as the residual (0.1) with run SD 0.05, 0.01 and
-0.005; 10 % of the rows missing at random; 0/1 scores with 3 systems; 0/1 scores with a system x item SD of 0.5.
+Base design (vrs_helpers.book.simulation.evaluation_log): 2 systems, 3 runs each, the same 300 items, continuous scores,
+run SD 0.05, item SD 0.1, residual SD 0.1, no system x item variation, balanced. Each cell changes one factor (see
+CELLS): 3, 5 and 12 systems; 5 and 10 runs; 100 and 1,000 items; 0/1 scores (logistic, intercept 0.5, run SD 0.35 and
+item SD 1 on the logit scale); a system x item SD as large as the residual (0.1) with run SD 0.05, 0.01 and 0.005; 10 %
+of the rows missing at random; 0/1 scores with 3 systems; 0/1 scores with a system x item SD of 0.5. Issue 39's cells:
+shared seeds (5 runs whose labels name one seed shared by both systems, shared SD 0.05, system x run SD 0.01;
+alternative a difference of 0.03) with the default nested runs and with --runs auto (crossed); the base design with
+--runs auto (labels shared by name only); unequal variances (run SDs 0.02 and 0.06, residual SDs 0.1 and 0.3) with 6 and
+3 runs and with 3 and 3; a run SD of 0; 20 items; 2 runs; 0/1 scores with extreme item difficulty (intercept 3, item SD
+2 on the logit scale). A cell's "runs_model" is vrs analyze's --runs, its "delta" a fixed alternative.
 
 For each cell and simulated log the script calls the workflow's comparison, exactly what `vrs analyze` runs for
 the runs-random reading: `compare_systems(log, "score", "system", "item", replications=["run"], family=...)` with
@@ -20,17 +25,19 @@ its default test (vrs_helpers.book.simulation.workflow_p_values; for 3 or more s
 - the rejection rate of the default test under the null at alpha = 0.05, with its Monte-Carlo SE sqrt(r (1 - r) / n),
   flagged when outside [0.035, 0.065] (0/1 scores: [0.025, 0.075], fewer simulations);
 - the chi-square likelihood ratio test of the same models beside it (all systems at once);
+- with 3 or more systems also the null rate of the omnibus test (the answer's test of all systems at once) beside
+  the family-wise rate of the pairwise decisions (the default test column);
 - the power of both under one alternative: continuous scores, the difference the closed-form planner
   (vrs_helpers.evaluate.power.minimum_detectable_difference, power 0.8) says the design detects, so a power near
   0.8 also checks the planner; 0/1 scores, 0.8 on the logit scale. Every system after the first differs by it.
 
-Simulations: --sims null logs per continuous cell, --binary-sims per 0/1 cell (the default binary test is a
-parametric bootstrap with --boot samples per log); the first --power-sims of them (300) also get a log under the
-alternative. Seeds are fixed: simulation i of a cell draws its null log and its
-alternative log from children of SeedSequence([--seed, crc32(cell name), i]), so a cell's numbers do not depend on
-the workers or on the other cells. --workers processes share the simulations of a cell. The table is written to
---out (CSV) and beside it as markdown (.md) after every cell; cells already in --out with at least the requested
-simulations are skipped, so an interrupted run resumes. One tqdm bar over the cells (on stderr, when a terminal).
+Simulations: --sims null logs per continuous cell, --binary-sims per 0/1 cell (the default binary test is a parametric
+bootstrap with --boot samples per log); the first --power-sims of them (300) also get a log under the alternative. Seeds
+are fixed: simulation i of a cell draws its null log and its alternative log from children of SeedSequence([--seed,
+crc32(cell name), i]), so a cell's numbers do not depend on the workers or on the other cells. --workers processes share
+the simulations of a cell. The table is written to --out (CSV) and beside it as markdown (.md) after every cell; cells
+already in --out with at least the requested simulations are skipped (unless --redo), so an interrupted run resumes. One
+tqdm bar over the cells (on stderr, when a terminal).
 
 --big-bootstrap instead times a parametric bootstrap on a 10^6-row log (2 systems x 50 runs x 10^4 items) beside its
 peer, the engine refitting the simulated responses one by one (issue 20's measurement).

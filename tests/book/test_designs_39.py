@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from vrs_helpers.book.glrt import compare_systems, runs_layout, runs_shared
-from vrs_helpers.book.run_means import (HETERO_RATIO, heteroscedastic, residual_mean_squares, run_means_test)
+from vrs_helpers.book.run_means import HETERO_RATIO, heteroscedastic, residual_mean_squares, run_means_test
 from vrs_helpers.book.significance import SignificanceError
 from vrs_helpers.book.simulation import evaluation_log
 from vrs_helpers.mixed.ddf import contrast_test

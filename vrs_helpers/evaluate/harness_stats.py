@@ -87,9 +87,10 @@ def clustered_stderr(values, clusters, correction: bool = False) -> float:
 
 
 def inspect_stderr(values, clusters=None) -> float:
-    """Inspect's ``stderr()`` of the (epoch-reduced) sample scores: the SD with n - 1 over sqrt(n) (0 for fewer
-    than 2 scores), or with ``clusters`` the clustered standard error with the finite-cluster factor C / (C - 1)
-    (:func:`clustered_stderr`; with one cluster 0, Inspect's guard, where the factor is undefined). Ignores: the variation between runs; the epochs only shrink the within-item noise."""
+    """Inspect's ``stderr()`` of the (epoch-reduced) sample scores: the SD with n - 1 over sqrt(n) (0 for fewer than 2
+    scores), or with ``clusters`` the clustered standard error with the finite-cluster factor C / (C - 1)
+    (:func:`clustered_stderr`; with one cluster 0, Inspect's guard, where the factor is undefined). Ignores: the
+    variation between runs; the epochs only shrink the within-item noise."""
     v = _values(values)
     if clusters is not None:
         if int(pd.Series(np.asarray(clusters, dtype=object)).nunique()) < 2:
