@@ -51,9 +51,9 @@ AnalysisError = InputError
 
 def _random_dict(comparison) -> dict | None:
     """The runs-random reading in summary.json: the model (``formula``; ``items``: "random" when it has the
-    system-by-item term; ``runs``: "crossed" or "nested", issue 39), the test used (its outcome's ``as_dict()``: by default the F test
-    with Kenward-Roger's df, stated at 4 significant digits; for binary scores the parametric-bootstrap LRT) under
-    ``test``, the chi-square LRT beside it under ``lrt``."""
+    system-by-item term; ``runs``: "crossed" or "nested", issue 39), the test used (its outcome's ``as_dict()``: by
+    default the F test with Kenward-Roger's df, stated at 4 significant digits; for binary scores the
+    parametric-bootstrap LRT) under ``test``, the chi-square LRT beside it under ``lrt``."""
     if comparison is None:
         return None
     test, lrt = comparison.test, comparison.glrt
