@@ -182,8 +182,11 @@ def _fit_notes(result, comp) -> None:
         vc = model.variance_components["variance"]
         zero = [str(k) for k, v in vc.items() if k != "Residual" and float(v) <= 1e-10 * max(float(vc.max()), 1e-300)]
         if zero:
+            means = "run means" in str(getattr(t, "method", ""))
             result.notes.append(f"boundary estimate: the variance of {', '.join(zero)} is estimated as zero in the "
-                                "runs-random model; the test treats that source of variation as absent")
+                                "runs-random model; " + ("the test on run means does not rest on that estimate"
+                                                         if means else "the test treats that source of variation "
+                                                         "as absent"))
     if getattr(model, "converged", True) is False:
         result.notes.append("the runs-random model's fit did not converge; its test is not reliable")
     result.fit_notes = [n for n in result.notes if n.startswith(("boundary", "the runs-random model's fit"))
