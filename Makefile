@@ -33,6 +33,7 @@ benchmark: $(STAMP)
 	$(BIN)/python benchmarks/circularity.py
 	$(BIN)/python benchmarks/analyze.py
 	$(BIN)/python benchmarks/input_errors.py
+	$(BIN)/python benchmarks/judge_type_one_error.py
 
 clean:
 	rm -rf build

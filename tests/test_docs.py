@@ -66,7 +66,7 @@ def test_the_guide_builds_with_a_navigation_and_offline_math(tmp_path):
     (("verdict.md", "(../07_your_evaluation.html)", "(../07_no_such_workbook.html)"), "no workbook"),
     (("designs.md", "registry.html)", "no_such_module.html)"), "no such API page"),
     (("planning.md", "(../api/vrs_helpers/evaluate/power.html)", "(../benchmarks/README.md)"), "outside the site"),
-    (("index.md", "12. [Development](development.md)", "12. Development"), "development.md is not linked"),
+    (("index.md", "13. [Development](development.md)", "13. Development"), "development.md is not linked"),
     (("many.md", "```python", "```py"), "a code block of kind 'py'"),
     (("verdict.md", "(figures/report-figure.png)", "(figures/missing.png)"), "an image figures/missing.png"),
 ])
@@ -288,6 +288,11 @@ def test_the_bad_input_table_lists_every_case():
 def test_the_error_rate_table_is_the_benchmarks_output():
     table = (ROOT / "benchmarks" / "results" / "type_one_error.md").read_text(encoding="utf-8").strip()
     assert table in (DOCS / "error-rates.md").read_text(encoding="utf-8")
+
+
+def test_the_judge_error_rate_table_is_the_benchmarks_output():
+    table = (ROOT / "benchmarks" / "results" / "judge_type_one_error.md").read_text(encoding="utf-8").strip()
+    assert table in (DOCS / "judge.md").read_text(encoding="utf-8")
 
 
 def test_the_coverage_table_is_coverage_csv():

@@ -200,6 +200,41 @@ def _no_log_samples(folder):
 
 
 # (name, input maker, exit code, a phrase of the message)
+def _judged(n_items=40, labelled=10, seed=0) -> pd.DataFrame:
+    """A judge's 0/1 scores of systems A and B on the same items, human labels on the first ``labelled`` items."""
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame([{"system": s, "item": f"i{i}", "judge": float(rng.random() < 0.6)}
+                          for s in "AB" for i in range(n_items)])
+    frame["human"] = np.where(frame["item"].str[1:].astype(int) < labelled, frame["judge"], np.nan)
+    return frame
+
+
+JUDGE = ["--response", "judge", "--system", "system", "--item", "item"]
+
+
+def _labels_off_scale(folder):
+    frame = _judged()
+    frame.loc[frame["human"].notna(), "human"] *= 5   # a 0-5 rating beside a 0/1 judge
+    return [_csv(folder, frame), *JUDGE, "--human", "human"]
+
+
+def _labels_missing_for_a_system(folder):
+    frame = _judged()
+    frame.loc[frame["system"] == "B", "human"] = np.nan
+    return [_csv(folder, frame), *JUDGE, "--human", "human"]
+
+
+def _labels_on_unknown_items(folder):
+    frame = _judged()
+    labels = frame.dropna(subset=["human"])[["system", "item", "human"]]
+    labels = pd.concat([labels, pd.DataFrame([{"system": "A", "item": "i999", "human": 1.0}])])
+    return [_csv(folder, frame.drop(columns="human")), *JUDGE, "--human-labels", _csv(folder, labels, "labels.csv")]
+
+
+def _labels_file_missing(folder):
+    return [_csv(folder, _judged().drop(columns="human")), *JUDGE, "--human-labels", "labels.csv"]
+
+
 CASES = [
     ("--out /proc/nonexistent/x", _bad_out_proc, 2, "cannot be written there"),
     ("--out an existing file", _bad_out_file, 2, "is an existing file"),
@@ -234,6 +269,10 @@ CASES = [
     ("a Latin-1 CSV", _latin1, 2, "line 2, byte 5 of the line: 0xe8 is not UTF-8"),
     ("an Excel file (.xlsx)", _xlsx, 2, "Save it as CSV (UTF-8)"),
     ("lm-eval: a results file without samples", _no_log_samples, 2, "re-run lm_eval with --log_samples"),
+    ("--human: labels 0-5 beside a 0/1 judge", _labels_off_scale, 2, "outside the judge's scale"),
+    ("--human: no labelled rows for a system", _labels_missing_for_a_system, 2, "No row of system 'B' has a human"),
+    ("--human-labels: a label for an item not in the data", _labels_on_unknown_items, 2, "not in the data"),
+    ("--human-labels: no such file", _labels_file_missing, 2, "No file of human labels"),
 ]
 
 

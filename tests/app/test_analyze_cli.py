@@ -322,8 +322,8 @@ def test_binary_log_through_vrs_analyze_matches_glmer(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--test", "kenward-roger"], "tests that apply: bootstrap (default), chisq"),
-    (["--test", "satterthwaite", "--family", "binomial"], "tests that apply: bootstrap (default), chisq"),
+    (["--test", "kenward-roger"], "tests that apply: bootstrap (default), max-t, chisq"),
+    (["--test", "satterthwaite", "--family", "binomial"], "tests that apply: bootstrap (default), max-t, chisq"),
 ])
 def test_a_test_that_does_not_apply_to_binary_scores_exits_2(tmp_path, capsys, extra, message):
     """Issue 28: ``--test kenward-roger`` on 0/1 scores is an error naming the tests that apply, never ignored."""

@@ -98,7 +98,7 @@ def test_the_test_must_apply_to_the_family_and_the_design():
     s = AnalysisSpec(binary, "y", "system", "item", replications=["seed"]).validated()
     assert s.families == {"y": "binomial"} and s.tests == {"y": registry.default_test("binomial").name}
     with pytest.raises(registry.TestChoiceError, match="'kenward-roger' does not apply to binomial scores; tests "
-                                                       "that apply: bootstrap \\(default\\), chisq"):
+                                                       "that apply: bootstrap \\(default\\), max-t, chisq"):
         AnalysisSpec(binary, "y", "system", "item", replications=["seed"], test="kenward-roger").validated()
     with pytest.raises(registry.TestChoiceError, match="needs replication columns"):
         AnalysisSpec(_log(), "y", "system", "item", test="satterthwaite").validated(_log(seeds=1))

@@ -1,5 +1,5 @@
 # emmeans 1.8.4 Tukey-adjusted pairwise contrasts of 12 systems on Kenward-Roger df (pbkrtest 0.5.2), and the compact
-# letters of multcompView 0.1-8 on those p-values (systems in the order of their estimates, best first), for
+# letters of multcompView 0.1-8 on those p-values, the simultaneous (adjust = "mvt") intervals of the means (systems in the order of their estimates, best first), for
 # tests/evaluate/test_ranking.py (issue 38). Model: the runs-random model of `vrs analyze`,
 # score ~ system + (1|item) + (1|system:item) + (1|system:seed), REML at convergence.
 # Command (from the repository root, after python tests/reference/ranking_data.py):
@@ -13,7 +13,8 @@ ctrl <- lmerControl(optimizer = "bobyqa", optCtrl = list(rhoend = 1e-12, maxfun 
 m <- lmer(score ~ system + (1|item) + (1|system:item) + (1|system:seed), data = d, REML = TRUE, control = ctrl)
 e <- emmeans(m, ~ system)
 s <- summary(e)
-p <- summary(pairs(e, adjust = "tukey"))
+p <- summary(pairs(e, adjust = "tukey"), infer = TRUE)   # with the simultaneous (Tukey) intervals
+sim <- as.data.frame(confint(e, adjust = "mvt"))         # simultaneous intervals of the 12 means
 ord <- as.character(s$system[order(-s$emmean)])
 pm <- matrix(1, 12, 12, dimnames = list(levels(d$system), levels(d$system)))
 for (i in seq_len(nrow(p))) { ab <- strsplit(as.character(p$contrast[i]), " - ")[[1]]; pm[ab[1], ab[2]] <- pm[ab[2], ab[1]] <- p$p.value[i] }
@@ -25,6 +26,6 @@ cat(toJSON(list(`_produced_by` = list(R = R.version.string, lme4 = as.character(
                                       multcompView = as.character(packageVersion("multcompView")),
                                       control = "lmerControl(optimizer = 'bobyqa', optCtrl = list(rhoend = 1e-12, maxfun = 1e5))",
                                       command = "Rscript tests/reference/ranking_twelve.R tests/reference"),
-                REMLcrit = as.numeric(REMLcrit(m)), emmeans = frame(s), tukey = frame(p),
+                REMLcrit = as.numeric(REMLcrit(m)), emmeans = frame(s), tukey = frame(p), means_mvt = frame(sim),
                 order = ord, letters = as.list(l)),
            auto_unbox = TRUE, digits = NA, pretty = TRUE))

@@ -311,6 +311,10 @@ def _check_input(args) -> None:
     from ..evaluate import precheck
 
     if not (args.response and args.item):   # evaluation logs, or a table whose columns are not named yet
+        if args.human is not None or args.human_labels is not None:
+            raise precheck.InputError("--human and --human-labels correct a judge's scores in a score table: name "
+                                      "its columns with --response COL (the judge's score) and --item COL (and "
+                                      "--system); evaluation logs are not read with human labels.")
         if not precheck.match_pattern(args.data) and not Path(args.data).exists():
             raise precheck.InputError(precheck.no_file(args.data))
         if args.dask is not None:
@@ -332,6 +336,14 @@ def _check_input(args) -> None:
     roles = [("response", r) for r in args.response] + [("system", args.system), ("item", args.item)]
     roles += [("replication", c) for c in args.replication or []] + [("repeat", c) for c in args.repeat or []]
     roles += [("property", c) for c in args.property or []]
+    if args.human_labels is not None:
+        if not Path(args.human_labels).is_file():
+            raise precheck.InputError(f"No file of human labels at {args.human_labels}. Give a CSV/TSV/Parquet/"
+                                      "JSON-lines table with one row per labelled item: the item column (and the "
+                                      "system column), and the label in the column named by --human (default "
+                                      "'human').")
+    elif args.human is not None:
+        roles += [("human label", args.human)]
     precheck.check_table_input(args.data, roles)
 
 
@@ -360,7 +372,8 @@ def _analyze_table(args, kernel) -> int:
                         family=args.family, test=args.test, items=args.items, runs=args.runs, alpha=args.alpha,
                         n_resamples=args.n_resamples,
                         n_sim=args.n_sim, seed=args.seed, delta=args.delta, lower_is_better=args.lower_is_better or [],
-                        dropna=args.dropna, backend=args.dask, data_label=str(args.data))
+                        dropna=args.dropna, backend=args.dask, data_label=str(args.data), human=args.human,
+                        human_labels=args.human_labels)
     summary = analyze_report(spec, out_dir=args.out, show_code=args.show_code, kernel=kernel)
     out = Path(args.out)
     print("\n".join(summary.get("verdict", [])))
@@ -420,6 +433,16 @@ def _plan_repeats(args) -> None:
 
 def _cmd_plan(args) -> int:
     from ..evaluate.power import PlanningError, VarianceComponents, power_table
+
+    if args.human_sd is not None or args.judge_corr is not None:   # human labels for a judge (issue 43)
+        from ..evaluate.judge import judge_plan_text
+
+        if args.human_sd is None or args.judge_corr is None:
+            raise PlanningError("planning human labels for a judge needs --human-sd (SD of the per-item human "
+                                "difference of the two systems) and --judge-corr (its correlation with the judge's).")
+        print(judge_plan_text(args.items, args.human_sd, args.judge_corr, args.delta, alpha=args.alpha,
+                              power=args.target, half_width=args.half_width, sd_judge=args.judge_sd))
+        return 0
 
     if args.repeats:
         _plan_repeats(args)
@@ -547,6 +570,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--property", action="append", metavar="COL",
                    help="a data property of the items (numeric: slope; otherwise per level); repeatable")
     p.add_argument("--baseline", default=None, help="the reference system of the paired tests")
+    p.add_argument("--human", default=None, metavar="COL",
+                   help="the response is a judge's (LLM judge, classifier) score and COL holds human labels on some "
+                        "rows (empty elsewhere): the verdict is corrected for the judge (PPI++, PPI, MBM)")
+    p.add_argument("--human-labels", default=None, metavar="FILE",
+                   help="human labels in a separate table keyed by item (and system, replication columns), the "
+                        "label in the column --human (default 'human')")
     p.add_argument("--out", default="vrs-report", help="output folder (default: vrs-report)")
     p.add_argument("--dropna", action="store_true",
                    help="drop rows with a missing score, or an empty system, item, replication, repeat or property "
@@ -606,6 +635,13 @@ def main(argv: list[str] | None = None) -> int:
                    help="another replication column crossed with the runs (e.g. config:0.03:2), its own SD and "
                         "levels per system; repeatable")
     p.add_argument("--system-item-sd", default="0", help="SD of system x item effects (default 0)")
+    p.add_argument("--human-sd", default=None, help="the human labels a judge needs (PPI++): SD of the per-item "
+                   "human difference of the two systems; with --judge-corr")
+    p.add_argument("--judge-corr", default=None, help="correlation of the judge's per-item difference with the "
+                   "humans' (its agreement)")
+    p.add_argument("--half-width", default=None, help="with --human-sd: also the labels for this CI half-width")
+    p.add_argument("--judge-sd", default=None, help="with --human-sd: SD of the judge's per-item difference; adds "
+                   "the labels PPI with lambda 1 (the verdict's reading) needs")
     p.add_argument("--shared-runs", action="store_true",
                    help="runs crossed (vrs analyze --runs crossed): the same run labels (seeds, few-shot draws) for "
                         "every system; --run-sd is then the SD of the system x run effects (a shift shared by all "

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .. import registry
-from ..outcomes import ChiSquareTest
+from ..outcomes import ChiSquareTest, ZTest
 from ..registry import Hypothesis, implements
 from .significance import SignificanceError
 
@@ -40,6 +40,7 @@ class SystemComparison:
     system_item: bool = False  # the models have (1|system:item): the verdict is about items like these
     adjust: str = "tukey"  # how the contrasts' p-values are adjusted (the pairwise decisions' family-wise error)
     runs: str = "nested"  # "crossed": shared run labels, (1|R) + (1|system:R); "nested": (1|system:R); "" none
+    emm: object = field(default=None, repr=False)  # the mixed.marginal.EMMResult the means and contrasts came from
 
     @property
     def test(self):
@@ -158,7 +159,7 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
     if covariate is not None and not pd.api.types.is_numeric_dtype(data[covariate]):
         raise SignificanceError(f"The covariate {covariate!r} must be numeric; use by= for a binned property.")
     family, family_note = resolve_family(family, data[response])
-    chosen = registry.choose(test, family)  # a test that does not apply is an error naming those that do
+    chosen = registry.choose(test, family, systems=n_sys)  # a test that does not apply is an error naming those that do
     if test is not None and (not replications or by is not None or covariate is not None):
         raise registry.TestChoiceError(f"test={test!r} chooses the test of the runs-random reading: give "
                                        "replications (and no by/covariate), or leave test out.")
@@ -199,14 +200,16 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
     f_test = None
     emm = None
     if family == "binomial":
-        emm = emmeans(full, system, by=by, adjust=adjust, sigma=math.sqrt(latent_residual_variance("logit")))
+        # the single-step max-|z| test adjusts the contrasts as glht does (its own family: adjust="mvt")
+        emm = emmeans(full, system, by=by, adjust="mvt" if chosen.name == "max-t" and replications else adjust,
+                      sigma=math.sqrt(latent_residual_variance("logit")))
     if replications and by is None and covariate is None:
         # runs as a random effect: with 3-5 runs per system the chi-square GLRT rejects far more often than alpha;
         # a small-sample test keeps its level (benchmarks/type_one_error.py). Binary scores with 3+ systems: the
         # bootstrap also calibrates the pairwise contrasts (max-T over its simulations, _bootstrap_pairs)
         pairs = emm.contrast_matrix if emm is not None and n_sys > 2 else None
         outcome = chosen.run(Hypothesis(formula, null, full, system_contrast(full), system, data, glrt, family,
-                                        n_sim, seed, extra={"null_fit": null_fit, "pairs": pairs}))
+                                        n_sim, seed, extra={"null_fit": null_fit, "pairs": pairs, "emm": emm}))
         f_test = None if outcome is glrt else outcome
         if family == "gaussian" and test is None and f_test is not None:
             from .run_means import choose
@@ -217,7 +220,7 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
                 f_test = means_test
     if family == "binomial":
         out = _binomial_comparison(full, glrt, formula, null, system, covariate, notes, emm, f_test)
-        out.system_item = crossed
+        out.system_item, out.emm, out.adjust = crossed, emm, emm.adjust
         out.runs = layout
         _bootstrap_pairs(out, f_test)
         return out
@@ -228,7 +231,7 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
     emm = emmeans(full, system, by=by, adjust=adjust, lmer_df=lmer_df)
     slopes = None if covariate is None else _slopes(full, system, covariate)
     return SystemComparison(formula, null, glrt, emm.means, emm.contrasts, slopes, full, f_test, notes=notes,
-                            system_item=crossed, runs=layout)
+                            system_item=crossed, adjust=emm.adjust, emm=emm, runs=layout)
 
 
 ITEMS = ("random", "fixed")  # compare_systems(items=...): items like these (1|system:item), or these items
@@ -364,9 +367,31 @@ def bootstrap_lrt_test(h: Hypothesis):
     if h.family == "binomial":
         m0 = h.extra.get("null_fit")
         m0 = mixed.glmer(h.null_formula, h.data, family="binomial") if m0 is None else m0
-        return mixed.glmm_bootstrap_lrt(m0, h.full, n_sim=h.n_sim, seed=h.seed, pairs=h.extra.get("pairs"))
+        # progress: a text bar only when stderr is a terminal (the CLI), never in logs or kernels
+        return mixed.glmm_bootstrap_lrt(m0, h.full, n_sim=h.n_sim, seed=h.seed, pairs=h.extra.get("pairs"),
+                                        progress=True)
     m0, m1 = mixed.fit(h.null_formula, h.data, method="ML"), mixed.fit(h.formula, h.data, method="ML")
     return mixed.parametric_bootstrap_lrt(m0, m1, n_sim=h.n_sim, seed=h.seed)
+
+
+@implements("max-t")
+def max_t_test(h: Hypothesis) -> ZTest:
+    """The single-step max-|z| test (Hothorn, Bretz & Westfall 2008; ``multcomp::glht(m, mcp(system = "Tukey"))``
+    with ``adjusted("single-step")``): the systems differ when the largest |z| of the pairwise contrasts of the
+    GLMM's marginal means exceeds its critical value from their joint normal distribution; p = the smallest
+    single-step adjusted p-value. No refits: one fit of the full model (:mod:`vrs_helpers.mixed.multiplicity`)."""
+    from ..mixed.marginal import emmeans
+
+    emm = h.extra.get("emm")
+    if emm is None or emm.adjust != "mvt":
+        emm = emmeans(h.full, h.term, adjust="mvt")
+    c = emm.contrasts
+    z = c["z"].to_numpy(dtype=float)
+    ok = np.isfinite(z)
+    if not ok.any():
+        raise SignificanceError("no pairwise contrast of the systems could be estimated (separation?).")
+    j = int(np.nanargmax(np.abs(z)))
+    return ZTest(float(np.abs(z[j])), float(c["p_value"].iloc[j]), method=registry.get("max-t").method)
 
 
 @implements("chisq")
@@ -403,7 +428,16 @@ def _bootstrap_pairs(out: SystemComparison, test) -> None:
     p = getattr(test, "pairwise_p", None)
     if p is None:
         return
-    out.contrasts = out.contrasts.assign(z_given_theta=test.z_pairs, p_value=p)
+    # the simultaneous intervals of the same family: +- the (1 - alpha) quantile of the simulated max |z| in SEs
+    # given theta (the SEs the compared |z| used)
+    top = test.max_abs_z
+    top = top[np.isfinite(top)]
+    est = out.contrasts["estimate"].to_numpy(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        se = np.abs(est / np.asarray(test.z_pairs, dtype=float))
+    q = float(np.quantile(top, 0.95)) if len(top) else np.nan
+    out.contrasts = out.contrasts.assign(z_given_theta=test.z_pairs, p_value=p, lower=est - q * se,
+                                         upper=est + q * se)
     out.adjust = "bootstrap max-|z|"
     out.notes.append(f"pairwise contrasts: Wald z (logit scale), p adjusted by the bootstrap max-|z| over the "
                      f"{test.n_sim} simulations of the bootstrap test (single-step max-T, Westfall & Young 1993; "

@@ -97,6 +97,7 @@ class OwnAnalysis:
     separated: dict = field(default_factory=dict)            # system -> "all correct" / "all wrong" (binary)
     fit_notes: list = field(default_factory=list)            # boundary estimates, failed simulations, non-convergence
     ranking: pd.DataFrame | None = field(default=None, repr=False)  # k >= 3: one row per system (steps.rank)
+    judge: object = field(default=None, repr=False)          # judged.JudgeAnalysis: the judge corrected (--human)
 
     @property
     def glrt(self):
@@ -158,10 +159,13 @@ class OwnAnalysis:
             "verdict": list(self.verdict), "notes": list(self.notes),
             "separation": dict(self.separated), "fit_notes": list(self.fit_notes),
             "ranking": (None if self.ranking is None else
-                        self.ranking.drop(columns="method").replace({np.nan: None}).to_dict("records")),
+                        self.ranking.drop(columns=["method", "ci"], errors="ignore").replace(
+                            {np.nan: None}).to_dict("records")),
+            "ranking_ci": None if self.ranking is None or "ci" not in self.ranking else str(self.ranking["ci"].iloc[0]),
             "ranking_method": None if self.ranking is None else str(self.ranking["method"].iloc[0]),
             "pairs": ([] if self.comparison_random is None else
                       self.comparison_random.contrasts.replace({np.nan: None}).to_dict("records")),
+            "judge": None if self.judge is None else self.judge.to_summary(),
         }
 
     def to_frame(self) -> pd.DataFrame:
@@ -251,7 +255,8 @@ def analyze(data, response=None, system: str | None = None, item: str | None = N
             properties=(), baseline: str | None = None, alpha: float = 0.05, n_resamples: int = 10_000,
             seed: int = 0, target_phi: float = 0.8, max_runs: int = 1000, backend=None, lower_is_better=False,
             test: str | None = None, n_sim: int = 1000, family: str = "auto", delta: float | None = None,
-            target_power: float = 0.8, dropna: bool = False, items: str = "random", runs: str = "nested"):
+            target_power: float = 0.8, dropna: bool = False, items: str = "random", human: str | None = None,
+            human_labels=None, runs: str = "nested"):
     """Run the analyses of workbook 07 on a score table (one row per system, run and item).
 
     ``analyze(spec)`` runs an :class:`~vrs_helpers.evaluate.spec.AnalysisSpec` (validated here unless it is
@@ -296,6 +301,10 @@ def analyze(data, response=None, system: str | None = None, item: str | None = N
     runs-random reading by the parametric-bootstrap LRT, per-system variance components and phi on the latent scale,
     :func:`vrs_helpers.book.binary.latent_variance_components`).
 
+    ``human``: the column of human labels on some rows (the response is then a judge's score; issue 43), or
+    ``human_labels`` a file of them: the judge-corrected readings (:mod:`vrs_helpers.evaluate.judged`) open the
+    verdict and are ``result.judge``.
+
     ``delta``, ``target_power``: the power planning of the runs-random reading
     (:func:`vrs_helpers.evaluate.steps.plan_power`) for the observed system difference and, when given, for
     ``delta`` (in the response's units). Bad input raises :class:`AnalysisError` (``vrs`` exits 2).
@@ -307,7 +316,8 @@ def analyze(data, response=None, system: str | None = None, item: str | None = N
                             baseline=baseline, family=family, test=test, items=items, runs=runs, alpha=alpha,
                             n_resamples=n_resamples,
                             n_sim=n_sim, seed=seed, delta=delta, lower_is_better=lower_is_better, dropna=dropna,
-                            backend=backend, target_phi=target_phi, max_runs=max_runs, target_power=target_power)
+                            backend=backend, target_phi=target_phi, max_runs=max_runs, target_power=target_power,
+                            human=human, human_labels=human_labels)
     with connected(spec.backend) as client:
         spec = spec.validated(client=client)
         results = {r: analyze_response(spec, r, client) for r in spec.response}
@@ -381,10 +391,28 @@ def analyze_response(spec: AnalysisSpec, response: str, client=None) -> OwnAnaly
     if spec.family_notes.get(response):
         result.notes.append(spec.family_notes[response])
     early = [] if w.lazy else [step for step in STEPS if step in CONCURRENT]
-    if not early:
-        for step in STEPS:
-            step(result, w)
-        return result
+    from tqdm import tqdm  # a text bar on stderr when it is a terminal (none in logs, CI and notebook kernels)
+
+    with tqdm(total=len(STEPS), desc="analysis", unit="step", disable=None, leave=False,
+              dynamic_ncols=True) as bar:
+        if not early:
+            for step in STEPS:
+                bar.set_postfix_str(step.__name__)
+                step(result, w)
+                bar.update()
+            return result
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=len(early), thread_name_prefix="vrs-step") as pool:
+            started = {step: pool.submit(step, result, w) for step in early}
+            for step in STEPS:
+                bar.set_postfix_str(step.__name__)
+                if step in started:
+                    started[step].result()   # its exception, if any, is raised here
+                else:
+                    step(result, w)
+                bar.update()
+    return result
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=len(early), thread_name_prefix="vrs-step") as pool:

@@ -380,7 +380,7 @@ def check_near_duplicates(table, keys) -> None:
 
 
 def validate(df, *, response, system: str | None = None, item: str, replications=(),
-             properties=(), dropna: bool = False, repeats=()) -> tuple[pd.DataFrame, DataSummary]:
+             properties=(), dropna: bool = False, repeats=(), human=None) -> tuple[pd.DataFrame, DataSummary]:
     """Check the roles of the columns of a score table and return (a clean copy, a :class:`DataSummary`).
 
     Raises :class:`InputError` for: a missing column (with a did-you-mean), a column in two roles, an empty or blank
@@ -401,6 +401,9 @@ def validate(df, *, response, system: str | None = None, item: str, replications
     within a run apart (Inspect epochs; :class:`~vrs_helpers.evaluate.spec.AnalysisSpec` ``repeats``): a (system,
     run, item) may then have several rows, one per repeat. A table without rows, a single item, a constant response
     and a response whose squares overflow are errors that say so (no model can be fitted to them).
+
+    ``human``: a column of human labels, missing on the rows no human labelled, carried into the clean table
+    unchecked (:func:`vrs_helpers.evaluate.judged.check_labels` checks it; issue 43).
     """
     replications = [replications] if isinstance(replications, str) else list(replications or [])
     properties = [properties] if isinstance(properties, str) else list(properties or [])
@@ -411,7 +414,7 @@ def validate(df, *, response, system: str | None = None, item: str, replications
         raise InputError("Give at least one response (score) column.")
     roles = [("response", r) for r in responses] + [("system", system), ("item", item)]
     roles += [("replication", r) for r in replications] + [("repeat", r) for r in repeats]
-    roles += [("property", p) for p in properties]
+    roles += [("property", p) for p in properties] + [("human label", human)]
     check_roles(roles, list(df.columns))
     used = [c for _, c in roles if c is not None]
     out = df[used] if lazy else df[used].copy()

@@ -74,6 +74,8 @@ class AnalysisSpec:
     max_runs: int = 1000
     target_power: float = 0.8
     data_label: str = ""
+    human: str | None = None          # the column of human labels (issue 43): the response is a judge's score
+    human_labels: str | None = None   # or a file of them keyed by item (and system, runs), merged into the table
     # set by validated(): the clean table, its design, and per response the family, its note and the test
     table: object = field(default=None, repr=False)
     design: DataSummary | None = field(default=None, repr=False)
@@ -99,6 +101,11 @@ class AnalysisSpec:
         for name in ("n_resamples", "n_sim", "max_runs"):
             put(name, _count(name, getattr(self, name)))
         put("seed", int(self.seed))
+        put("human_labels", str(self.human_labels) if self.human_labels not in (None, "") else None)
+        put("human", self.human or ("human" if self.human_labels else None))
+        if self.human is not None and len(self.response) != 1:
+            raise InputError(f"--human corrects one judge's score; give one response (the judge's score column), "
+                             f"got {len(self.response)}.")
         family = str(self.family or "auto").lower()
         if family not in FAMILY_CHOICES:
             raise InputError(f"family must be {', '.join(FAMILY_CHOICES)}; got {self.family!r}.")
@@ -174,6 +181,18 @@ class AnalysisSpec:
             raise InputError("Give the data: a score table (DataFrame), a file or a run-folder pattern.")
         lazy = hasattr(source, "dask") or self.backend is not None or client is not None
         raw = _dask_table(source, client) if lazy else load_scores(source)
+        if self.human is not None and lazy:
+            raise InputError("The judge correction (--human, --human-labels) works in memory: leave --dask out.")
+        if self.human_labels is not None:
+            from .judged import merge_labels
+
+            labels = load_scores(self.human_labels)
+            if self.system and self.system not in labels.columns:
+                raise InputError(f"The file of human labels needs the system column {self.system!r} (it has "
+                                 f"{', '.join(map(repr, labels.columns))}): a label is a human's reading of one "
+                                 "system's output, one row per system and labelled item.")
+            keys = [c for c in (self.system, *self.replications, *self.repeats) if c and c in labels.columns]
+            raw = merge_labels(raw, labels, [self.item, *keys], self.human)
         if self.baseline is not None and self.system in raw.columns:
             levels = sorted(map(str, computed(raw[self.system].dropna().astype(str).unique())))
             if self.baseline not in levels:
@@ -181,7 +200,15 @@ class AnalysisSpec:
                                  f"{', '.join(levels)}.")
         clean, info = validate(raw, response=list(self.response), system=self.system, item=self.item,
                                replications=list(self.replications), properties=list(self.properties),
-                               dropna=self.dropna, repeats=list(self.repeats))
+                               dropna=self.dropna, repeats=list(self.repeats), human=self.human)
+        if self.human is not None:
+            from .judged import check_labels
+
+            labelled = clean if self.system else clean.assign(_system="all")
+            systems = [str(s) for s in info.systems]
+            base = self.baseline if self.baseline is not None else systems[0]
+            check_labels(labelled, self.response[0], self.system or "_system", self.item, self.human,
+                         [base] + [s for s in systems if s != base])
         families, notes, tests = {}, {}, {}
         from ..book.binary import resolve_family
 

@@ -473,20 +473,39 @@ def rank(result, w: Work) -> None:
     """Three or more systems: the ranking (:mod:`vrs_helpers.evaluate.ranking`) from the design's model - the
     runs-random model when there are runs, else the runs-as-replications one - with its family-wise pairwise
     decisions: per system the estimate (for 0/1 scores the accuracy, back-transformed from the logit scale on which
-    the decisions are made) with its 95 % confidence interval (per system, not simultaneous), the rank, the
-    simultaneous rank interval and the letters."""
+    the decisions are made) with its simultaneous 95 % interval (single-step over the k means,
+    :func:`vrs_helpers.mixed.marginal.simultaneous_means`), the rank, the simultaneous rank interval and the
+    letters; for 0/1 scores every pairwise difference also in accuracy points with its simultaneous interval
+    (:func:`vrs_helpers.mixed.marginal.response_differences`, beside the test on the logit scale)."""
+    from ..mixed.marginal import response_differences, simultaneous_means
+
     comp = result.comparison_random if result.comparison_random is not None else result.comparison
     if comp is None or len(w.systems) < 3 or "contrast" not in comp.contrasts:
         return
     m = comp.means
+    emm = getattr(comp, "emm", None)
+    simultaneous = emm is not None and emm.means_vcov is not None
+    if simultaneous:
+        m = simultaneous_means(emm).assign(**({"probability": m["probability"]} if "probability" in m else {}))
+        if "probability" in m:
+            from scipy.special import expit
+
+            m["prob_lower"], m["prob_upper"] = expit(m["lower"]), expit(m["upper"])
+        if result.family == "binomial" and "difference" not in comp.contrasts:
+            diffs = response_differences(emm).drop(columns="contrast")
+            comp.contrasts = pd.concat([comp.contrasts.reset_index(drop=True), diffs], axis=1)
     est, lo, hi = (("probability", "prob_lower", "prob_upper") if "probability" in m else ("emmean", "lower", "upper"))
     systems = m.iloc[:, 0].astype(str).tolist()
     small = "df" in comp.contrasts and "t" in comp.contrasts
+    adjust = str(getattr(comp, "adjust", ""))
     how = ("Tukey-adjusted t tests on small-sample df" if small else
-           "single-step max-|z| over the parametric bootstrap" if str(getattr(comp, "adjust", "")).startswith(
-               "bootstrap") else "Tukey-adjusted Wald z tests on the logit scale")
+           "single-step max-|z| over the parametric bootstrap" if adjust.startswith("bootstrap") else
+           "single-step max-|z| from the joint normal of the contrasts (multcomp::glht)" if adjust == "mvt" else
+           "Tukey-adjusted Wald z tests on the logit scale" if result.family == "binomial" else
+           "Tukey-adjusted Wald z tests")
     result.ranking = ranking_table(systems, m[est], m[lo], m[hi], comp.contrasts, result.alpha,
                                    higher_is_better=result.higher_is_better, method=how)
+    result.ranking["ci"] = "simultaneous" if simultaneous else "per system"
 
 
 def ranking_lines(result) -> list[str]:
@@ -498,8 +517,9 @@ def ranking_lines(result) -> list[str]:
     scale = "accuracy" if result.family == "binomial" else "mean"
     c = comp.contrasts
     found = int((c["p_value"] < result.alpha).sum())
+    ci = "simultaneous 95 % CI" if str(table["ci"].iloc[0]) == "simultaneous" else "95 % CI"
     lines = [f"Ranking of the {len(table)} systems ({table['method'].iloc[0]}: {found} of {len(c)} pairs differ at "
-             f"family-wise alpha = {result.alpha:g}, each pair in summary.json 'pairs'; {scale} with its 95 % CI; "
+             f"family-wise alpha = {result.alpha:g}, each pair in summary.json 'pairs'; {scale} with its {ci}; "
              "rank interval: the ranks each system can hold; systems sharing a letter are not separated):"]
     for r in table.itertuples():
         span = f"{r.rank_low}" if r.rank_low == r.rank_high else f"{r.rank_low}-{r.rank_high}"
@@ -735,8 +755,29 @@ def answer_sentence(result) -> str | None:
             "difference can go undetected (see the power planning).")
 
 
+def judge(result, w: Work) -> None:
+    """With human labels (``spec.human``; issue 43): the judge-corrected readings
+    (:func:`vrs_helpers.evaluate.judged.analyze_judge`) open the verdict, and the answer is the corrected one; the
+    readings of the judge's scores as they are follow, under a line that says so."""
+    if w.spec.human is None:
+        return
+    from .judged import analyze_judge
+
+    table = w.spec.table if w.spec.system else w.spec.table.assign(_system="all")
+    result.judge = analyze_judge(table, w.response, w.system, w.spec.item, w.spec.human, w.systems,
+                                 alpha=result.alpha, higher_is_better=result.higher_is_better)
+    lines = list(result.judge.verdict)
+    if result.verdict:
+        lines.append("The readings below analyse the judge's scores as they are (the judge taken as the truth; the "
+                     "runs-random reading is the one with run-to-run variation):")
+    result.verdict[:0] = lines
+    if len(result.judge.differences):
+        result.answer = lines[0]
+
+
 #: the steps of one response's analysis, in order
-STEPS = (separation, significance, rank, conditional, paired, reliability, verdict, power, stochastic_order, answer)
+STEPS = (separation, significance, rank, conditional, paired, reliability, verdict, power, stochastic_order, answer,
+         judge)
 #: steps that read only the prepared data and write only their own part of the result (the resampling tests, numpy
 #: work that releases the GIL): in memory they run in a thread beside the steps before them (the model fits), and
 #: the analysis waits for them where they stand in STEPS; their numbers do not depend on it (seeded batches)

@@ -101,6 +101,37 @@ def internal_theta(m: MixedModelResult) -> np.ndarray:
     return m.stats.theta_from_lme4(m.theta)
 
 
+def local_workers(batches: int) -> int:
+    """Processes for the batches of a bootstrap on this machine: the ``VRS_WORKERS`` environment variable if set,
+    else the CPUs this process may use (at most 4), never more than the batches; 1 where forking is not safe (not
+    the main thread, or no ``fork`` on this platform)."""
+    import multiprocessing
+    import os
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or \
+            "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    env = os.environ.get("VRS_WORKERS", "").strip()
+    try:
+        n = int(env) if env else min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else
+                                     (os.cpu_count() or 1))
+    except ValueError:
+        n = 1
+    return max(1, min(n, batches))
+
+
+_ADOPTED: list = []  # the plan a forked worker runs (set once per worker process by _adopt)
+
+
+def _adopt(plan) -> None:
+    _ADOPTED[:] = [plan]
+
+
+def _draw_adopted(i: int):
+    return _ADOPTED[0].draw(i)
+
+
 @dataclass(kw_only=True)
 class SeededBatches:
     """What a seeded plan of parametric-bootstrap batches shares (this module's and :mod:`.glmm_bootstrap`'s): the
@@ -121,17 +152,31 @@ class SeededBatches:
         """The generator of batch i: child i of SeedSequence(seed), independent of where the batch runs."""
         return np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(i,)))
 
-    def run(self, progress: bool = False) -> BootstrapLRTResult:
-        """All batches here, one after the other. ``progress``: a text bar over the simulations on stderr when it is
-        a terminal (none in logs, CI and notebook kernels); the numbers do not depend on it."""
+    def run(self, progress: bool = False, workers: int | None = None) -> BootstrapLRTResult:
+        """All batches on this machine, one after the other or - ``workers`` > 1 (None: :func:`local_workers`) - in
+        that many forked processes, each batch with its own generator, so the numbers do not depend on where or in
+        which order the batches run. ``progress``: a text bar over the simulations on stderr when it is a terminal
+        (none in logs, CI and notebook kernels)."""
         from tqdm import tqdm  # a text bar: tqdm.auto warns in a kernel without ipywidgets
 
+        workers = local_workers(len(self.batches)) if workers is None else max(1, min(int(workers),
+                                                                                      len(self.batches)))
         draws = []
         with tqdm(total=self.n_sim, desc=self.method, unit="sim", disable=None if progress else True,
                   leave=False, dynamic_ncols=True) as bar:
-            for i, (_, size) in enumerate(self.batches):
-                draws.append(self.draw(i))
-                bar.update(size)
+            if workers > 1:
+                import multiprocessing
+
+                # fork: the workers inherit the plan (initargs are not pickled), and get only batch numbers
+                with multiprocessing.get_context("fork").Pool(workers, _adopt, (self,)) as pool:
+                    for (_, size), part in zip(self.batches, pool.imap(_draw_adopted, range(len(self.batches))),
+                                               strict=True):
+                        draws.append(part)
+                        bar.update(size)
+            else:
+                for i, (_, size) in enumerate(self.batches):
+                    draws.append(self.draw(i))
+                    bar.update(size)
         return self.finish(np.concatenate(draws))
 
     def finish(self, reference) -> BootstrapLRTResult:

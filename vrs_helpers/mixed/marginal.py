@@ -12,6 +12,13 @@ With few runs per system the z tests are liberal (issue 28: z = 2.34 where Tukey
 own small-sample df, as ``emmeans(model, pairwise ~ factor, lmer.df = "kenward-roger")`` does
 (:func:`vrs_helpers.mixed.ddf.t_tests`: Kenward-Roger's SEs from pbkrtest's adjusted covariance), t tests, and
 Tukey's adjustment on each contrast's df (the studentized range of k means on that contrast's df) or Holm's.
+
+``adjust="mvt"`` is emmeans' and ``multcomp::glht``'s single-step adjustment from the contrasts' own joint
+distribution (:mod:`.multiplicity`): exact where Tukey's studentized range is not (unequal SEs or correlations, as
+in a GLMM with unequal accuracies), the same where it is. Every contrast gets a ``lower``/``upper`` interval at
+``level`` in the same family as its p-value: simultaneous for ``tukey`` and ``mvt`` (p < 1 - level exactly when
+the interval excludes 0), Bonferroni's for ``holm`` and ``bonferroni`` (as emmeans' ``confint``), per contrast for
+``none``.
 """
 
 from __future__ import annotations
@@ -27,9 +34,10 @@ from ..literal import html_text
 from . import ddf as small_sample
 from .design import design_rows
 from .errors import MixedModelError
+from .multiplicity import correlation, single_step
 from .results import MixedModelResult
 
-ADJUSTMENTS = ("tukey", "holm", "bonferroni", "none")
+ADJUSTMENTS = ("tukey", "mvt", "holm", "bonferroni", "none")
 
 
 @dataclass
@@ -40,9 +48,10 @@ class EMMResult:
     by: str | None
     adjust: str
     means: pd.DataFrame  # [by,] factor, emmean, SE, [df,] lower, upper
-    contrasts: pd.DataFrame  # [by,] contrast, estimate, SE, z (or df, t), p_value, effect_size
+    contrasts: pd.DataFrame  # [by,] contrast, estimate, SE, z (or df, t), p_value, lower, upper, effect_size
     lmer_df: str = "asymptotic"
     contrast_matrix: np.ndarray | None = None  # the contrasts' rows over the fixed effects, in the table's order
+    means_vcov: np.ndarray | None = None  # the covariance of the means (one family: no ``by``)
 
     def to_frame(self) -> pd.DataFrame:
         return self.contrasts.copy()
@@ -62,18 +71,32 @@ class EMMResult:
                 + self.contrasts.to_html(index=False, float_format=fmt))
 
 
-def _adjust(p: np.ndarray, z: np.ndarray, k: int, method: str, df=np.inf) -> np.ndarray:
-    if method == "none":
-        return p
+def _adjust(p: np.ndarray, z: np.ndarray, k: int, method: str, df=np.inf, R=None,
+            level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Adjusted p-values and the intervals' critical values (in SEs) of one family of contrasts (module docstring)."""
+    dfs = np.broadcast_to(np.asarray(df, dtype=float), np.shape(z))
+    m = int(np.isfinite(z).sum())
+    if method == "mvt":
+        # one df for the family, as glht: the smallest contrast df (infinite for z tests)
+        out = single_step(z, np.ones_like(z), R, df=float(np.min(dfs)) if len(dfs) else np.inf, level=level)
+        return out["p_value"], np.full(np.shape(z), out["quantile"])
     if method == "tukey":
         # Tukey HSD: P(studentized range of k means on df degrees of freedom > |z| sqrt 2), each contrast on its own
         # df as emmeans does (df = infinity for z tests)
-        dfs = np.broadcast_to(np.asarray(df, dtype=float), np.shape(z))
+        crit = np.array([stats.studentized_range.ppf(level, k, d) / np.sqrt(2.0) for d in dfs])
         return np.array([stats.studentized_range.sf(abs(zi) * np.sqrt(2.0), k, d) for zi, d in zip(z, dfs,
-                                                                                                   strict=True)])
+                                                                                                   strict=True)]), crit
+    tail = (1 - level) / 2 / (max(m, 1) if method in ("holm", "bonferroni") else 1)
+    crit = stats.t.isf(tail, dfs)
+    if method == "none":
+        return p, crit
     from statsmodels.stats.multitest import multipletests
 
-    return multipletests(p, method=method)[1]
+    ok = np.isfinite(p)
+    out = np.full(np.shape(p), np.nan)
+    if ok.any():
+        out[ok] = multipletests(p[ok], method=method)[1]
+    return out, crit
 
 
 def emmeans(model: MixedModelResult, factor: str, by: str | None = None, adjust: str = "tukey",
@@ -109,7 +132,7 @@ def emmeans(model: MixedModelResult, factor: str, by: str | None = None, adjust:
     V = model.vcov.to_numpy()
     z_crit = stats.norm.ppf(0.5 + level / 2)
     by_levels = levels[by] if by else [None]
-    mean_rows, contrast_rows, contrast_matrix = [], [], []
+    mean_rows, contrast_rows, contrast_matrix, means_vcov = [], [], [], None
     for b in by_levels:
         L = []
         for a in levels[factor]:
@@ -128,6 +151,7 @@ def emmeans(model: MixedModelResult, factor: str, by: str | None = None, adjust:
         L = np.array(L)
         est = L @ beta
         se = np.sqrt(np.einsum("ij,jk,ik->i", L, V, L))
+        means_vcov = L @ V @ L.T if by is None else None
         dfs = np.full(len(L), np.inf)
         if lmer_df != "asymptotic":
             tt = small_sample.t_tests(model, L, lmer_df)
@@ -151,12 +175,57 @@ def emmeans(model: MixedModelResult, factor: str, by: str | None = None, adjust:
         else:
             tt = small_sample.t_tests(model, D, lmer_df)
             c_se, c_df, z, p_raw = (tt[c].to_numpy() for c in ("SE", "df", "t", "p_value"))
-        p_adj = _adjust(p_raw, z, len(levels[factor]), adjust, c_df)
-        for (i, j), e, sd, d, zz, pa in zip(pairs, c_est, c_se, c_df, z, p_adj, strict=True):
+        R = correlation(D, V) if adjust == "mvt" else None
+        p_adj, crit = _adjust(p_raw, z, len(levels[factor]), adjust, c_df, R, level)
+        for (i, j), e, sd, d, zz, pa, c in zip(pairs, c_est, c_se, c_df, z, p_adj, crit, strict=True):
             row = {by: b} if by else {}
             row.update({"contrast": f"{levels[factor][i]} - {levels[factor][j]}", "estimate": e, "SE": sd})
             row.update({"z": zz} if lmer_df == "asymptotic" else {"df": d, "t": zz})
-            row.update({"p_value": pa, "effect_size": e / scale})
+            row.update({"p_value": pa, "lower": e - c * sd, "upper": e + c * sd, "effect_size": e / scale})
             contrast_rows.append(row)
     return EMMResult(factor, by, adjust, pd.DataFrame(mean_rows), pd.DataFrame(contrast_rows), lmer_df,
-                     np.vstack(contrast_matrix))
+                     np.vstack(contrast_matrix), means_vcov)
+
+
+def simultaneous_means(emm: EMMResult, level: float = 0.95) -> pd.DataFrame:
+    """The marginal means with single-step simultaneous intervals (``multcomp::glht`` on the identity contrasts of
+    the means, :mod:`.multiplicity`; one df, the smallest mean df, for t): ``lower``/``upper`` hold all k means
+    jointly with probability ``level``. On the link scale; a GLMM's ``probability`` interval is their logistic."""
+    from scipy.special import expit
+
+    m = emm.means.copy()
+    if emm.means_vcov is None:
+        raise MixedModelError("simultaneous intervals of the means need one family (no by=).")
+    df = float(m["df"].min()) if "df" in m else np.inf
+    out = single_step(m["emmean"].to_numpy(float), m["SE"].to_numpy(float), correlation(np.eye(len(m)),
+                                                                                         emm.means_vcov),
+                      df=df, level=level)
+    m["lower"], m["upper"] = out["lower"], out["upper"]
+    if "probability" in m:
+        m["prob_lower"], m["prob_upper"] = expit(m["lower"]), expit(m["upper"])
+    return m
+
+
+def response_differences(emm: EMMResult, level: float = 0.95) -> pd.DataFrame:
+    """A logistic GLMM's pairwise differences of the back-transformed means (accuracy points): estimate, SE by the
+    delta method and single-step simultaneous intervals from their joint normal distribution, as ``summary(pairs(
+    regrid(emmeans(m, ~ system))), adjust = "mvt", infer = TRUE)``. The test of each pair stays on the logit scale
+    (the contrasts' p-values); these intervals say the size of the difference in the reader's units."""
+    from scipy.special import expit
+
+    if emm.means_vcov is None:
+        raise MixedModelError("differences on the response scale need one family (no by=).")
+    eta = emm.means["emmean"].to_numpy(float)
+    p = expit(eta)
+    G = np.diag(p * (1 - p))  # d p / d eta
+    S = G @ emm.means_vcov @ G
+    k = len(p)
+    pairs = list(itertools.combinations(range(k), 2))
+    D = np.zeros((len(pairs), k))
+    for r, (i, j) in enumerate(pairs):
+        D[r, i], D[r, j] = 1.0, -1.0
+    est = D @ p
+    se = np.sqrt(np.einsum("ij,jk,ik->i", D, S, D))
+    out = single_step(est, se, correlation(D, S), level=level)
+    return pd.DataFrame({"contrast": emm.contrasts["contrast"].to_numpy(), "difference": est, "difference_SE": se,
+                         "difference_low": out["lower"], "difference_high": out["upper"]})

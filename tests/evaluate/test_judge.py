@@ -1,0 +1,256 @@
+"""vrs_helpers.evaluate.judge against the reference implementation ppi_py (Angelopoulos et al.; test-only), the MBM
+paper's Table 1 as workbook 06 reproduces it (vrs_helpers.book.model_based_metrics), and closed forms written out
+here."""
+
+import math
+
+import numpy as np
+import pytest
+
+from vrs_helpers.book import model_based_metrics as mbm_book
+from vrs_helpers.evaluate import judge
+
+ppi_py = pytest.importorskip("ppi_py")
+
+
+def _data(kind, seed, n=40, big_n=400):
+    """Committed small data, generated with a fixed seed: human labels y and a judge yhat that errs (binary: flips
+    15 % of the labels and says 1 more often; continuous: noise and a shift)."""
+    rng = np.random.default_rng(seed)
+    if kind == "binary":
+        truth = (rng.random(n + big_n) < 0.6).astype(float)
+        flip = rng.random(n + big_n) < 0.15
+        pred = np.where(flip, 1 - truth, truth)
+        pred = np.where(rng.random(n + big_n) < 0.05, 1.0, pred)
+    else:
+        truth = rng.normal(3.0, 1.0, n + big_n)
+        pred = 0.8 * truth + 0.9 + rng.normal(0, 0.6, n + big_n)
+    return truth[:n], pred[:n], pred[n:]
+
+
+CASES = [(k, s) for k in ("binary", "continuous") for s in (1, 2, 3)]
+
+
+@pytest.mark.parametrize("kind,seed", CASES)
+@pytest.mark.parametrize("lam", [None, 1.0, 0.3])
+def test_ppi_mean_equals_ppi_py(kind, seed, lam):
+    y, yhat, yu = _data(kind, seed)
+    ours = judge.ppi_mean(y, yhat, yu, lam=lam, level=0.9)
+    point = ppi_py.ppi_mean_pointestimate(y, yhat, yu, lam=lam)
+    lo, hi = ppi_py.ppi_mean_ci(y, yhat, yu, alpha=0.1, lam=lam)
+    assert ours.estimate == pytest.approx(float(np.squeeze(point)), abs=1e-9)
+    assert ours.lower == pytest.approx(float(np.squeeze(lo)), abs=1e-9)
+    assert ours.upper == pytest.approx(float(np.squeeze(hi)), abs=1e-9)
+    # the p-value at the lambda we use (ppi_py does not clip lambda for its p-value: the tuned lambda is passed)
+    null = 0.2 + float(np.squeeze(point))
+    p_ref = ppi_py.ppi_mean_pval(y, yhat, yu, null=null, lam=ours.lam)
+    assert judge.ppi_mean(y, yhat, yu, lam=lam, null=null).p_value == pytest.approx(float(np.squeeze(p_ref)),
+                                                                                     abs=1e-9)
+
+
+@pytest.mark.parametrize("kind,seed", CASES)
+def test_unclipped_lambda_gives_ppi_py_pvalue_without_lambda(kind, seed):
+    """ppi_py's p-value with lam=None tunes lambda without clipping it to [0, 1] (its estimate and interval clip):
+    ours with that unclipped lambda equals it; the clipped one is what ppi_mean uses (tested above)."""
+    y, yhat, yu = _data(kind, seed)
+    unclipped = judge.power_tuned_lambda(y, yhat, yu, clip=False)
+    assert judge.power_tuned_lambda(y, yhat, yu) == min(max(unclipped, 0.0), 1.0)
+    null = 3.0 if kind == "continuous" else 0.6
+    p_ref = ppi_py.ppi_mean_pval(y, yhat, yu, null=null)
+    p = judge.ppi_mean(y, yhat, yu, lam=unclipped, null=null).p_value
+    assert p == pytest.approx(float(np.squeeze(p_ref)), abs=1e-9)
+
+
+@pytest.mark.parametrize("kind,seed", CASES)
+def test_paired_difference_equals_ppi_py_on_the_differences(kind, seed):
+    ya, ha, ua = _data(kind, seed)
+    yb, hb, ub = _data(kind, seed + 10)
+    ours = judge.ppi_difference(ya, yb, ha, hb, ua, ub)
+    lo, hi = ppi_py.ppi_mean_ci(yb - ya, hb - ha, ub - ua, alpha=0.05)
+    point = ppi_py.ppi_mean_pointestimate(yb - ya, hb - ha, ub - ua)
+    assert (ours.estimate, ours.lower, ours.upper) == pytest.approx(
+        tuple(float(np.squeeze(v)) for v in (point, lo, hi)), abs=1e-9)
+    p_ref = ppi_py.ppi_mean_pval(yb - ya, hb - ha, ub - ua, null=0, lam=ours.lam)
+    assert ours.p_value == pytest.approx(float(np.squeeze(p_ref)), abs=1e-9)
+
+
+def test_classical_mean_equals_ppi_py_classical():
+    y, _, _ = _data("continuous", 5)
+    lo, hi = ppi_py.classical_mean_ci(y, alpha=0.05)
+    ours = judge.classical_mean(y)
+    assert (ours.lower, ours.upper) == pytest.approx((float(np.squeeze(lo)), float(np.squeeze(hi))), abs=1e-9)
+
+
+def test_batched_rows_equal_single_calls():
+    """The benchmark estimates a stack of data sets in one call: each row as if alone."""
+    rows = [_data("binary", s) for s in range(4)]
+    y, yhat, yu = (np.stack([r[i] for r in rows]) for i in range(3))
+    batch = judge.ppi_mean(y, yhat, yu)
+    for i, r in enumerate(rows):
+        one = judge.ppi_mean(*r)
+        assert batch.estimate[i] == pytest.approx(one.estimate, abs=1e-12)
+        assert batch.p_value[i] == pytest.approx(one.p_value, abs=1e-12)
+        assert batch.lam[i] == pytest.approx(one.lam, abs=1e-12)
+
+
+def test_lambda_zero_is_the_human_only_reading_and_lambda_one_the_plain_rectifier():
+    y, yhat, yu = _data("continuous", 7)
+    zero = judge.ppi_mean(y, yhat, yu, lam=0.0)
+    assert zero.estimate == pytest.approx(y.mean()) and zero.se == pytest.approx(y.std() / math.sqrt(len(y)))
+    one = judge.ppi_mean(y, yhat, yu, lam=1.0)
+    assert one.estimate == pytest.approx(yu.mean() + (y - yhat).mean())
+    assert one.se == pytest.approx(math.sqrt(yu.var() / len(yu) + (y - yhat).var() / len(y)))
+
+
+# ------------------------------------------------------------------------------------------------ MBM
+
+PREC, FOR = 0.8897, 0.22769   # RoBERTa-ToxiGen on ToxiGen (MBM section 3.1), as in tests/book
+
+
+def _labelled_with(precision_counts, for_counts):
+    """Labelled items whose judge-positive ones have the given (true positives, positives) and judge-negative ones
+    (true, negatives)."""
+    tp, pos = precision_counts
+    fo, neg = for_counts
+    yhat = np.r_[np.ones(pos), np.zeros(neg)]
+    y = np.r_[np.ones(tp), np.zeros(pos - tp), np.ones(fo), np.zeros(neg - fo)]
+    return y, yhat
+
+
+@pytest.mark.parametrize("name,n,p_c,p_t", [("BOLD", 23679, 0.00456, 0.00236),
+                                            ("RealToxicityPrompts", 99442, 0.09124, 0.09157)])
+def test_mbm_with_known_precision_and_for_is_table_1_of_workbook_06(name, n, p_c, p_t):
+    """With precision and FOR of MBM section 3.1 (labelled counts 8897/10000 and 22769/100000 give them exactly)
+    and without the estimation term, the corrected variance is workbook 06's eq. 13 (book.model_based_metrics), and
+    the interval of the difference (independent systems, Cov 0, as Table 1, centred at the observed difference) is its
+    CI^M. (Our corrected estimate is p_R of eq. 10, whose difference is (precision - FOR) times the observed one.)"""
+    y, yhat = _labelled_with((8897, 10000), (22769, 100000))
+    out = {}
+    for role, p in (("control", p_c), ("treatment", p_t)):
+        k = round(p * n)   # N judge labels with k positives: p_O = k / N
+        judged = np.r_[np.ones(k), np.zeros(n - k)]
+        est = judge.mbm_mean(judged, y, yhat, estimated=False)
+        parts = judge.mbm_parts(judged, y, yhat)
+        assert parts.precision == pytest.approx(PREC, abs=1e-15)
+        assert parts.false_omission_rate == pytest.approx(FOR, abs=1e-15)
+        assert est.se ** 2 == pytest.approx(mbm_book.variance_model_based(k / n, n, PREC, FOR), rel=1e-12)
+        assert est.estimate == pytest.approx(mbm_book.real_positive_rate(k / n, PREC, FOR), rel=1e-12)
+        out[role] = (k / n, est.se ** 2)
+    # Table 1 centres CI^M at the observed difference of means (the ATE) with eq. 13's variances
+    book = mbm_book.difference_ci(out["control"][0], out["treatment"][0], out["control"][1], out["treatment"][1])
+    printed = {"BOLD": (-0.00978, 0.00538), "RealToxicityPrompts": (-0.00365, 0.00431)}[name]
+    assert (book.lower, book.upper) == pytest.approx(printed, abs=1.5e-5)   # Table 1's CI^M at its printed digits
+
+
+def test_mbm_estimation_variance_is_the_delta_method_closed_form():
+    """sum(e^2)/n^2 = p1^2 prec (1 - prec) / n1 + (1 - p1)^2 FOR (1 - FOR) / n0, p1 = n1/n (written out here)."""
+    y, yhat = _labelled_with((30, 40), (10, 60))
+    parts = judge.mbm_parts(np.r_[np.ones(300), np.zeros(700)], y, yhat)
+    prec, fo, n1, n0, n = 30 / 40, 10 / 60, 40, 60, 100
+    closed = (n1 / n) ** 2 * prec * (1 - prec) / n1 + (n0 / n) ** 2 * fo * (1 - fo) / n0
+    assert parts.var_estimation == pytest.approx(closed, rel=1e-13)
+    assert parts.p_real == pytest.approx(0.3 * prec + 0.7 * fo)
+
+
+def test_mbm_paired_covariance_is_eq_20_of_the_book_module():
+    rng = np.random.default_rng(4)
+    oa = (rng.random(500) < 0.3).astype(float)
+    ob = np.where(rng.random(500) < 0.8, oa, 1 - oa)
+    y, yhat = _labelled_with((30, 40), (10, 60))
+    est = judge.mbm_difference(oa, ob, y, y, yhat, yhat, estimated=False)
+    joint = np.array([[np.mean((oa == i) & (ob == j)) for j in (0, 1)] for i in (0, 1)])
+    cov = mbm_book.covariance_paired(joint, 0.75, 1 / 6, 0.75, 1 / 6, 500)
+    va = mbm_book.variance_model_based(oa.mean(), 500, 0.75, 1 / 6)
+    vb = mbm_book.variance_model_based(ob.mean(), 500, 0.75, 1 / 6)
+    assert est.se ** 2 == pytest.approx(va + vb - 2 * cov, rel=1e-12)
+
+
+def test_mbm_estimated_interval_covers_by_simulation():
+    """The delta-method term is what makes the interval honest with few labels: over 2000 simulated data sets (true
+    rate 0.3, judge with precision 0.8 and FOR 0.1, 60 labels of 2000 items) the estimated interval covers the true
+    rate about 93 % of the time, the interval of eq. 13 alone far less."""
+    rng = np.random.default_rng(11)
+    reps, big_n, n = 2000, 2000, 60
+    truth = (rng.random((reps, big_n)) < 0.3).astype(float)
+    # judge: P(O = 1 | R = 1) = 0.9, P(O = 1 | R = 0) = 0.1
+    o = np.where(truth == 1, rng.random((reps, big_n)) < 0.9, rng.random((reps, big_n)) < 0.1).astype(float)
+    est = judge.mbm_mean(o, truth[:, :n], o[:, :n])
+    known = judge.mbm_mean(o, truth[:, :n], o[:, :n], estimated=False)
+    ok = np.isfinite(est.estimate)
+    cover = np.mean((est.lower[ok] <= 0.3) & (0.3 <= est.upper[ok]))
+    cover_known = np.mean((known.lower[ok] <= 0.3) & (0.3 <= known.upper[ok]))
+    assert 0.92 <= cover <= 0.97   # delta method with about 20 judge-positive labels: slightly below 0.95
+    assert cover_known < 0.7
+
+
+def test_mbm_refuses_non_binary_scores():
+    with pytest.raises(judge.JudgeError, match="binary"):
+        judge.mbm_mean([0, 1, 0.5], [0, 1], [0, 1])
+
+
+# ------------------------------------------------------------------------------------------------ agreement, plan
+
+def test_error_by_system_is_the_one_way_anova_written_out():
+    e = {"a": np.array([0, 0, 1, 0, 0, -1.0]), "b": np.array([1, 1, 0, 1, 0.0]), "c": np.array([0, 1, 0, 0.0])}
+    allv = np.concatenate(list(e.values()))
+    ssb = sum(len(v) * (v.mean() - allv.mean()) ** 2 for v in e.values())
+    ssw = sum(((v - v.mean()) ** 2).sum() for v in e.values())
+    f = (ssb / 2) / (ssw / (len(allv) - 3))
+    out = judge.judge_error_by_system(e)
+    assert out.statistic == pytest.approx(f) and out.df == (2, len(allv) - 3)
+    from scipy import stats
+
+    assert out.p_value == pytest.approx(stats.f_oneway(*e.values()).pvalue)
+    assert out.bias["b"] == pytest.approx(0.6)
+
+
+def test_ppi_variance_closed_form_matches_simulation():
+    """Var = sd^2/n (1 - rho^2 N/(N + n)) against the variance of PPI++ estimates over 4000 simulated data sets
+    (normal labels, judge correlation 0.8; Monte Carlo error about 2 %)."""
+    rng = np.random.default_rng(3)
+    reps, n, big_n, rho = 4000, 50, 450, 0.8
+    y = rng.normal(size=(reps, n + big_n))
+    f = rho * y + math.sqrt(1 - rho ** 2) * rng.normal(size=y.shape)
+    est = judge.ppi_mean(y[:, :n], f[:, :n], f[:, n:]).estimate
+    closed = judge.ppi_variance(1.0, rho, n, big_n)
+    assert np.var(est) == pytest.approx(float(closed), rel=0.07)
+    assert float(closed) == pytest.approx(1 / n * (1 - 0.64 * 450 / 500))
+
+
+def test_labels_needed_solves_the_closed_form():
+    out = judge.ppi_labels_needed(1000, 0.5, 0.9, half_width=0.05)
+    z = 1.959963984540054
+    n = out["labels"]
+    var = lambda k: 0.25 / k * (1 - 0.81 * (1000 - k) / 1000)  # noqa: E731
+    assert z * math.sqrt(var(n)) <= 0.05 < z * math.sqrt(var(n - 1))
+    assert out["human_only"] == math.ceil(0.25 / (0.05 / z) ** 2)
+    assert n < out["human_only"]
+    assert judge.ppi_labels_needed(100, 1.0, 0.0, half_width=0.01)["labels"] is None
+
+
+def test_small_sample_lambda_0_is_the_one_sample_t_test_and_lambda_1_welchs_test():
+    from scipy import stats
+
+    y, yhat, yu = _data("continuous", 8, n=25, big_n=60)
+    zero = judge.ppi_mean(y, yhat, yu, lam=0.0, null=3.0, small_sample=True)
+    ref = stats.ttest_1samp(y, 3.0)
+    assert zero.p_value == pytest.approx(ref.pvalue, rel=1e-10) and zero.df == pytest.approx(len(y) - 1)
+    lo, hi = ref.confidence_interval(0.95)
+    assert (zero.lower, zero.upper) == pytest.approx((lo + 3.0 - 3.0, hi), rel=1e-10)
+    one = judge.ppi_mean(y, yhat, yu, lam=1.0, small_sample=True)
+    welch = stats.ttest_ind(yu, yhat - y, equal_var=False)   # mean(yu) - mean(yhat - y) against 0
+    assert one.p_value == pytest.approx(welch.pvalue, rel=1e-10)
+    assert one.df == pytest.approx(float(welch.df), rel=1e-10)
+    assert judge.classical_mean(y, small_sample=True, null=3.0).p_value == pytest.approx(ref.pvalue, rel=1e-10)
+
+
+def test_ppi_fixed_lambda_variance_matches_simulation_and_bounds_ppi_plus_plus():
+    rng = np.random.default_rng(9)
+    reps, n, big_n, rho, sf = 4000, 60, 300, 0.7, 1.5
+    y = rng.normal(size=(reps, n + big_n))
+    f = sf * (rho * y + math.sqrt(1 - rho ** 2) * rng.normal(size=y.shape))   # SD sf, correlation rho with y
+    est = judge.ppi_mean(y[:, :n], f[:, :n], f[:, n:], lam=1.0).estimate
+    closed = float(judge.ppi_variance_fixed(1.0, rho, sf, n, big_n))
+    assert np.var(est) == pytest.approx(closed, rel=0.07)
+    assert closed == pytest.approx(sf ** 2 / big_n + (1 - 2 * rho * sf + sf ** 2) / n)
+    assert closed >= float(judge.ppi_variance(1.0, rho, n, big_n))
