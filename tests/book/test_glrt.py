@@ -29,9 +29,23 @@ MT = MT_LMERTEST
 @requires_data
 @pytest.mark.parametrize("items, model", [("random", "with_system_sentence"), ("fixed", "without_system_sentence")])
 def test_mt_default_test_equals_pbkrtest(mt_data, items, model):
+    """Kenward-Roger's F equals pbkrtest's. Without the system x item term the REML run variance is 0 in this
+    balanced design, so the default test is the t test on the run means (issue 39), checked against scipy's
+    two-sample t on the per-run means; ``test="kenward-roger"`` still gives pbkrtest's F."""
+    from scipy import stats
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         c = compare_systems(mt_data, "ter", "system", "sentence_id", replications=["replication"], items=items)
+        if items == "fixed":
+            m = mt_data.groupby(["system", "replication"], observed=True)["ter"].mean().reset_index()
+            a, b = (m.loc[m["system"] == s, "ter"] for s in sorted(m["system"].unique()))
+            want = stats.ttest_ind(b, a)
+            assert c.test.method == "t test on run means"
+            assert (c.test.F, c.test.den_df, c.test.p_value) == pytest.approx(
+                (want.statistic ** 2, len(a) + len(b) - 2, want.pvalue), rel=1e-8)
+            c = compare_systems(mt_data, "ter", "system", "sentence_id", replications=["replication"], items=items,
+                                test="kenward-roger")
     ref = MT["models"][model]
     assert c.formula.replace(" ", "") == ref["formula"].replace(" ", "")
     assert c.system_item == (items == "random")

@@ -122,8 +122,13 @@ def test_clustered_stderr_is_millers_double_sum(data):
     hand2 = np.sum((s - m) ** 2) / n ** 2 + cross / n ** 2   # compared as variances: a true 0 may round to 1e-17
     assert clustered_stderr(s, c) ** 2 == pytest.approx(hand2, rel=1e-9, abs=1e-14)
     C = len(set(c))
-    corrected2 = hand2 * C / (C - 1) if C > 1 else 0.0
-    assert clustered_stderr(s, c, correction=True) ** 2 == pytest.approx(corrected2, rel=1e-9, abs=1e-14)
+    if C > 1:
+        assert clustered_stderr(s, c, correction=True) ** 2 == pytest.approx(hand2 * C / (C - 1), rel=1e-9,
+                                                                               abs=1e-14)
+    else:  # C / (C - 1) is undefined for one cluster: NaN, and a warning says so (issue 39)
+        with pytest.warns(RuntimeWarning, match="undefined"):
+            assert math.isnan(clustered_stderr(s, c, correction=True))
+        assert inspect_stderr(s, c) == 0.0  # Inspect's guard
     # one item per cluster: the population SD over sqrt(n)
     assert clustered_stderr(s, np.arange(n)) == pytest.approx(np.std(s) / math.sqrt(n), rel=1e-9, abs=1e-12)
 
@@ -136,6 +141,9 @@ def test_miller_errors_and_paired_difference_by_hand():
         assert err.loc[system, "mean"] == pytest.approx(means.mean(), abs=1e-12)
         assert err.loc[system, "se_clt"] == pytest.approx(means.std(ddof=1) / math.sqrt(len(means)), abs=1e-12)
         assert err.loc[system, "n_clusters"] == 5
+        # the CI from the larger of the two standard errors (the docstring; issue 39: it used the clustered one)
+        half = 1.959963984540054 * max(err.loc[system, "se_clt"], err.loc[system, "se_clustered"])
+        assert err.loc[system, "ci_high"] - err.loc[system, "mean"] == pytest.approx(half, abs=1e-12)
     res = paired_difference(t, "model-b", "model-a")
     wide = t.groupby(["item", "system"])["score"].mean().unstack()
     d = wide["model-b"] - wide["model-a"]

@@ -347,3 +347,46 @@ def test_simulated_power_of_binary_scores_is_seeded_and_grows_with_the_differenc
     assert a.power >= 0.8 and null.power < a.power and "0/1 scores" in a.design
     with pytest.raises(pw.PlanningError, match="balanced"):
         pw.simulated_power(0.5, comps, runs=[3, 4], family="binomial")
+
+
+def test_design_moments_residual_df_counts_the_system_item_term():
+    """Issue 39: the residual df of the quasi-F's Satterthwaite df leave out the system x item df when that term is
+    in the model. The residual df here: the rows minus the rank of the fixed-effects design of every term (system,
+    item, system:run, system:item), counted by numpy."""
+    import itertools
+
+    k, n, m, s_run, s_e, s_si = 2, 3, 6, 0.05, 0.1, 0.08
+    rows = list(itertools.product(range(k), range(n), range(m)))
+    X = np.array([[1.0] + [s == a for a in range(k)] + [i == b for b in range(m)]
+                  + [(s, r) == ab for ab in itertools.product(range(k), range(n))]
+                  + [(s, i) == ab for ab in itertools.product(range(k), range(m))] for s, r, i in rows], float)
+    df_res = len(rows) - np.linalg.matrix_rank(X)
+    assert df_res == (k * n * m - 1) - (k - 1) - (m - 1) - k * (n - 1) - (k - 1) * (m - 1)
+    noise = s_e ** 2 / m
+    E = np.array([s_run ** 2 / n * n + noise, s_si ** 2 / m * n + noise])
+    nu = (E.sum() - noise) ** 2 / (E[0] ** 2 / (k * (n - 1)) + E[1] ** 2 / ((k - 1) * (m - 1)) + noise ** 2 / df_res)
+    V, got = pw.design_moments(n, m, s_run, s_e, k, s_si)
+    assert got == pytest.approx(nu, rel=1e-12)
+    assert V == pytest.approx(s_run ** 2 / n + s_si ** 2 / m + s_e ** 2 / (m * n), rel=1e-12)
+
+
+def test_crossed_runs_power_is_the_paired_t_on_run_means():
+    """Issue 39: runs shared by two systems (crossed). Closed form: the per-run differences of the run means are
+    n independent N(delta, 2 tau^2), tau^2 = s_run^2 + s_e^2 / m (s_run the system x run SD); the test is the
+    paired t on n - 1 df with noncentrality sqrt(n) delta / sqrt(2 tau^2), its power from scipy's noncentral t."""
+    from scipy import stats
+
+    n, m, s_run, s_e, delta, alpha = 5, 300, 0.01, 0.1, 0.03, 0.05
+    tau2 = s_run ** 2 + s_e ** 2 / m
+    nc = math.sqrt(n) * delta / math.sqrt(2 * tau2)
+    crit = stats.t.isf(alpha / 2, n - 1)
+    want = stats.nct.sf(crit, n - 1, nc) + stats.nct.cdf(-crit, n - 1, nc)
+    got = pw.f_test_power(delta, n, m, s_run, s_e, 2, alpha, shared_runs=True)
+    assert got == pytest.approx(want, rel=1e-6)
+    assert pw.design_moments(n, m, s_run, s_e, 3, shared_runs=True)[1] == 2 * (n - 1)
+    assert got < pw.f_test_power(delta, n, m, s_run, s_e, 2, alpha)  # fewer df than nested runs, same V
+    mdd = pw.minimum_detectable_difference(n, m, s_run, s_e, 2, alpha, 0.8, shared_runs=True)
+    assert pw.f_test_power(mdd, n, m, s_run, s_e, 2, alpha, shared_runs=True) == pytest.approx(0.8, abs=1e-8)
+    table = pw.power_table([3, 5], [300], delta, pw.VarianceComponents(s_run, 0.1, s_e), shared_runs=True)
+    assert table.table.set_index("runs").loc[5, "power"] == pytest.approx(want, rel=1e-6)
+    assert "runs crossed" in table.text() and "(1, n - 1) df" in table.text()

@@ -369,7 +369,7 @@ def _analyze_table(args, kernel) -> int:
     spec = AnalysisSpec(args.data, response=args.response, system=args.system, item=args.item,
                         replications=args.replication or [], repeats=args.repeat or [],
                         properties=args.property or [], baseline=args.baseline,
-                        family=args.family, test=args.test, items=args.items, alpha=args.alpha,
+                        family=args.family, test=args.test, items=args.items, runs=args.runs, alpha=args.alpha,
                         n_resamples=args.n_resamples,
                         n_sim=args.n_sim, seed=args.seed, delta=args.delta, lower_is_better=args.lower_is_better or [],
                         dropna=args.dropna, backend=args.dask, data_label=str(args.data), human=args.human,
@@ -488,7 +488,7 @@ def _cmd_plan(args) -> int:
     table = power_table(args.runs, args.items, args.delta,
                         VarianceComponents(args.run_sd, args.item_sd, args.residual_sd),
                         systems=args.systems, alpha=args.alpha, target=args.target, crossed=crossed,
-                        system_item_sd=args.system_item_sd)
+                        system_item_sd=args.system_item_sd, shared_runs=args.shared_runs)
     print(table.text())
     return 0
 
@@ -614,6 +614,11 @@ def main(argv: list[str] | None = None) -> int:
                         "when items have several runs per system, and the verdict is about items like these; "
                         "fixed: without it, a statement about these items only (liberal when systems and items "
                         "interact)")
+    p.add_argument("--runs", default="nested", choices=["nested", "crossed", "auto"],
+                   help="nested (default): each system's runs are its own, (1|system:R); crossed: a run label (the "
+                        "same seed, few-shot draw or prompt for every system) names one run condition shared by the "
+                        "systems, (1|R) + (1|system:R), and its shift cancels in the difference; auto: crossed when "
+                        "every run label is used by two or more systems. The answer says which")
     p.add_argument("--n-sim", type=int, default=1000, help="simulations of --test bootstrap (default 1000; the "
                    "default test of binary scores)")
     p.add_argument("--family", default="auto", choices=["auto", *registry.FAMILIES],
@@ -663,6 +668,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--half-width", default=None, help="with --human-sd: also the labels for this CI half-width")
     p.add_argument("--judge-sd", default=None, help="with --human-sd: SD of the judge's per-item difference; adds "
                    "the labels PPI with lambda 1 (the verdict's reading) needs")
+    p.add_argument("--shared-runs", action="store_true",
+                   help="runs crossed (vrs analyze --runs crossed): the same run labels (seeds, few-shot draws) for "
+                        "every system; --run-sd is then the SD of the system x run effects (a shift shared by all "
+                        "systems cancels) and the test has (k - 1)(n - 1) df")
     p.set_defaults(func=_cmd_plan)
 
     p = sub.add_parser("batch", help="run one notebook over a parameter grid (YAML) in parallel")

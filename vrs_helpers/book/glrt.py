@@ -39,6 +39,7 @@ class SystemComparison:
     notes: list = field(default_factory=list)
     system_item: bool = False  # the models have (1|system:item): the verdict is about items like these
     adjust: str = "tukey"  # how the contrasts' p-values are adjusted (the pairwise decisions' family-wise error)
+    runs: str = "nested"  # "crossed": shared run labels, (1|R) + (1|system:R); "nested": (1|system:R); "" none
     emm: object = field(default=None, repr=False)  # the mixed.marginal.EMMResult the means and contrasts came from
 
     @property
@@ -77,7 +78,7 @@ def replication_problem(column: str, levels, system: str) -> str | None:
 def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, by: str | None = None,
                     covariate: str | None = None, adjust: str = "tukey", replications=(), family: str = "gaussian",
                     trials: str | None = None, test: str | None = None, n_sim: int = 1000,
-                    seed: int = 0, items: str = "random", models=None) -> SystemComparison:
+                    seed: int = 0, items: str = "random", models=None, runs: str = "nested") -> SystemComparison:
     """Do systems differ — overall, within the levels of a binned data property (``by``), or in their slope over
     a continuous property (``covariate``)? Fits the LMM with a random intercept per test item (sentence) by REML
     for the contrasts and tests the system terms with a GLRT on ML refits.
@@ -130,6 +131,14 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
 
     ``models``: a :class:`vrs_helpers.mixed.ModelCache` of ``data`` whose accumulations and fits the linear mixed
     models share with other readings of the same data (None: one for this call, shared by its models).
+
+    ``runs``: how the runs of the systems relate (:func:`runs_layout`). ``"nested"`` (default): every system's runs
+    are its own, ``(1|system:R)``. ``"crossed"``: a run label (a seed, a few-shot draw, a prompt template) names
+    the same run condition for every system and may shift all systems alike, ``(1|R) + (1|system:R)``: the shared
+    shift cancels in the system difference and is not put into its denominator (issue 39: with a shared seed
+    effect the nested model's power at a difference of 0.03 was 0.03). ``"auto"``: crossed when every label of
+    every replication column is used by at least two systems (:func:`runs_shared`), else nested. The result's
+    ``runs`` says which model was fitted.
     """
     from .. import mixed
     from ..mixed.marginal import emmeans
@@ -165,7 +174,9 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
         problem = replication_problem(r, _computed(data.groupby(system, observed=True)[r].nunique()), system)
         if problem:
             raise SignificanceError(problem)
-    rand, crossed = random_part(data, system, item, replications, items)
+    layout = runs_layout(data, system, replications, runs)
+    rand, crossed = random_part(data, system, item, replications, items,
+                                shared=replications if layout == "crossed" else ())
     if by is not None:
         formula, null = f"{lhs} ~ {system} * {by} + {rand}", f"{lhs} ~ {by} + {rand}"
     elif covariate is not None:
@@ -200,9 +211,17 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
         outcome = chosen.run(Hypothesis(formula, null, full, system_contrast(full), system, data, glrt, family,
                                         n_sim, seed, extra={"null_fit": null_fit, "pairs": pairs, "emm": emm}))
         f_test = None if outcome is glrt else outcome
+        if family == "gaussian" and test is None and f_test is not None:
+            from .run_means import choose
+
+            means_test, why = choose(data, response, system, item, replications, full, crossed, layout)
+            if means_test is not None:
+                notes.append(f"{why}; the model's {f_test.method} gives p = {f_test.p_value:.3g}")
+                f_test = means_test
     if family == "binomial":
         out = _binomial_comparison(full, glrt, formula, null, system, covariate, notes, emm, f_test)
         out.system_item, out.emm, out.adjust = crossed, emm, emm.adjust
+        out.runs = layout
         _bootstrap_pairs(out, f_test)
         return out
     # the runs-random reading's pairwise contrasts: t tests on small-sample df, Tukey on those df (emmeans with
@@ -212,22 +231,50 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
     emm = emmeans(full, system, by=by, adjust=adjust, lmer_df=lmer_df)
     slopes = None if covariate is None else _slopes(full, system, covariate)
     return SystemComparison(formula, null, glrt, emm.means, emm.contrasts, slopes, full, f_test, notes=notes,
-                            system_item=crossed, adjust=emm.adjust, emm=emm)
+                            system_item=crossed, adjust=emm.adjust, emm=emm, runs=layout)
 
 
 ITEMS = ("random", "fixed")  # compare_systems(items=...): items like these (1|system:item), or these items
 
 
-def random_part(data, system: str, item: str, replications=(), items: str = "random") -> tuple[str, bool]:
-    """The random terms of the models: ``(1|item)``, with runs random ``(1|system:R)`` per replication column and,
-    with ``items="random"`` where identifiable, ``(1|system:item)`` (:func:`system_item_replicated`); and whether
-    the system-by-item term is in."""
+RUNS = ("auto", "crossed", "nested")  # compare_systems(runs=...)
+
+
+def runs_shared(data, system: str, column: str) -> bool:
+    """True when every label of the replication column ``column`` is used by at least two systems: the same seed
+    (few-shot draw, prompt template, configuration) was run for several systems, so a run label may name one run
+    condition shared by them (crossed runs) rather than a run of one system (nested runs)."""
+    per_label = _computed(data.groupby(column, observed=True)[system].nunique())
+    return bool(len(per_label)) and bool((per_label >= 2).all())
+
+
+def runs_layout(data, system: str, replications=(), runs: str = "nested") -> str:
+    """The runs model :func:`compare_systems` fits: ``""`` without replications; ``"crossed"`` or ``"nested"`` as
+    asked; for ``"auto"`` crossed when every replication column's labels are shared (:func:`runs_shared`), else
+    nested. A rule on the labels alone, fixed before any fit, so the test chosen does not depend on the scores."""
+    runs = str(runs or "auto").strip().lower()
+    if runs not in RUNS:
+        raise SignificanceError(f"runs must be one of {', '.join(RUNS)} (run labels shared by the systems, or each "
+                                f"system's own); got {runs!r}.")
+    if not replications:
+        return ""
+    if runs == "auto":
+        return "crossed" if all(runs_shared(data, system, r) for r in replications) else "nested"
+    return runs
+
+
+def random_part(data, system: str, item: str, replications=(), items: str = "random",
+                shared=()) -> tuple[str, bool]:
+    """The random terms of the models: ``(1|item)``, with runs random ``(1|system:R)`` per replication column (and
+    ``(1|R)`` before it for each column in ``shared``: crossed runs, :func:`runs_layout`) and, with
+    ``items="random"`` where identifiable, ``(1|system:item)`` (:func:`system_item_replicated`); and whether the
+    system-by-item term is in."""
     if items not in ITEMS:
         raise SignificanceError(f"items must be one of {', '.join(ITEMS)} (items like these, or these items); "
                                 f"got {items!r}.")
     crossed = bool(replications) and items == "random" and system_item_replicated(data, system, item)
     return " + ".join([f"(1|{item})"] + ([f"(1|{system}:{item})"] if crossed else [])
-                      + [f"(1|{system}:{r})" for r in replications]), crossed
+                      + [f"(1|{r})" for r in shared] + [f"(1|{system}:{r})" for r in replications]), crossed
 
 
 def interaction_test(data, response: str, system: str, item: str, prop: str, replications=(),
@@ -271,7 +318,20 @@ def system_item_replicated(data, system: str, item: str) -> bool:
 
 
 def system_contrast(full) -> np.ndarray:
-    """L with one row per non-intercept fixed effect: H0 that every system term is 0."""
+    """L of H0 that every system term is 0. For a linear mixed model ``y ~ system + ...`` with one fixed term, the
+    type-III hypothesis of that term (:func:`vrs_helpers.mixed.hypotheses.hypotheses`, lmerTest's ``anova(m)``
+    basis), so that ``test="satterthwaite"`` gives the df of ``anova(m)`` (issue 39: the dummy-column basis gave
+    lmerTest's ``contestMD`` df, 4.4264 where ``anova(m)`` says 4.4305; the F and Kenward-Roger's df do not depend
+    on the basis); otherwise one row per non-intercept fixed effect."""
+    if getattr(full, "stats", None) is not None and hasattr(full, "sigma"):
+        from ..mixed.hypotheses import hypotheses
+
+        try:
+            Ls = {t: L for t, L in hypotheses(full, 3).items() if L.shape[0]}
+        except Exception:  # noqa: BLE001 - a model the hypotheses do not cover keeps the dummy columns
+            Ls = {}
+        if len(Ls) == 1:
+            return np.asarray(next(iter(Ls.values())), dtype=float)
     names = list(full.fixed_effects.index)
     cols = [i for i, n in enumerate(names) if n != "(Intercept)"]
     L = np.zeros((len(cols), len(names)))

@@ -30,10 +30,11 @@ class SimulationError(VRSError, ValueError):
     """Bad arguments for a simulation (the message says which and what is allowed)."""
 
 
-def evaluation_log(rng: np.random.Generator | int, systems: int = 2, runs: int = 3, items: int = 300,
-                   delta: float | np.ndarray = 0.0, run_sd: float = 0.05, item_sd: float = 0.1,
-                   residual_sd: float = 0.1, mean: float = 0.0, system_item_sd: float = 0.0,
-                   family: str = "gaussian", missing: float = 0.0) -> pd.DataFrame:
+def evaluation_log(rng: np.random.Generator | int, systems: int = 2, runs=3, items: int = 300,
+                   delta: float | np.ndarray = 0.0, run_sd=0.05, item_sd: float = 0.1,
+                   residual_sd=0.1, mean: float = 0.0, system_item_sd: float = 0.0,
+                   family: str = "gaussian", missing: float = 0.0, shared_run_sd: float = 0.0,
+                   run_labels: str = "shared") -> pd.DataFrame:
     """One simulated evaluation log: ``systems`` systems (``S0``, ``S1``, ...), ``runs`` training runs each and the
     same ``items`` test items, one row per system, run and item.
 
@@ -49,11 +50,17 @@ def evaluation_log(rng: np.random.Generator | int, systems: int = 2, runs: int =
     and ``delta`` on the logit scale; ``residual_sd`` is not used). ``missing``: the fraction of rows dropped,
     round(missing x rows) of them chosen at random (missing at random). With the default arguments the draws are
     those of the first version of this function (same seed, same log).
+
+    Designs of issue 39: ``runs``, ``run_sd`` and ``residual_sd`` may be one value per system (unequal run counts,
+    heteroscedastic systems; system s keeps its first runs[s] runs); ``shared_run_sd``: a run effect N(0,
+    shared_run_sd^2) per run label shared by every system (the same seed or few-shot draw shifting all systems
+    alike, the ``(1|run)`` term of crossed runs), drawn after everything else; ``run_labels``: ``"shared"`` (run
+    labels 0, 1, ... in every system, default) or ``"own"`` (``S0-0``, ``S1-0``, ...: every run a system's own).
     """
     rng = np.random.default_rng(rng)
-    if systems < 1 or runs < 1 or items < 1:
+    if systems < 1 or np.min(runs) < 1 or items < 1:
         raise SimulationError(f"systems, runs and items must be >= 1, got {systems}, {runs}, {items}.")
-    if min(run_sd, item_sd, residual_sd, system_item_sd) < 0:
+    if min(np.min(run_sd), item_sd, np.min(residual_sd), system_item_sd, shared_run_sd) < 0:
         raise SimulationError("standard deviations must be >= 0.")
     if family not in ("gaussian", "binomial"):
         raise SimulationError(f"family must be 'gaussian' or 'binomial', got {family!r}.")
@@ -64,11 +71,15 @@ def evaluation_log(rng: np.random.Generator | int, systems: int = 2, runs: int =
         shift = np.r_[0.0, np.full(systems - 1, float(shift))]
     if shift.shape != (systems,):
         raise SimulationError(f"delta must be a scalar or one value per system ({systems}), got shape {shift.shape}.")
+    per_runs = np.broadcast_to(np.asarray(runs, dtype=int), (systems,))
+    run_sd = np.broadcast_to(np.asarray(run_sd, dtype=float), (systems,))[:, None]
+    residual_sd = np.broadcast_to(np.asarray(residual_sd, dtype=float), (systems,))[:, None, None]
+    runs = int(per_runs.max())
     item_effect = rng.normal(0.0, item_sd, items)
-    run_effect = rng.normal(0.0, run_sd, (systems, runs))
+    run_effect = rng.normal(0.0, 1.0, (systems, runs)) * run_sd
     eta = mean + shift[:, None, None] + run_effect[:, :, None] + item_effect[None, None, :]
     if family == "gaussian":
-        score = eta + rng.normal(0.0, residual_sd, (systems, runs, items))
+        score = eta + rng.normal(0.0, 1.0, (systems, runs, items)) * residual_sd
     if system_item_sd > 0:
         si = rng.normal(0.0, system_item_sd, (systems, 1, items))
         eta = eta + si
@@ -76,10 +87,22 @@ def evaluation_log(rng: np.random.Generator | int, systems: int = 2, runs: int =
             score = score + si
     if family == "binomial":
         score = (rng.uniform(size=eta.shape) < 1.0 / (1.0 + np.exp(-eta))).astype(float)
+    if shared_run_sd > 0:
+        if family == "binomial":
+            raise SimulationError("shared_run_sd is for gaussian scores.")
+        score = score + rng.normal(0.0, shared_run_sd, runs)[None, :, None]
+    if run_labels not in ("shared", "own"):
+        raise SimulationError(f"run_labels must be 'shared' or 'own', got {run_labels!r}.")
     s, r, i = np.meshgrid(np.arange(systems), np.arange(runs), np.arange(items), indexing="ij")
+    run = r.ravel().astype(str)
+    if run_labels == "own":
+        run = np.char.add(np.char.add(np.array([f"S{k}" for k in s.ravel()]), "-"), run)
     out = pd.DataFrame({"system": pd.Categorical([f"S{k}" for k in s.ravel()],
                                                  categories=[f"S{k}" for k in range(systems)]),
-                        "run": r.ravel().astype(str), "item": i.ravel().astype(str), "score": score.ravel()})
+                        "run": run, "item": i.ravel().astype(str), "score": score.ravel()})
+    keep = (r < per_runs[s]).ravel()
+    if not keep.all():
+        out = out[keep].reset_index(drop=True)
     drop = int(round(missing * len(out)))
     if drop:
         out = out.drop(index=rng.choice(len(out), drop, replace=False)).reset_index(drop=True)
@@ -225,16 +248,19 @@ def permutation_p_value(sample: ReplicatedComparison, n_resamples: int = 500) ->
 
 def workflow_p_values(data: pd.DataFrame, family: str = "gaussian", n_sim: int = 199, seed: int = 0,
                       response: str = "score", system: str = "system", item: str = "item",
-                      run: str = "run", items: str = "random") -> dict:
+                      run: str = "run", items: str = "random", runs: str = "nested") -> dict:
     """The p-values of the workflow's own comparison on one log: exactly what ``vrs analyze`` runs for the
     runs-random reading, :func:`vrs_helpers.book.glrt.compare_systems` with ``replications=[run]`` and its
     default test for the family (``n_sim`` simulations and ``seed`` where that test is a bootstrap); ``items`` as
-    ``vrs analyze --items`` (default "random": items like these, ``(1|system:item)`` where identifiable).
+    ``vrs analyze --items`` (default "random": items like these, ``(1|system:item)`` where identifiable), ``runs``
+    as ``vrs analyze --runs`` (default "nested").
 
     - ``default``: with two systems the p-value of that test (``comparison.test``); with three or more the
       family-wise p-value of its pairwise decisions, the smallest adjusted p of the pairwise contrasts, so that
       "some pair of systems differs" is declared exactly when ``default <= alpha``;
     - ``chisq``: the chi-square likelihood ratio test of the same models (``comparison.glrt``, all systems at once).
+    - ``omnibus``: the p-value of the default test of all systems at once (``comparison.test``; with two systems
+      ``default``), the test ``vrs analyze``'s answer reports.
 
     - ``method``: how the default test is named (the outcome's ``method``).
 
@@ -246,9 +272,9 @@ def workflow_p_values(data: pd.DataFrame, family: str = "gaussian", n_sim: int =
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             c = compare_systems(data, response, system, item, replications=[run], family=family, n_sim=n_sim,
-                                seed=seed, items=items)
+                                seed=seed, items=items, runs=runs)
     except (VRSError, np.linalg.LinAlgError):
-        return {"default": float("nan"), "chisq": float("nan"), "method": "failed"}
+        return {"default": float("nan"), "chisq": float("nan"), "omnibus": float("nan"), "method": "failed"}
     k = data[system].nunique()
     pairwise = pairwise_p_values(c) if k > 2 else None
     default = float(np.min(pairwise)) if pairwise is not None else float(c.test.p_value)
@@ -256,7 +282,7 @@ def workflow_p_values(data: pd.DataFrame, family: str = "gaussian", n_sim: int =
     adjusted = "bootstrap max-|z| adjusted" if c.adjust.startswith("bootstrap") else f"{c.adjust.capitalize()}-adjusted"
     method = (c.test.method if pairwise is None else
               f"pairwise {'t on small-sample df' if small else 'Wald z'}, {adjusted}: any pair differs")
-    return {"default": default, "chisq": float(c.glrt.p_value), "method": method}
+    return {"default": default, "chisq": float(c.glrt.p_value), "omnibus": float(c.test.p_value), "method": method}
 
 
 def pairwise_p_values(comparison) -> np.ndarray:

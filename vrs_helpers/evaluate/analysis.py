@@ -51,13 +51,14 @@ AnalysisError = InputError
 
 def _random_dict(comparison) -> dict | None:
     """The runs-random reading in summary.json: the model (``formula``; ``items``: "random" when it has the
-    system-by-item term), the test used (its outcome's ``as_dict()``: by default the F test with Kenward-Roger's
-    df, stated at 4 significant digits; for binary scores the parametric-bootstrap LRT) under ``test``, the
-    chi-square LRT beside it under ``lrt``."""
+    system-by-item term; ``runs``: "crossed" or "nested", issue 39), the test used (its outcome's ``as_dict()``: by
+    default the F test with Kenward-Roger's df, stated at 4 significant digits; for binary scores the
+    parametric-bootstrap LRT) under ``test``, the chi-square LRT beside it under ``lrt``."""
     if comparison is None:
         return None
     test, lrt = comparison.test, comparison.glrt
-    model = {"formula": comparison.formula, "items": "random" if comparison.system_item else "fixed"}
+    model = {"formula": comparison.formula, "items": "random" if comparison.system_item else "fixed",
+             "runs": getattr(comparison, "runs", "nested")}
     if test is None or test is lrt:
         return {"test": registry.get("chisq").method, **lrt.as_dict(), "lrt": lrt.as_dict(), **model}
     return {"test": test.method, **test.as_dict(), "lrt": lrt.as_dict(), **model}
@@ -255,7 +256,7 @@ def analyze(data, response=None, system: str | None = None, item: str | None = N
             seed: int = 0, target_phi: float = 0.8, max_runs: int = 1000, backend=None, lower_is_better=False,
             test: str | None = None, n_sim: int = 1000, family: str = "auto", delta: float | None = None,
             target_power: float = 0.8, dropna: bool = False, items: str = "random", human: str | None = None,
-            human_labels=None):
+            human_labels=None, runs: str = "nested"):
     """Run the analyses of workbook 07 on a score table (one row per system, run and item).
 
     ``analyze(spec)`` runs an :class:`~vrs_helpers.evaluate.spec.AnalysisSpec` (validated here unless it is
@@ -290,6 +291,11 @@ def analyze(data, response=None, system: str | None = None, item: str | None = N
     system-by-item term ``(1|system:item)`` and the verdict is about items like these) or ``"fixed"`` (without it:
     these items; :func:`vrs_helpers.book.glrt.compare_systems`).
 
+    ``runs``: ``"nested"`` (default: every system's runs its own, ``(1|system:R)``), ``"crossed"`` (a run label -
+    the same seed, few-shot draw or prompt - names one run condition shared by the systems: ``(1|R) +
+    (1|system:R)``, the shared shift cancels in the difference) or ``"auto"`` (crossed when every run label is used
+    by two or more systems); the answer says which (:func:`vrs_helpers.book.glrt.runs_layout`).
+
     ``family``: ``"auto"`` (default: binomial for a 0/1 response, with a note), ``"gaussian"`` or ``"binomial"``
     (correct/incorrect per item: the GLRTs on logistic GLMMs, :func:`vrs_helpers.book.glrt.compare_systems`, the
     runs-random reading by the parametric-bootstrap LRT, per-system variance components and phi on the latent scale,
@@ -307,7 +313,7 @@ def analyze(data, response=None, system: str | None = None, item: str | None = N
         spec = data
     else:
         spec = AnalysisSpec(data, response, system, item, replications=replications, properties=properties,
-                            baseline=baseline, family=family, test=test, items=items, alpha=alpha,
+                            baseline=baseline, family=family, test=test, items=items, runs=runs, alpha=alpha,
                             n_resamples=n_resamples,
                             n_sim=n_sim, seed=seed, delta=delta, lower_is_better=lower_is_better, dropna=dropna,
                             backend=backend, target_phi=target_phi, max_runs=max_runs, target_power=target_power,

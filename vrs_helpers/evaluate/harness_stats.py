@@ -21,6 +21,7 @@ variation it does not see.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,26 +69,32 @@ def lm_eval_stderr(values) -> float:
 def clustered_stderr(values, clusters, correction: bool = False) -> float:
     """Clustered standard error of the mean (Miller 2024, Appendix A): sqrt(sum_c (sum_{i in c} (s_i - sbar))^2)
     / n, which with one item per cluster is the population SD / sqrt(n). ``correction``: times sqrt(C / (C - 1)),
-    the finite-cluster factor Inspect applies (``stderr(cluster=...)``); 0 with fewer than 2 clusters, as Inspect
-    returns. Ignores: the variation between runs."""
+    the finite-cluster factor Inspect applies (``stderr(cluster=...)``). With fewer than 2 clusters that factor
+    divides by C - 1 = 0: the corrected standard error is undefined, NaN with a warning saying so (issue 39; Inspect
+    guards the case and returns 0, :func:`inspect_stderr`). Ignores: the variation between runs."""
     v = _values(values)
     c = pd.Series(np.asarray(clusters, dtype=object))
     if len(c) != len(v) or c.isna().any():
         raise InputError("every score needs a cluster id (no missing values), one per score.")
     n_clusters = int(c.nunique())
     if correction and n_clusters < 2:
-        return 0.0
+        warnings.warn(f"the clustered standard error with the finite-cluster factor C / (C - 1) is undefined for "
+                      f"{n_clusters} cluster(s) (C - 1 = 0): NaN", RuntimeWarning, stacklevel=2)
+        return math.nan
     sums = pd.Series(v - v.mean()).groupby(c.to_numpy(), sort=False).sum().to_numpy()
     var = float(np.sum(sums ** 2)) * (n_clusters / (n_clusters - 1) if correction else 1.0)
     return math.sqrt(var) / len(v)
 
 
 def inspect_stderr(values, clusters=None) -> float:
-    """Inspect's ``stderr()`` of the (epoch-reduced) sample scores: the SD with n - 1 over sqrt(n) (0 for fewer
-    than 2 scores), or with ``clusters`` the clustered standard error with the finite-cluster factor C / (C - 1)
-    (:func:`clustered_stderr`). Ignores: the variation between runs; the epochs only shrink the within-item noise."""
+    """Inspect's ``stderr()`` of the (epoch-reduced) sample scores: the SD with n - 1 over sqrt(n) (0 for fewer than 2
+    scores), or with ``clusters`` the clustered standard error with the finite-cluster factor C / (C - 1)
+    (:func:`clustered_stderr`; with one cluster 0, Inspect's guard, where the factor is undefined). Ignores: the
+    variation between runs; the epochs only shrink the within-item noise."""
     v = _values(values)
     if clusters is not None:
+        if int(pd.Series(np.asarray(clusters, dtype=object)).nunique()) < 2:
+            return 0.0  # Inspect's guard (inspect_ai/scorer/_metrics/std.py: cluster_count < 2 returns 0.0)
         return clustered_stderr(v, clusters, correction=True)
     return float(np.std(v, ddof=1) / math.sqrt(len(v))) if len(v) > 1 else 0.0
 
@@ -176,7 +183,8 @@ def miller_errors(table: pd.DataFrame, metric: str = "score", cluster: str | Non
     """Miller's (2024) error bars per system, task and run: the repeats of each item averaged (sec. 3.1), the mean
     over items, its CLT standard error sqrt(Var(s) / n) (sec. 2.1, Var with n - 1) and, with ``cluster`` (an item
     column), the clustered standard error (sec. 2.2 and Appendix A, :func:`clustered_stderr`), and the normal
-    ``level`` confidence interval from the larger of the two. Ignores: the variation between runs."""
+    ``level`` confidence interval from the larger of the two (the clustered one can be the smaller when the
+    clusters' deviations cancel; issue 39). Ignores: the variation between runs."""
     z = stats.norm.ppf(0.5 + level / 2)
     rows = []
     for (system, task, run), items in _item_scores(table, metric, extra=[cluster] if cluster else []).groupby(
@@ -184,7 +192,7 @@ def miller_errors(table: pd.DataFrame, metric: str = "score", cluster: str | Non
         s = items["score"].to_numpy()
         se = float(np.std(s, ddof=1) / math.sqrt(len(s))) if len(s) > 1 else math.nan
         se_c = clustered_stderr(s, items[cluster]) if cluster else math.nan
-        use = se_c if cluster else se
+        use = float(np.nanmax([se, se_c])) if cluster and not (math.isnan(se) and math.isnan(se_c)) else se
         rows.append((system, task, run, len(s), int(items[cluster].nunique()) if cluster else len(s),
                      float(s.mean()), se, se_c, float(s.mean() - z * use), float(s.mean() + z * use),
                      IGNORES["miller"]))

@@ -160,8 +160,8 @@ def _levels_and_sds(runs, run_sd) -> tuple[np.ndarray, np.ndarray]:
             np.array([_number("run SD", v) for v in sd], dtype=float))
 
 
-def design_moments(runs, items: int, run_sd, residual_sd: float, systems: int = 2, system_item_sd: float = 0.0
-                   ) -> tuple[float, float]:
+def design_moments(runs, items: int, run_sd, residual_sd: float, systems: int = 2, system_item_sd: float = 0.0,
+                   shared_runs: bool = False) -> tuple[float, float]:
     """(V, den_df): the variance of one system's mean over its runs and items, and the denominator df of the F test
     of the system difference, in the balanced design with crossed replication columns (module docstring).
 
@@ -171,7 +171,14 @@ def design_moments(runs, items: int, run_sd, residual_sd: float, systems: int = 
     one's, minus the residual's as often as it is counted twice), as Satterthwaite (1946) and the quasi-F do, with
     df nu = (sum_j E_j - (J - 1) E_R)^2 / (sum_j E_j^2 / df_j + (J - 1)^2 E_R^2 / df_R) from the expected mean
     squares E_j = N v_j + s_e^2 / m (v_j the term's share of V; df_c = k (n_c - 1), df_si = (k - 1)(m - 1)); the
-    Satterthwaite and Kenward-Roger F tests of the fitted model estimate the same df."""
+    Satterthwaite and Kenward-Roger F tests of the fitted model estimate the same df.
+
+    ``shared_runs``: crossed runs (issue 39), every run label shared by the systems, ``(1|run) + (1|system:run)``;
+    ``run_sd`` is then the SD of the system x run effects (what the shared run effect leaves of a run's shift: the
+    shared part cancels in every system difference and does not enter). V is the same; the system is tested
+    against the system x run mean square, df (k - 1)(n - 1) instead of k (n - 1) (two systems: the paired t test of
+    the per-run differences of the run means, n - 1 df). The residual df do not change (the run and system x run
+    terms together take the k (n - 1) df of the nested runs)."""
     k = _count("systems", systems, 2)
     m = _count("items", items, 1)
     n, sd = _levels_and_sds(runs, run_sd)
@@ -179,7 +186,7 @@ def design_moments(runs, items: int, run_sd, residual_sd: float, systems: int = 
     s_si2 = _number("system x item SD", system_item_sd) ** 2
     N = float(np.prod(n))
     shares = list(sd ** 2 / n)
-    dfs = list(k * (n - 1))
+    dfs = list((k - 1 if shared_runs else k) * (n - 1))
     if s_si2 > 0:
         shares.append(s_si2 / m)
         dfs.append((k - 1) * (m - 1))
@@ -194,7 +201,9 @@ def design_moments(runs, items: int, run_sd, residual_sd: float, systems: int = 
     noise = s_e2 / m
     E = np.array(shares) * N + noise
     J = len(E)
-    df_res = max(k * N * m - m - k * (1 + float(np.sum(n - 1))) + 1, 1.0)
+    # the residual df: every df of the k N m rows but the mean's, the systems', the items', the runs' (per column)
+    # and, when it is in the model, the system x item term's (issue 39: it was left in the residual)
+    df_res = max(k * N * m - m - k * (1 + float(np.sum(n - 1))) + 1 - ((k - 1) * (m - 1) if s_si2 > 0 else 0), 1.0)
     num = (E.sum() - (J - 1) * noise) ** 2
     den = float(np.sum(E ** 2 / np.array(dfs))) + (J - 1) ** 2 * noise ** 2 / df_res
     return V, float(num / den) if den > 0 else math.inf
@@ -216,22 +225,23 @@ def _power_at(lam: float, d1: float, d2: float, alpha: float) -> float:
 
 
 def f_test_power(delta, runs, items: int, run_sd, residual_sd: float, systems: int = 2, alpha: float = 0.05,
-                 system_item_sd: float = 0.0) -> float:
+                 system_item_sd: float = 0.0, shared_runs: bool = False) -> float:
     """Power of the F test of the system difference in the balanced design: P(F'(k-1, nu, lambda) >
     F_{1-alpha}(k-1, nu)), nu = k(n-1) with one replication column (module docstring; several crossed columns
     ``runs=[n_1, n_2]``, ``run_sd=[s_1, s_2]`` and a system x item SD: :func:`design_moments`). Needs at least 2
-    runs per system (else no df for the runs)."""
+    runs per system (else no df for the runs). ``shared_runs``: crossed runs (:func:`design_moments`)."""
     alpha = _check_alpha(alpha)
     n, _ = _levels_and_sds(runs, run_sd)
     if len(n) == 1:
         _count("runs", runs if np.ndim(runs) == 0 else n[0], 2)
     k = _count("systems", systems, 2)
     d = _shifts(delta, k)
-    V, nu = design_moments(runs, items, run_sd, residual_sd, k, system_item_sd)
+    V, nu = design_moments(runs, items, run_sd, residual_sd, k, system_item_sd, shared_runs)
     return _power_at(float(np.sum((d - d.mean()) ** 2) / V), k - 1, nu, alpha)
 
 
-def power_limit(delta, runs, run_sd, systems: int = 2, alpha: float = 0.05, system_item_sd: float = 0.0) -> float:
+def power_limit(delta, runs, run_sd, systems: int = 2, alpha: float = 0.05, system_item_sd: float = 0.0,
+                shared_runs: bool = False) -> float:
     """The power with n runs as the number of items grows without bound (lambda -> n sum (delta - deltabar)^2 /
     s_run^2 with one column): no number of items gives more."""
     alpha = _check_alpha(alpha)
@@ -246,7 +256,7 @@ def power_limit(delta, runs, run_sd, systems: int = 2, alpha: float = 0.05, syst
     if not np.any(sd > 0):
         return 1.0
     # m -> infinity: the residual's and the system x item term's shares vanish (checked at 10^9 items)
-    V, nu = design_moments(runs, 10 ** 12, sd if len(sd) > 1 else float(sd[0]), 0.0, k)
+    V, nu = design_moments(runs, 10 ** 12, sd if len(sd) > 1 else float(sd[0]), 0.0, k, shared_runs=shared_runs)
     return _power_at(ss / V, k - 1, nu, alpha)
 
 
@@ -287,7 +297,7 @@ def _first(ok, lo: int, hi: int, limit: int) -> int | None:
 
 def runs_needed(delta, items: int, run_sd, residual_sd: float, systems: int = 2, alpha: float = 0.05,
                 target: float = 0.8, max_runs: int = 10_000, runs=None, column: int = 0,
-                system_item_sd: float = 0.0) -> int | None:
+                system_item_sd: float = 0.0, shared_runs: bool = False) -> int | None:
     """The smallest number of runs per system n >= 2 whose power (:func:`f_test_power`) reaches ``target`` with
     ``items`` items; None if no n up to ``max_runs`` does. The power increases with n (lambda grows linearly and
     the critical value falls), so the first n reaching the target is found by doubling and bisection.
@@ -303,28 +313,31 @@ def runs_needed(delta, items: int, run_sd, residual_sd: float, systems: int = 2,
 
     def ok(n):
         return n >= 2 and f_test_power(delta, _with_levels(runs, column, n), items, run_sd, residual_sd, systems,
-                                       alpha, system_item_sd) >= target
+                                       alpha, system_item_sd, shared_runs) >= target
 
     return _first(ok, 1, 2, max_runs)
 
 
 def items_needed(delta, runs, run_sd, residual_sd: float, systems: int = 2, alpha: float = 0.05,
-                 target: float = 0.8, max_items: int = 10_000_000, system_item_sd: float = 0.0) -> int | None:
+                 target: float = 0.8, max_items: int = 10_000_000, system_item_sd: float = 0.0,
+                 shared_runs: bool = False) -> int | None:
     """The smallest number of items m whose power with ``runs`` runs per system reaches ``target``; None if even
     infinitely many items do not (:func:`power_limit` below the target) or none up to ``max_items`` does."""
     target = _check_effect(delta, systems, target)
     max_items = _count("max_items", max_items, 1)
-    if power_limit(delta, runs, run_sd, systems, alpha) < target:
+    if power_limit(delta, runs, run_sd, systems, alpha, shared_runs=shared_runs) < target:
         return None
 
     def ok(m):
-        return m >= 1 and f_test_power(delta, runs, m, run_sd, residual_sd, systems, alpha, system_item_sd) >= target
+        return m >= 1 and f_test_power(delta, runs, m, run_sd, residual_sd, systems, alpha, system_item_sd,
+                                       shared_runs) >= target
 
     return _first(ok, 0, 1, max_items)
 
 
 def minimum_detectable_difference(runs, items: int, run_sd, residual_sd: float, systems: int = 2,
-                                  alpha: float = 0.05, target: float = 0.8, system_item_sd: float = 0.0) -> float:
+                                  alpha: float = 0.05, target: float = 0.8, system_item_sd: float = 0.0,
+                                  shared_runs: bool = False) -> float:
     """The smallest difference delta the design detects with power ``target`` (0.8): systems 2..k each delta from
     the first (as :func:`f_test_power` reads a scalar delta). The power is a function of lambda = delta^2
     sum_s (u_s - ubar)^2 / V (u the pattern for delta = 1), increasing in lambda: solve power(lambda) = target for
@@ -340,7 +353,7 @@ def minimum_detectable_difference(runs, items: int, run_sd, residual_sd: float, 
     n, _ = _levels_and_sds(runs, run_sd)
     if len(n) == 1:
         _count("runs", n[0], 2)
-    V, nu = design_moments(runs, items, run_sd, residual_sd, k, system_item_sd)
+    V, nu = design_moments(runs, items, run_sd, residual_sd, k, system_item_sd, shared_runs)
     u = _shifts(1.0, k)
     hi = 1.0
     while _power_at(hi, k - 1, nu, alpha) < target:
@@ -391,6 +404,7 @@ class PowerTable:
     needed: pd.DataFrame = field(repr=False)  # items, runs_needed
     crossed: dict = field(default_factory=dict)  # name -> (sd, levels): columns crossed with the runs
     system_item_sd: float = 0.0
+    shared_runs: bool = False  # crossed runs: run labels shared by the systems (design_moments)
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
@@ -422,8 +436,8 @@ class PowerTable:
         sds, levels = self._columns(None)
         wide = self.wide()
         wide.columns = [f"{m} items" for m in wide.columns]
-        wide["items -> inf"] = [power_limit(self.delta, self._columns(n)[1], sds, self.systems, self.alpha)
-                                for n in wide.index]
+        wide["items -> inf"] = [power_limit(self.delta, self._columns(n)[1], sds, self.systems, self.alpha,
+                                            shared_runs=self.shared_runs) for n in wide.index]
         wide.index.name = "runs per system"
         mdd = self.wide("mdd")
         mdd.columns = [f"{m} items" for m in mdd.columns]
@@ -431,8 +445,12 @@ class PowerTable:
         more = "".join(f", {n} SD = {sd:g} ({lv} levels, crossed with the runs)"
                        for n, (sd, lv) in self.crossed.items())
         si = f", system x item SD = {self.system_item_sd:g}" if self.system_item_sd else ""
-        df_text = (f"({self.systems - 1}, {self.systems} (n - 1)) df" if not self.crossed and not si else
+        runs_df = f"{self.systems} (n - 1)" if not self.shared_runs else (
+            "n - 1" if self.systems == 2 else f"{self.systems - 1} (n - 1)")
+        df_text = (f"({self.systems - 1}, {runs_df}) df" if not self.crossed and not si else
                    f"{self.systems - 1} and Satterthwaite's df")
+        if self.shared_runs:
+            df_text += "; runs crossed: run labels shared by the systems, the run SD that of system x run"
         lines = [f"Power of the F test of the system difference (closed form, balanced design: noncentral F on "
                  f"{df_text})",
                  f"{self.systems} systems, delta = {self.delta}, run SD = {c.run_sd:g}{more}{si}, item SD = "
@@ -463,12 +481,14 @@ class PowerTable:
 
 
 def power_table(runs, items, delta, components: VarianceComponents, systems: int = 2, alpha: float = 0.05,
-                target: float = 0.8, crossed=None, system_item_sd: float = 0.0) -> PowerTable:
+                target: float = 0.8, crossed=None, system_item_sd: float = 0.0, shared_runs: bool = False
+                ) -> PowerTable:
     """The closed-form power and minimum detectable difference for every combination of ``runs`` (per system)
     and ``items``, and for each number of items the runs needed for ``target`` (None: more than 10,000, or never
     when the power limit over items is below the target). ``crossed``: {name: (SD, levels)} of replication
     columns crossed with the runs (e.g. configurations x seeds), held at their levels; ``system_item_sd``: the
-    SD of system x item effects (:func:`design_moments`)."""
+    SD of system x item effects; ``shared_runs``: crossed runs, run labels shared by the systems, the run SD that
+    of the system x run effects (:func:`design_moments`)."""
     runs = [runs] if np.ndim(runs) == 0 else list(runs)
     items = [items] if np.ndim(items) == 0 else list(items)
     if not runs or not items:
@@ -481,20 +501,22 @@ def power_table(runs, items, delta, components: VarianceComponents, systems: int
     target = _check_effect(delta, k, target)
     si = _number("system x item SD", system_item_sd)
     c = components
-    out = PowerTable(delta, c, k, alpha, target, pd.DataFrame(), pd.DataFrame(), _crossed(crossed), si)
+    out = PowerTable(delta, c, k, alpha, target, pd.DataFrame(), pd.DataFrame(), _crossed(crossed), si,
+                     bool(shared_runs))
+    sh = out.shared_runs
     sds, _ = out._columns(None)
     rows = []
     for m in items:
         for n in runs:
             lv = out._columns(n)[1]
-            V, nu = design_moments(lv, m, sds, c.residual_sd, k, si)
+            V, nu = design_moments(lv, m, sds, c.residual_sd, k, si, sh)
             rows.append({"runs": n, "items": m, "lambda": noncentrality(delta, lv, m, sds, c.residual_sd, k, si),
                          "num_df": k - 1, "den_df": nu,
-                         "power": f_test_power(delta, lv, m, sds, c.residual_sd, k, alpha, si),
-                         "mdd": minimum_detectable_difference(lv, m, sds, c.residual_sd, k, alpha, target, si)})
+                         "power": f_test_power(delta, lv, m, sds, c.residual_sd, k, alpha, si, sh),
+                         "mdd": minimum_detectable_difference(lv, m, sds, c.residual_sd, k, alpha, target, si, sh)})
     needed = [{"items": m, "runs_needed": runs_needed(delta, m, sds, c.residual_sd, k, alpha, target,
                                                       runs=out._columns(2)[1] if out.crossed else None,
-                                                      system_item_sd=si)}
+                                                      system_item_sd=si, shared_runs=sh)}
               for m in items]
     out.table = pd.DataFrame(rows)
     out.needed = pd.DataFrame(needed).astype({"runs_needed": "Int64"})

@@ -27,7 +27,7 @@ import pandas as pd
 
 from .. import mixed
 from ..book.binary import latent_variance_components
-from ..book.glrt import compare_systems, interaction_test, random_part
+from ..book.glrt import compare_systems, interaction_test, random_part, runs_layout, runs_shared
 from ..book.reliability import decision_study, phi
 from ..book.significance import bootstrap_test, permutation_test, resampling_test_dask
 from ..errors import VRSError
@@ -144,7 +144,8 @@ def _planned(w: Work) -> list[str]:
     """The widest linear mixed models of the readings on ``w.d`` (per numeric data property the system-by-property
     models with runs as replications and with runs random): every model of :func:`significance` and
     :func:`conditional` on ``w.d`` has its fixed columns among theirs, so each random part is accumulated once."""
-    parts = [random_part(w.d, w.sy, w.it)[0]] + ([random_part(w.d, w.sy, w.it, w.reps, w.spec.items)[0]]
+    shared = w.reps if runs_layout(w.d, w.sy, w.reps, w.spec.runs) == "crossed" else ()
+    parts = [random_part(w.d, w.sy, w.it)[0]] + ([random_part(w.d, w.sy, w.it, w.reps, w.spec.items, shared)[0]]
                                                  if w.reps else [])
     numeric = [w.names[p] for p in w.spec.properties if pd.api.types.is_numeric_dtype(w.d[w.names[p]].dtype)]
     return [f"{w.y} ~ {w.sy}" + "".join(f" * {pn}" for pn in numeric[:1]) + "".join(f" + {w.sy} * {pn}"
@@ -181,8 +182,11 @@ def _fit_notes(result, comp) -> None:
         vc = model.variance_components["variance"]
         zero = [str(k) for k, v in vc.items() if k != "Residual" and float(v) <= 1e-10 * max(float(vc.max()), 1e-300)]
         if zero:
+            means = "run means" in str(getattr(t, "method", ""))
             result.notes.append(f"boundary estimate: the variance of {', '.join(zero)} is estimated as zero in the "
-                                "runs-random model; the test treats that source of variation as absent")
+                                "runs-random model; " + ("the test on run means does not rest on that estimate"
+                                                         if means else "the test treats that source of variation "
+                                                         "as absent"))
     if getattr(model, "converged", True) is False:
         result.notes.append("the runs-random model's fit did not converge; its test is not reliable")
     result.fit_notes = [n for n in result.notes if n.startswith(("boundary", "the runs-random model's fit"))
@@ -202,8 +206,10 @@ def significance(result, w: Work) -> None:
     if not w.reps:
         return
     result.comparison_random = compare_systems(w.d, w.y, w.sy, w.it, replications=w.reps, test=w.test,
-                                               n_sim=w.spec.n_sim, seed=w.spec.seed, items=w.spec.items, **fam)
+                                               n_sim=w.spec.n_sim, seed=w.spec.seed, items=w.spec.items,
+                                               runs=w.spec.runs, **fam)
     result.notes.extend(result.comparison_random.notes)
+    _runs_notes(result, w)
     _fit_notes(result, result.comparison_random)
     _blank_separated(result, result.comparison_random)
     fewest = int(result.runs.groupby(w.system, observed=True).size().min())
@@ -212,6 +218,38 @@ def significance(result, w: Work) -> None:
             f"only {fewest} run(s) for some system: with fewer than 3 runs per system the run-to-run variation "
             "cannot be separated from the system difference with any reliability; the random-effect reading has "
             "almost no denominator degrees of freedom. Add runs.")
+
+
+def _runs_notes(result, w: Work) -> None:
+    """Which runs model the runs-random reading fitted (issue 39), and the other one beside it where the data leave
+    the choice open: run labels shared by the systems fitted as nested runs (a shared seed's shift then sits in the
+    denominator), or crossed runs whose shared-run variance is estimated as zero."""
+    comp = result.comparison_random
+    names = ", ".join(w.back.get(r, r) for r in w.reps)
+    if comp.runs == "crossed":
+        result.notes.append(f"runs crossed ({names}): every run label is one run condition shared by the systems, "
+                            f"(1|{names}) + (1|system:{names}); a shift shared by all systems cancels in the "
+                            "difference")
+        other = "nested"
+    else:
+        result.notes.append(f"runs nested ({names}): every system's runs are its own, (1|system:{names})")
+        if not all(runs_shared(w.d, w.sy, r) for r in w.reps):
+            return
+        other = "crossed"
+    if w.family != "gaussian":
+        return
+    vc = comp.model.variance_components["variance"] if comp.model is not None else None
+    if other == "nested" and vc is not None and not all(float(vc.get(r, 0.0)) <= 1e-10 for r in w.reps):
+        return
+    try:
+        alt = compare_systems(w.d, w.y, w.sy, w.it, replications=w.reps, test=w.test, n_sim=w.spec.n_sim,
+                              seed=w.spec.seed, items=w.spec.items, runs=other, family=w.family, models=w.models)
+    except VRSError:
+        return
+    why = ("the shared-run variance is estimated as zero" if other == "nested" else
+           "every run label is used by two or more systems")
+    result.notes.append(f"{why}: with runs {other} the same test gives p {_p(alt.test.p_value)} "
+                        f"({alt.test.method}); --runs {other} makes it the verdict's test")
 
 
 def _blank_separated(result, comp) -> None:
@@ -750,6 +788,8 @@ def answer_sentence(result) -> str | None:
         scope = "Across runs and items like these"
     else:
         scope = "Across runs, on these items"
+    if getattr(comp, "runs", "") == "crossed":
+        scope += " (runs crossed: each run label is shared by the systems)"
     evidence = f"{t.method}: {t.evidence()}, p = {t.p_value:.3g}"
     means = result.runs.groupby(result.system or "_system", observed=True)["mean"].mean()
     runs = int(result.runs.groupby(result.system or "_system", observed=True).size().min())

@@ -1,0 +1,219 @@
+"""Tests of the system difference on per-run means, for the designs where the mixed model's F test does not keep
+its level or loses power (issue 39): unequal residual variances of the systems with unequal run counts, and a run
+variance estimated at zero.
+
+Every run of a *complete* design scores every item once, so the run means ``m_sr`` (system s, run r) are over the
+same items and the item effects cancel in their differences. Under ``score = mu_s + a_sr + b_i + g_si + e_sri``
+(run, item, system x item and residual effects, each system with its own variances) the mean of system s over its
+``n_s`` runs, ``M_s``, has
+
+    Var(M_1 - M_2) = sum_s (sigma2_run,s / n_s + sigma2_res,s / (n_s I)) + (sigma2_si,1 + sigma2_si,2) / I.
+
+- The spread of a system's run means, ``v_s = var_r(m_sr)``, estimates ``sigma2_run,s + sigma2_res,s / I``: the
+  first sum is ``sum_s v_s / n_s`` (Welch 1947, "The generalization of 'Student's' problem when several different
+  population variances are involved", Biometrika 34: 28-35), or with one pooled ``v`` over the systems
+  ``v (1/n_1 + 1/n_2)`` (Student's t on the run means; for k systems the one-way ANOVA F of the run means, exact
+  in a balanced design whatever the run variance: the aggregated analysis of a nested design, Searle, Casella &
+  McCulloch 1992, Variance Components, section 4.3).
+- The system x item part: the per-item differences of the systems' means over runs, ``d_i``, vary from item to item
+  with variance ``sigma2_si,1 + sigma2_si,2 + sum_s sigma2_res,s / n_s``; the residual variance of system s is the
+  run x item mean square of its rows, ``MS_s`` (df ``(n_s - 1)(I - 1)``). So ``var_i(d_i) / I - sum_s MS_s /
+  (n_s I)`` estimates the second term (set to 0 when negative, as REML puts a variance on its boundary).
+
+The estimate ``V`` is a linear combination of independent mean squares; its df are Satterthwaite's (1946,
+"An approximate distribution of estimates of variance components", Biometrics Bulletin 2: 110-114):
+``V^2 / sum_j (c_j MS_j)^2 / df_j``, and ``t = (M_2 - M_1) / sqrt(V)`` is referred to Student's t on those df
+(reported as F = t^2 on (1, df)). Without the system x item term and with the pooled spread this is the exact t
+(F) test of the run means.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+#: residual variances of two systems differing by more than this factor: the systems are treated as
+#: heteroscedastic (the run x item mean squares have (n_s - 1)(I - 1) df, hundreds in a log: the ratio is stable)
+HETERO_RATIO = 2.0
+
+
+def _complete(data: pd.DataFrame, system: str, item: str, runs: list) -> pd.DataFrame | None:
+    """The rows as a (system, run, item) table when every run of every system scores every item exactly once (a
+    complete design), else None. Adds a ``_run`` column: the run label (the replication columns joined)."""
+    d = data[[system, item, *runs]].copy()
+    d["_run"] = d[runs].astype(str).agg("\x1f".join, axis=1) if len(runs) > 1 else d[runs[0]].astype(str)
+    counts = d.groupby([system, "_run", item], observed=True).size()
+    items = d[item].nunique()
+    per_run = d.groupby([system, "_run"], observed=True)[item].nunique()
+    if counts.max() != 1 or (per_run != items).any() or len(per_run) == 0:
+        return None
+    return d
+
+
+def residual_mean_squares(data: pd.DataFrame, response: str, system: str, item: str, runs: list) -> pd.Series | None:
+    """Per system the run x item mean square of a complete design (module docstring; None if not complete):
+    ``sum (y - m_sr - ybar_si + M_s)^2 / ((n_s - 1)(I - 1))``."""
+    d = _complete(data, system, item, runs)
+    if d is None:
+        return None
+    d["y"] = data[response].to_numpy(dtype=float)
+    out = {}
+    for s, g in d.groupby(system, observed=True):
+        n, i = g["_run"].nunique(), g[item].nunique()
+        if n < 2 or i < 2:
+            return None
+        r = g["y"] - g.groupby("_run")["y"].transform("mean") - g.groupby(item)["y"].transform("mean") + g["y"].mean()
+        out[s] = float((r ** 2).sum() / ((n - 1) * (i - 1)))
+    return pd.Series(out)
+
+
+def heteroscedastic(ms: pd.Series | None) -> bool:
+    """True when the systems' residual variances differ by more than :data:`HETERO_RATIO`."""
+    return ms is not None and len(ms) >= 2 and float(ms.max()) > HETERO_RATIO * float(ms.min())
+
+
+def run_means_test(data: pd.DataFrame, response: str, system: str, item: str, runs: list, systems=None,
+                   welch: bool = False, system_item: bool = False, crossed: bool = False):
+    """The test of the system difference on the run means of a complete design (module docstring): for two
+    systems Student's (``welch=False``: one pooled spread) or Welch's (``welch=True``: each system its own) t on the
+    run means, with the system x item part when ``system_item``, Satterthwaite's df; for three or more systems
+    (pooled, no system x item part) the one-way ANOVA F of the run means. Returns a
+    :class:`vrs_helpers.mixed.ddf.FTest` (F = t^2 on (1, df) for two systems), or None when the design is not
+    complete, a system has fewer than 2 runs, or three or more systems ask for Welch's or the system x item part.
+    ``systems``: the order of the systems (the first is the reference).
+
+    ``crossed``: crossed runs (every run label run by every system; else None): the shared run effects cancel in
+    the per-run differences ``D_r = m_2r - m_1r``, and for two systems the test is the paired t on them (their
+    spread ``var_r(D_r) / n`` in place of the first sum; each system's variances its own, so no pooling), for k
+    systems the two-way ANOVA F of the run means, system against system x run on (k - 1)(n - 1) df."""
+    from ..mixed.ddf import FTest
+
+    d = _complete(data, system, item, runs)
+    if d is None:
+        return None
+    d["y"] = data[response].to_numpy(dtype=float)
+    m = d.groupby([system, "_run"], observed=True)["y"].mean().rename("m").reset_index()
+    order = list(systems) if systems is not None else list(pd.unique(m[system]))
+    groups = [m.loc[m[system] == s, "m"].to_numpy() for s in order]
+    n = np.array([len(g) for g in groups])
+    k, n_items = len(groups), d[item].nunique()
+    if k < 2 or (n < 2).any():
+        return None
+    means = np.array([g.mean() for g in groups])
+    var = np.array([g.var(ddof=1) for g in groups])
+    if crossed:
+        wide = m.pivot(index="_run", columns=system, values="m")
+        if wide.isna().any().any() or wide.shape[1] != k:
+            return None
+        wide = wide[order]
+        n_r = len(wide)
+        if k > 2:
+            if welch or system_item:
+                return None
+            resid = wide - wide.mean(axis=0) - wide.mean(axis=1).to_numpy()[:, None] + wide.to_numpy().mean()
+            num = float(n_r * np.sum((wide.mean(axis=0).to_numpy() - wide.to_numpy().mean()) ** 2) / (k - 1))
+            df2 = (k - 1) * (n_r - 1)
+            f = num / float((resid.to_numpy() ** 2).sum() / df2)
+            return FTest(system, f, k - 1, float(df2), float(stats.f.sf(f, k - 1, df2)),
+                         method="F test on run means (system x run)")
+        diff = (wide[order[1]] - wide[order[0]]).to_numpy()
+        terms = [(1.0 / n_r, float(diff.var(ddof=1)), n_r - 1)]
+    elif k > 2:
+        if welch or system_item:
+            return None
+        grand = m["m"].mean()
+        num = float(np.sum(n * (means - grand) ** 2) / (k - 1))
+        den = float(np.sum((n - 1) * var) / (n.sum() - k))
+        f = num / den
+        return FTest(system, f, k - 1, float(n.sum() - k), float(stats.f.sf(f, k - 1, n.sum() - k)),
+                     method="F test on run means")
+    # two systems: V = sum_j c_j MS_j, each MS_j with its df
+    if crossed:
+        pass
+    elif welch:
+        terms = [(1.0 / n[0], var[0], n[0] - 1), (1.0 / n[1], var[1], n[1] - 1)]
+    else:
+        pooled = float(np.sum((n - 1) * var) / (n.sum() - 2))
+        terms = [(1.0 / n[0] + 1.0 / n[1], pooled, n.sum() - 2)]
+    if system_item:
+        ms = residual_mean_squares(data, response, system, item, runs)
+        wide = d.groupby([item, system], observed=True)["y"].mean().unstack(system)[order]
+        diff = (wide[order[1]] - wide[order[0]]).to_numpy()
+        sd2 = float(diff.var(ddof=1))
+        extra = [(1.0 / n_items, sd2, n_items - 1)] + [(-1.0 / (n[j] * n_items), float(ms[s]),
+                                                        (n[j] - 1) * (n_items - 1)) for j, s in enumerate(order)]
+        if sum(c * v for c, v, _ in extra) > 0:
+            terms += extra
+    v_hat = sum(c * v for c, v, _ in terms)
+    df = v_hat ** 2 / sum((c * v) ** 2 / f for c, v, f in terms)
+    t = (means[1] - means[0]) / np.sqrt(v_hat)
+    name = ("paired t on run means (crossed runs)" if crossed else "Welch's t on run means, Satterthwaite df"
+            if welch else "t test on run means") + (
+        " (with the system x item variance)" if len(terms) > (2 if welch and not crossed else 1) else "")
+    return FTest(system, float(t * t), 1, float(df), float(2 * stats.t.sf(abs(t), df)), method=name)
+
+
+def boundary(model, system: str, runs: list, tol: float = 1e-10) -> bool:
+    """True when the REML variance of every run term ``(1|system:R)`` of ``model`` is zero (on its boundary)."""
+    vc = model.variance_components["variance"]
+    top = max(float(vc.max()), 1e-300)
+    return all(float(vc.get(f"{system}:{r}", np.inf)) <= tol * top for r in runs)
+
+
+def choose(data, response: str, system: str, item: str, runs: list, model, system_item: bool,
+           layout: str = "nested"):
+    """The run-means test that replaces the mixed model's F test as the default test of a nested-runs comparison
+    of continuous scores, and why; ``(None, None)`` to keep the model's test. The rule (issue 39):
+
+    1. two systems whose residual variances differ by more than :data:`HETERO_RATIO` (:func:`heteroscedastic`) in
+       a complete design: Welch's t on the run means with Satterthwaite's df (and the system x item part when the
+       model has that term) - one pooled run and residual variance would let the noisier system's few runs pass for
+       many;
+    2. a balanced complete design (every system the same number of runs) whose REML variance of every run term is
+       zero (:func:`boundary`): the test on the run means (two systems: Student's t, with the system x item part
+       when that term's variance is positive; three or more: the one-way ANOVA F, used only when the model has no
+       system x item variance) - exact whatever the run variance, where the F test of the fit at the boundary keeps
+       the pooled residual and loses power.
+
+    Crossed runs (``layout="crossed"``, every run label run by every system): at the boundary of the system x run
+    variance, or with unequal residual variances (two systems), the paired t on the run means (two systems; each
+    system's variances its own) or the system x run ANOVA F (three or more, no system x item variance).
+
+    ``data`` must be in memory (a dask table keeps the model's test)."""
+    if hasattr(data, "dask"):
+        return None, None
+    ms = residual_mean_squares(data, response, system, item, runs)
+    if ms is None:
+        return None, None
+    order = list(ms.index)
+    vc = model.variance_components["variance"]
+    si_positive = system_item and float(vc.get(f"{system}:{item}", 0.0)) > 1e-10 * max(float(vc.max()), 1e-300)
+    if layout == "crossed":
+        hetero = len(ms) == 2 and heteroscedastic(ms)
+        if not (hetero or boundary(model, system, runs)):
+            return None, None
+        t = run_means_test(data, response, system, item, runs, order, system_item=si_positive or (
+            hetero and system_item), crossed=True)
+        if t is None:
+            return None, None
+        why = (f"unequal variances: the residual variances of the systems differ by a factor of "
+               f"{float(ms.max() / ms.min()):.3g}" if hetero else
+               "run variance at zero: the REML variance of system x run is 0")
+        return t, f"{why}; the test is the {t.method}, not the model's F test"
+    if len(ms) == 2 and heteroscedastic(ms):
+        t = run_means_test(data, response, system, item, runs, order, welch=True, system_item=system_item)
+        ratio = float(ms.max() / ms.min())
+        return t, (f"unequal variances: the residual variances of the systems differ by a factor of {ratio:.3g} "
+                   f"(> {HETERO_RATIO:g}); the test is {t.method if t else 'the model F test'}, each system with "
+                   "its own run and residual variance")
+    n_runs = data.groupby(system, observed=True)[runs].nunique().iloc[:, 0] if len(runs) == 1 else None
+    if n_runs is None or n_runs.nunique() != 1 or not boundary(model, system, runs):
+        return None, None
+    si = si_positive
+    t = run_means_test(data, response, system, item, runs, order, welch=False, system_item=si)
+    if t is None:
+        return None, None
+    exact = " (exact whatever the run variance)" if not si else ""
+    return t, (f"run variance at zero: the REML variance of the runs is 0 in a balanced design; the test is the "
+               f"{t.method}{exact}, not the model's F test at the boundary")
