@@ -102,12 +102,12 @@ def internal_theta(m: MixedModelResult) -> np.ndarray:
 
 
 def local_workers(batches: int) -> int:
-    """Processes for the batches of a bootstrap on this machine: the ``VRS_WORKERS`` environment variable if set,
-    else the CPUs this process may use (at most 4), never more than the batches; 1 where forking is not safe or
-    possible: not the main thread, a process of a pool already (a benchmark's or ``vrs batch``'s worker: no pools within pools),
-    not Linux (macOS's system libraries are not fork-safe, and Windows cannot fork). The workers compute only (numpy
-    and the engine), and the numbers do not depend on how many there are (each batch has its own generator:
-    tests/mixed/test_glmm_bootstrap.py)."""
+    """Processes for the batches of a bootstrap on this machine: the ``VRS_WORKERS`` environment variable
+    if set, else the CPUs this process may use (at most 4), never more than the batches; 1 where forking is not
+    safe or possible: not the main thread, a process of a pool already (a benchmark's or ``vrs batch``'s worker:
+    no pools within pools), not Linux (macOS's system libraries are not fork-safe, and Windows cannot fork). The
+    workers compute only (numpy and the engine), and the numbers do not depend on how many there are (each batch
+    has its own generator: tests/mixed/test_glmm_bootstrap.py)."""
     import multiprocessing
     import os
     import sys
