@@ -357,12 +357,7 @@ def _analyze_table(args, kernel) -> int:
     # score-table columns are named (a folder of Parquet parts, e.g. for --dask)
     if (args.format != "auto" or sniff_format(args.data) is not None
             or (Path(args.data).is_dir() and not args.response)):
-        if kernel is None:
-            return _analyze_logs(args)
-        try:   # the speculative kernel is stopped after the logs' analysis (its start would delay it)
-            return _analyze_logs(args)
-        finally:
-            discard_kernel(kernel)
+        return _analyze_logs(args, kernel)   # the kernel started for a table runs the logs' workbook
     if not args.response or not args.item:
         raise InputError(_name_the_columns(args.data))
     # the spec checks the options as it is built, and is validated against the data once (analyze_report)
@@ -385,13 +380,29 @@ def _analyze_table(args, kernel) -> int:
     return 0
 
 
-def _analyze_logs(args) -> int:
-    """``vrs analyze LOGDIR``: read and describe the logs, validate every task, then analyse (app/logs_report)."""
+def _analyze_logs(args, kernel=None) -> int:
+    """``vrs analyze LOGDIR``: read and describe the logs, validate every task, then analyse and run workbook 09 as
+    the report (app/logs_report), in a kernel started first (or ``kernel``, started for a score table)."""
     from ..evaluate.scores import InputError
-    from .logs_report import logs_report, read_logs
+    from .kernel import LOGS_NOTEBOOK, report_kernel
+    from .runner import discard_kernel
 
     if args.dask is not None:
         raise InputError(DASK_TABLE_ONLY + ".")
+    if kernel is None:   # it starts, and imports the workbook's modules, while the logs are read and checked
+        kernel = report_kernel(LOGS_NOTEBOOK)
+    try:
+        logs, specs, skipped = _read_logs(args)
+    except BaseException:
+        discard_kernel(kernel)
+        raise
+    return _report_logs(args, kernel, logs, specs, skipped)
+
+
+def _read_logs(args):
+    from ..evaluate.scores import InputError
+    from .logs_report import read_logs
+
     metric = list(args.response) if args.response else None
     logs, specs, skipped = read_logs(args.data, fmt=args.format, system=args.system, cluster=args.cluster,
                                      metric=metric, dropna=args.dropna,
@@ -400,9 +411,18 @@ def _analyze_logs(args) -> int:
         raise InputError(f"--baseline {args.baseline!r} is not a system of the logs; systems: "
                          f"{', '.join(logs.description.systems)}.")
     print(analysed_lines(specs, skipped), flush=True)
-    summary = logs_report(logs, specs, skipped, args.out, metric=metric, adjust=args.adjust, alpha=args.alpha,
-                          cluster=args.cluster, baseline=args.baseline, data_label=str(args.data),
-                          test=args.test, n_sim=args.n_sim, seed=args.seed, items=args.items)
+    return logs, specs, skipped
+
+
+def _report_logs(args, kernel, logs, specs, skipped) -> int:
+    from .logs_report import logs_report
+
+    metric = list(args.response) if args.response else None
+    summary = logs_report(logs, specs, skipped, args.out, logs_dir=str(args.data), log_format=args.format,
+                          system=args.system, dropna=args.dropna, metric=metric, adjust=args.adjust,
+                          alpha=args.alpha, cluster=args.cluster, baseline=args.baseline, data_label=str(args.data),
+                          test=args.test, n_sim=args.n_sim, seed=args.seed, items=args.items,
+                          show_code=args.show_code, kernel=kernel)
     out = Path(args.out)
     print("\n".join(summary.get("verdict", [])))
     from ..evaluate.log_checks import warnings_of
@@ -410,7 +430,8 @@ def _analyze_logs(args) -> int:
     checked = summary.get("checked_against_logs") or []
     for line in warnings_of(pd_frame(checked)):
         print(line)
-    print(f"report: {out / 'report.html'}; summary: {out / 'summary.json'}, {out / 'summary.txt'}")
+    print(f"report: {out / 'report.html'}; notebook: {out / 'report.ipynb'}; summary: {out / 'summary.json'}, "
+          f"{out / 'summary.txt'}")
     return 0
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from .publish import KERNEL_PREFIX, work_dir
 
 ANALYZE_NOTEBOOK = "07_your_evaluation.ipynb"   # the workbook `vrs analyze` runs as its report
+LOGS_NOTEBOOK = "09_your_logs.ipynb"   # the workbook `vrs analyze LOGDIR` runs as its report
 KERNEL_NAME = "python3"  # resolved by jupyter_client to the interpreter that runs `vrs`, so any venv works
 # what nbclient passes to a kernel it starts itself: the IPython history in memory, no sqlite file per run
 KERNEL_ARGUMENTS = ["--HistoryManager.hist_file=:memory:"]
@@ -211,8 +212,9 @@ class PrestartedKernel:
         self.shutdown()
 
 
-def report_kernel() -> PrestartedKernel:
-    """The kernel of ``vrs analyze``'s report (workbook 07, :data:`ANALYZE_NOTEBOOK`), started now in a fresh
+def report_kernel(notebook: str = ANALYZE_NOTEBOOK) -> PrestartedKernel:
+    """The kernel of ``vrs analyze``'s report (workbook 07, :data:`ANALYZE_NOTEBOOK`; of evaluation logs workbook 09,
+    :data:`LOGS_NOTEBOOK`), started now in a fresh
     temporary folder (the report's work folder, ``kernel.cwd``) with the workbook's modules imported. The CLI
     starts it first, before it imports pandas and reads the data, so that the kernel's start overlaps with
     reading and checking them (:func:`vrs_helpers.app.runner.analyze_report`).
@@ -226,7 +228,7 @@ def report_kernel() -> PrestartedKernel:
     from ..resources import find_workbook
 
     key = secrets.token_hex(32)
-    kernel = PrestartedKernel(work_dir(), preload=notebook_imports(find_workbook(ANALYZE_NOTEBOOK)),
+    kernel = PrestartedKernel(work_dir(), preload=notebook_imports(find_workbook(notebook)),
                               env={KEY_ENV: key})
     kernel.handover_key = key
     return kernel

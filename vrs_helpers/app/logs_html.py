@@ -29,6 +29,12 @@ vertical-align:top;text-align:left}
 img{max-width:100%;height:auto}
 pre{white-space:pre-wrap;overflow-wrap:anywhere}
 .differs{color:#cf222e;font-weight:bold}"""
+# the same rules where the page's own style sheet (nbconvert's JupyterLab template) sets them for every table
+SCOPED_CSS = """.vrs-logs table{border-collapse:collapse;table-layout:fixed;width:100%;font-size:.85em;margin:0}
+.vrs-logs table td,.vrs-logs table th{padding:2px 6px;border-bottom:1px solid #d0d7de;overflow-wrap:anywhere;
+word-break:break-word;vertical-align:top;text-align:left;max-width:none;white-space:normal}
+.vrs-logs pre{white-space:pre-wrap;overflow-wrap:anywhere}
+.vrs-logs table tr.differs td{color:#cf222e;font-weight:bold}"""
 
 
 def _fmt(v) -> str:
@@ -96,48 +102,64 @@ def figures(result) -> list:
     return out
 
 
-def report_html(result) -> str:
-    """The whole report.html of a :class:`~vrs_helpers.evaluate.tasks.LogsAnalysis`."""
+def report_parts(result) -> dict:
+    """The sections of the report of a :class:`~vrs_helpers.evaluate.tasks.LogsAnalysis`, in order, as HTML:
+    ``head`` (the page's style, the title and the verdict box), ``figures``, ``checked``, ``tasks``, ``intervals``,
+    ``harness`` (the harness's numbers, Miller's, the paired differences, McNemar), ``ignores`` (each "what it
+    ignores" sentence once) and ``read`` (what was read, the notes). Workbook 09 shows them one cell each; every
+    part is one ``div`` of class ``vrs-logs``."""
     from ..evaluate.tasks import ADJUSTMENTS
 
     desc = result.description
-    body = [f"<h1>Evaluation logs: {html_text(desc.get('format', ''))}</h1>",
-            '<div class="verdict"><h2>Verdict</h2><ul>'
-            + "".join(f"<li>{html_text(v)}</li>" for v in result.verdict) + "</ul></div>"]
-    for caption, png in figures(result):
-        body.append(f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{png}">'
-                    f"<figcaption>{html_text(caption)}</figcaption></figure>")
-    body += ["<h2>Checked against the logs</h2><p>Our mean and standard error reproduced from the per-item records "
-             "beside the ones the harness wrote (status: equal within the logged value's rounding, or how it "
-             "differs).</p>",
-             table_html(result.checked, ["system", "task", "run", "metric", "n_items", "ours", "logged",
-                                         "stderr_ours", "stderr_logged", "status"], status="status"),
-             f"<h2>Every task</h2><p>{html_text(ADJUSTMENTS[result.adjust])} across the tasks tested.</p>",
+    parts = {"head": [f"<style>{CSS}\n{SCOPED_CSS}</style>",
+                      f"<h1>Evaluation logs: {html_text(desc.get('format', ''))}</h1>",
+                      '<div class="verdict"><h2>Verdict</h2><ul>'
+                      + "".join(f"<li>{html_text(v)}</li>" for v in result.verdict) + "</ul></div>"]}
+    parts["figures"] = [f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{png}">'
+                        f"<figcaption>{html_text(caption)}</figcaption></figure>" for caption, png in figures(result)]
+    parts["checked"] = [
+        "<h2>Checked against the logs</h2><p>Our mean and standard error reproduced from the per-item records "
+        "beside the ones the harness wrote (status: equal within the logged value's rounding, or how it "
+        "differs).</p>",
+        table_html(result.checked, ["system", "task", "run", "metric", "n_items", "ours", "logged",
+                                    "stderr_ours", "stderr_logged", "status"], status="status")]
+    tasks = [f"<h2>Every task</h2><p>{html_text(ADJUSTMENTS[result.adjust])} across the tasks tested.</p>",
              table_html(result.tasks, ["task", "metric", "status", "n_items", "systems", "method", "evidence",
                                        "p_text", "p_adjusted_text", "decision"])]
     if result.pooled:
-        body.append(f"<p>Pooled over tasks ({html_text(result.pooled['formula'])}): "
-                    f"{html_text(result.pooled['method'])}, {html_text(result.pooled['evidence'])}, p = "
-                    f"{html_text(result.pooled['p_text'])}.</p>")
+        tasks.append(f"<p>Pooled over tasks ({html_text(result.pooled['formula'])}): "
+                     f"{html_text(result.pooled['method'])}, {html_text(result.pooled['evidence'])}, p = "
+                     f"{html_text(result.pooled['p_text'])}.</p>")
     if len(result.grid):
-        body += ["<h2>Model x task</h2>", table_html(result.grid)]
-    if len(result.intervals):
-        body += ["<h2>Small-sample intervals of each accuracy</h2><p>95 %: the CLT interval the harness's standard "
-                 "error implies, Wilson, Clopper-Pearson, and the Bayesian beta-binomial interval (Bowyer et al., "
-                 "ICML 2025: uniform prior).</p>",
-                 table_html(result.intervals, ["system", "task", "run", "n", "accuracy", "clt_low", "clt_high",
-                                               "wilson_low", "wilson_high", "clopper_pearson_low",
-                                               "clopper_pearson_high", "bayes_low", "bayes_high"])]
+        tasks += ["<h2>Model x task</h2>", table_html(result.grid)]
+    parts["tasks"] = tasks
+    parts["intervals"] = [] if not len(result.intervals) else [
+        "<h2>Small-sample intervals of each accuracy</h2><p>95 %: the CLT interval the harness's standard "
+        "error implies, Wilson, Clopper-Pearson, and the Bayesian beta-binomial interval (Bowyer et al., "
+        "ICML 2025: uniform prior).</p>",
+        table_html(result.intervals, ["system", "task", "run", "n", "accuracy", "clt_low", "clt_high",
+                                      "wilson_low", "wilson_high", "clopper_pearson_low",
+                                      "clopper_pearson_high", "bayes_low", "bayes_high"])]
+    harness = []
     for title, frame in (("The harness's numbers, reproduced from the per-item logs", result.harness),
                          ("Miller (2024): standard errors and confidence intervals", result.miller),
                          ("Paired differences (Miller 2024, sec. 4.1)", result.paired),
                          ("McNemar's test (exact and mid-p)", result.mcnemar)):
         if len(frame):
-            body += [f"<h2>{html_text(title)}</h2>", table_html(frame.drop(columns=["ignores"], errors="ignore"))]
-    body.append("<h2>Which variation each number ignores</h2><ul>" + "".join(
-        f"<li><b>{html_text(k)}</b>: {html_text(v)}</li>" for k, v in result.ignores().items()) + "</ul>")
-    body.append("<h2>What was read</h2><pre>" + html_text(desc.get("text", "")) + "</pre>")
+            harness += [f"<h2>{html_text(title)}</h2>", table_html(frame.drop(columns=["ignores"], errors="ignore"))]
+    parts["harness"] = harness
+    parts["ignores"] = ["<h2>Which variation each number ignores</h2><ul>" + "".join(
+        f"<li><b>{html_text(k)}</b>: {html_text(v)}</li>" for k, v in result.ignores().items()) + "</ul>"]
+    read = ["<h2>What was read</h2><pre>" + html_text(desc.get("text", "")) + "</pre>"]
     if result.notes:
-        body.append("<h2>Notes</h2><ul>" + "".join(f"<li>{html_text(n)}</li>" for n in result.notes) + "</ul>")
+        read.append("<h2>Notes</h2><ul>" + "".join(f"<li>{html_text(n)}</li>" for n in result.notes) + "</ul>")
+    parts["read"] = read
+    return {name: '<div class="vrs-logs">' + "\n".join(body) + "</div>" if body else ""
+            for name, body in parts.items()}
+
+
+def report_html(result) -> str:
+    """The report as one standalone page (:func:`report_parts` in order); ``vrs analyze LOGDIR`` writes workbook
+    09's page instead, which shows the same parts."""
     return ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>vrs analyze: evaluation logs</title>"
-            f"<style>{CSS}</style></head><body>" + "\n".join(body) + "</body></html>\n")
+            "</head><body>" + "\n".join(p for p in report_parts(result).values() if p) + "</body></html>\n")

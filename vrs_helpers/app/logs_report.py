@@ -87,15 +87,16 @@ def read_logs(path, fmt: str = "auto", system: str | None = None, cluster: str |
     return logs, specs, skipped
 
 
-def logs_report(logs, specs, skipped, out_dir, *, metric=None, adjust: str = "holm", alpha: float = 0.05,
-                cluster: str | None = None, baseline: str | None = None, data_label: str = "",
-                test: str | None = None, n_sim: int = 1000, seed: int = 0, items: str = "random") -> dict:
-    """Analyse validated logs (:func:`read_logs`) with :func:`~vrs_helpers.evaluate.tasks.analyze_logs` and write
-    ``summary.json``, ``summary.txt`` and ``report.html`` into ``out_dir`` (:func:`write_outputs`). Returns the
-    summary."""
-    from ..evaluate.analysis import rounded
+OPTIONS = ("logs_dir", "log_format", "system", "cluster", "metric", "dropna", "adjust", "alpha", "baseline", "test",
+           "n_sim", "seed", "items")   # workbook 09's parameters that make its analysis (read_logs, analyse_logs)
+
+
+def analyse_logs(logs, specs, skipped, *, metric=None, adjust: str = "holm", alpha: float = 0.05,
+                 cluster: str | None = None, baseline: str | None = None, test: str | None = None, n_sim: int = 1000,
+                 seed: int = 0, items: str = "random"):
+    """:func:`~vrs_helpers.evaluate.tasks.analyze_logs` of validated logs (:func:`read_logs`), with a note per task
+    whose rows with a missing score were dropped (``--dropna``)."""
     from ..evaluate.tasks import analyze_logs
-    from .logs_html import report_html
 
     result = analyze_logs(logs, metric=metric, adjust=adjust, alpha=alpha, cluster=cluster, baseline=baseline,
                           specs=specs, test=test, n_sim=n_sim, seed=seed, items=items, skipped=skipped)
@@ -103,8 +104,115 @@ def logs_report(logs, specs, skipped, out_dir, *, metric=None, adjust: str = "ho
         dropped = spec.design.n_dropped_nan
         if dropped:
             result.notes.append(f"task {task} ({m}): {dropped} rows with a missing score dropped (--dropna).")
-    summary = rounded({"data": data_label or str(getattr(logs.description, "files", [""])[0]),
-                        **result.to_summary()})
-    write_outputs({"summary.json": json.dumps(summary, indent=2), "summary.txt": result.text(),
-                   "report.html": report_html(result)}, out_dir)
+    return result
+
+
+def _identity(options: dict) -> str:
+    return json.dumps({k: options.get(k) for k in OPTIONS}, sort_keys=True, default=str)
+
+
+def logs_analysis(logs_dir, *, log_format: str = "auto", system=None, cluster=None, metric=None, dropna=False,
+                  analysis_file: str = "", **options):
+    """The analysis workbook 09 reports: read, validated and analysed here (:func:`read_logs`,
+    :func:`analyse_logs`), or, with ``analysis_file``, the one ``vrs analyze LOGDIR`` made of these very options
+    and handed to this kernel signed with its key (:mod:`vrs_helpers.evaluate.handover`: a file that is not this
+    run's own hand-over is refused unread; one made with other options is an error)."""
+    if analysis_file:
+        import pickle
+
+        from ..evaluate import handover
+        from ..evaluate.analysis import AnalysisError
+
+        ident, result = pickle.loads(handover.read(analysis_file))   # authenticated before it is unpickled
+        wanted = _identity({"logs_dir": logs_dir, "log_format": log_format, "system": system, "cluster": cluster,
+                            "metric": metric, "dropna": dropna, **options})
+        if ident != wanted:
+            raise AnalysisError(f"{analysis_file} holds the analysis of other logs or options; leave analysis_file "
+                                "empty to analyse these.")
+        return result
+    logs, specs, skipped = read_logs(logs_dir, fmt=log_format, system=system, cluster=cluster, metric=metric,
+                                     dropna=dropna)
+    return analyse_logs(logs, specs, skipped, metric=metric, cluster=cluster, **options)
+
+
+def logs_summary(result, data_label: str) -> dict:
+    """summary.json of a logs analysis (rounded as a score table's)."""
+    from ..evaluate.analysis import rounded
+
+    return rounded({"data": data_label, **result.to_summary()})
+
+
+def logs_report(logs, specs, skipped, out_dir, *, logs_dir, log_format: str = "auto", system: str | None = None,
+                dropna: bool = False, metric=None, adjust: str = "holm", alpha: float = 0.05,
+                cluster: str | None = None, baseline: str | None = None, data_label: str = "",
+                test: str | None = None, n_sim: int = 1000, seed: int = 0, items: str = "random",
+                show_code: bool = False, kernel=None) -> dict:
+    """Analyse validated logs (:func:`read_logs` of ``logs_dir`` with ``log_format``, ``system``, ``cluster``,
+    ``metric``, ``dropna``) with :func:`analyse_logs`, write ``summary.json`` and ``summary.txt``, and run workbook
+    09 (:data:`~vrs_helpers.app.kernel.LOGS_NOTEBOOK`) with papermill on the same logs and options as the report:
+    ``report.ipynb`` and its page ``report.html`` (without the code unless ``show_code``). The analysis reaches the
+    workbook's kernel (``kernel``: :func:`~vrs_helpers.app.kernel.report_kernel` started ahead, else one is started
+    here) signed with the kernel's key, as a score table's reaches workbook 07. Everything is made in the kernel's
+    private folder and swapped into ``out_dir`` only when all of it succeeded
+    (:func:`vrs_helpers.app.publish.publish`); a workbook that failed in a cell keeps that folder (its error names
+    the executed copy). Returns the summary."""
+    import pickle
+
+    from ..evaluate import handover
+    from ..resources import find_workbook
+    from .kernel import LOGS_NOTEBOOK, report_kernel
+    from .publish import DiskFullError, disk_full, disk_full_error, publish
+    from .report import MATHJAX_DIR, copy_mathjax, mathjax_current, notebook_page
+    from .runner import NotebookError, _prepare_page, run_notebook
+
+    out = Path(out_dir)
+    kernel = kernel if kernel is not None else report_kernel(LOGS_NOTEBOOK)
+    work = kernel.cwd
+    options = {"logs_dir": str(Path(logs_dir) if Path(logs_dir).is_absolute() else Path.cwd() / logs_dir),
+               "log_format": log_format, "system": system, "cluster": cluster, "metric": metric, "dropna": dropna,
+               "adjust": adjust, "alpha": alpha, "baseline": baseline, "test": test, "n_sim": n_sim, "seed": seed,
+               "items": items}
+    keep_work = False
+    try:
+        result = analyse_logs(logs, specs, skipped, metric=metric, adjust=adjust, alpha=alpha, cluster=cluster,
+                              baseline=baseline, test=test, n_sim=n_sim, seed=seed, items=items)
+        summary = logs_summary(result, data_label or str(getattr(logs.description, "files", [""])[0]))
+        (work / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+        (work / "summary.txt").write_text(result.text(), encoding="utf-8")
+        handover.write(work / "analysis.pickle", pickle.dumps((_identity(options), result),
+                                                              protocol=pickle.HIGHEST_PROTOCOL),
+                       kernel.handover_key)
+        page = _prepare_page(work, out, exclude_input=not show_code)
+        source = work / "workbook.ipynb"
+        shutil.copyfile(find_workbook(LOGS_NOTEBOOK), source)
+        try:
+            run = run_notebook(source, {**options, "data_label": summary["data"],
+                                        "analysis_file": str(work / "analysis.pickle")},
+                               out_dir=work, html_dir=None, output_name="report.ipynb", kernel=kernel)
+        except NotebookError as exc:
+            page.join()
+            shutil.rmtree(work / MATHJAX_DIR, ignore_errors=True)
+            keep_work = "No space left on device" not in str(exc)
+            if not keep_work:
+                raise disk_full_error(OSError(28, "No space left on device"), out_dir) from None
+            raise NotebookError(f"{exc}. The previous report in {out_dir} (if any) is untouched.") from exc
+        page.join()
+        (work / "analysis.pickle").unlink()
+        (work / "report.html").write_text(notebook_page(run.output, exclude_input=not show_code), encoding="utf-8")
+        produced = {name: work / name for name in ("report.html", "report.ipynb", "summary.json", "summary.txt")}
+        keep = ()
+        if mathjax_current(out):   # report.html loads MathJax from ./mathjax (no CDN)
+            keep = (MATHJAX_DIR,)
+        else:   # copied while the notebook ran (else now)
+            produced[MATHJAX_DIR] = copy_mathjax(work)
+        try:
+            publish(produced, out, keep=keep)
+        except (OSError, shutil.Error) as exc:
+            if isinstance(exc, DiskFullError) or not disk_full(exc):
+                raise
+            raise disk_full_error(exc, out_dir) from None
+    finally:
+        kernel.shutdown()
+        if not keep_work:
+            shutil.rmtree(work, ignore_errors=True)
     return summary
