@@ -160,7 +160,7 @@ def test_an_interruption_after_the_analysis_stops_the_report_at_once(tmp_path, m
         raise KeyboardInterrupt
 
     monkeypatch.setattr(runner, "run_notebook", long_run)
-    monkeypatch.setattr(runner, "_prepare_page", interrupt)
+    monkeypatch.setattr(runner, "prepare_page", interrupt)
     spec = AnalysisSpec(_log(n_items=6), "score", "system", "item", replications=["seed"], n_resamples=99)
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):

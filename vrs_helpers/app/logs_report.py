@@ -1,6 +1,6 @@
 """``vrs analyze LOGDIR``: evaluation logs (lm-evaluation-harness, Inspect, HELM, Every Eval Ever) read, described,
-checked and analysed task by task (:mod:`vrs_helpers.evaluate.tasks`), the report written only when everything
-succeeded; and the check of an output folder every ``vrs analyze`` makes before it reads any data."""
+checked and analysed task by task (:mod:`vrs_helpers.evaluate.tasks`), the report - workbook 09 run with papermill
+on them - written only when everything succeeded; and the check of an output folder every ``vrs analyze`` makes before it reads any data."""
 
 from __future__ import annotations
 
@@ -49,26 +49,6 @@ def check_out_dir(out_dir, hint: str | None = None) -> Path:
             except OSError:
                 pass
     return out
-
-
-def write_outputs(files: dict, out_dir) -> None:
-    """Write ``{name: text}`` as the report in ``out_dir``: every file first into a private temporary folder, then
-    the whole report swapped in (:func:`vrs_helpers.app.publish.publish`: all or nothing; the files of a previous
-    report of another kind - a score table's notebook and MathJax copy - are replaced too), so a failure, a full disk
-    included (:class:`~vrs_helpers.app.publish.DiskFullError`), leaves a previous report as it was."""
-    from .publish import DiskFullError, disk_full, disk_full_error, publish, work_dir
-
-    work = work_dir()
-    try:
-        for name, text in files.items():
-            (work / name).write_text(text, encoding="utf-8")
-        publish({name: work / name for name in files}, out_dir)
-    except OSError as exc:
-        if isinstance(exc, DiskFullError) or not disk_full(exc):
-            raise
-        raise disk_full_error(exc, out_dir) from None
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def read_logs(path, fmt: str = "auto", system: str | None = None, cluster: str | None = None, metric=None,
@@ -135,11 +115,17 @@ def logs_analysis(logs_dir, *, log_format: str = "auto", system=None, cluster=No
     return analyse_logs(logs, specs, skipped, metric=metric, cluster=cluster, **options)
 
 
-def logs_summary(result, data_label: str) -> dict:
-    """summary.json of a logs analysis (rounded as a score table's)."""
+def logs_summary(result, data_label: str, summary_path: str = "") -> dict:
+    """summary.json of a logs analysis (rounded as a score table's); with ``summary_path`` also written there, and
+    the plain-text summary beside it (``summary.txt``)."""
     from ..evaluate.analysis import rounded
 
-    return rounded({"data": data_label, **result.to_summary()})
+    summary = rounded({"data": data_label, **result.to_summary()})
+    if summary_path:
+        path = Path(summary_path)
+        path.write_text(json.dumps(summary, indent=2), encoding="utf-8")
+        path.with_name("summary.txt").write_text(result.text(), encoding="utf-8")
+    return summary
 
 
 def logs_report(logs, specs, skipped, out_dir, *, logs_dir, log_format: str = "auto", system: str | None = None,
@@ -148,9 +134,10 @@ def logs_report(logs, specs, skipped, out_dir, *, logs_dir, log_format: str = "a
                 test: str | None = None, n_sim: int = 1000, seed: int = 0, items: str = "random",
                 show_code: bool = False, kernel=None) -> dict:
     """Analyse validated logs (:func:`read_logs` of ``logs_dir`` with ``log_format``, ``system``, ``cluster``,
-    ``metric``, ``dropna``) with :func:`analyse_logs`, write ``summary.json`` and ``summary.txt``, and run workbook
-    09 (:data:`~vrs_helpers.app.kernel.LOGS_NOTEBOOK`) with papermill on the same logs and options as the report:
-    ``report.ipynb`` and its page ``report.html`` (without the code unless ``show_code``). The analysis reaches the
+    ``metric``, ``dropna``) with :func:`analyse_logs`, and run workbook 09
+    (:data:`~vrs_helpers.app.kernel.LOGS_NOTEBOOK`) with papermill on the same logs and options as the report:
+    ``report.ipynb``, its page ``report.html`` (without the code unless ``show_code``), and ``summary.json`` and
+    ``summary.txt`` (:func:`logs_summary`). The analysis reaches the
     workbook's kernel (``kernel``: :func:`~vrs_helpers.app.kernel.report_kernel` started ahead, else one is started
     here) signed with the kernel's key, as a score table's reaches workbook 07. Everything is made in the kernel's
     private folder and swapped into ``out_dir`` only when all of it succeeded
@@ -163,7 +150,7 @@ def logs_report(logs, specs, skipped, out_dir, *, logs_dir, log_format: str = "a
     from .kernel import LOGS_NOTEBOOK, report_kernel
     from .publish import DiskFullError, disk_full, disk_full_error, publish
     from .report import MATHJAX_DIR, copy_mathjax, mathjax_current, notebook_page
-    from .runner import NotebookError, _prepare_page, run_notebook
+    from .runner import NotebookError, prepare_page, run_notebook
 
     out = Path(out_dir)
     kernel = kernel if kernel is not None else report_kernel(LOGS_NOTEBOOK)
@@ -172,21 +159,19 @@ def logs_report(logs, specs, skipped, out_dir, *, logs_dir, log_format: str = "a
                "log_format": log_format, "system": system, "cluster": cluster, "metric": metric, "dropna": dropna,
                "adjust": adjust, "alpha": alpha, "baseline": baseline, "test": test, "n_sim": n_sim, "seed": seed,
                "items": items}
-    keep_work = False
+    keep_work, page = False, None
     try:
         result = analyse_logs(logs, specs, skipped, metric=metric, adjust=adjust, alpha=alpha, cluster=cluster,
                               baseline=baseline, test=test, n_sim=n_sim, seed=seed, items=items)
-        summary = logs_summary(result, data_label or str(getattr(logs.description, "files", [""])[0]))
-        (work / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
-        (work / "summary.txt").write_text(result.text(), encoding="utf-8")
+        label = data_label or str(getattr(logs.description, "files", [""])[0])
         handover.write(work / "analysis.pickle", pickle.dumps((_identity(options), result),
                                                               protocol=pickle.HIGHEST_PROTOCOL),
                        kernel.handover_key)
-        page = _prepare_page(work, out, exclude_input=not show_code)
+        page = prepare_page(work, out, exclude_input=not show_code)
         source = work / "workbook.ipynb"
         shutil.copyfile(find_workbook(LOGS_NOTEBOOK), source)
         try:
-            run = run_notebook(source, {**options, "data_label": summary["data"],
+            run = run_notebook(source, {**options, "data_label": label, "summary_path": str(work / "summary.json"),
                                         "analysis_file": str(work / "analysis.pickle")},
                                out_dir=work, html_dir=None, output_name="report.ipynb", kernel=kernel)
         except NotebookError as exc:
@@ -199,19 +184,21 @@ def logs_report(logs, specs, skipped, out_dir, *, logs_dir, log_format: str = "a
         page.join()
         (work / "analysis.pickle").unlink()
         (work / "report.html").write_text(notebook_page(run.output, exclude_input=not show_code), encoding="utf-8")
+        summary = json.loads((work / "summary.json").read_text(encoding="utf-8"))   # written by the workbook
         produced = {name: work / name for name in ("report.html", "report.ipynb", "summary.json", "summary.txt")}
         keep = ()
         if mathjax_current(out):   # report.html loads MathJax from ./mathjax (no CDN)
             keep = (MATHJAX_DIR,)
         else:   # copied while the notebook ran (else now)
             produced[MATHJAX_DIR] = copy_mathjax(work)
-        try:
-            publish(produced, out, keep=keep)
-        except (OSError, shutil.Error) as exc:
-            if isinstance(exc, DiskFullError) or not disk_full(exc):
-                raise
-            raise disk_full_error(exc, out_dir) from None
+        publish(produced, out, keep=keep)
+    except (OSError, shutil.Error) as exc:   # a full disk anywhere on the way: said so, the previous report kept
+        if isinstance(exc, DiskFullError) or not disk_full(exc):
+            raise
+        raise disk_full_error(exc, out_dir) from None
     finally:
+        if page is not None:
+            page.join()   # its MathJax copy goes into the work folder: done before that is removed
         kernel.shutdown()
         if not keep_work:
             shutil.rmtree(work, ignore_errors=True)

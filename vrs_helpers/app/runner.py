@@ -473,7 +473,7 @@ def discard_kernel(kernel: PrestartedKernel) -> None:
         pass
 
 
-def _prepare_page(work: Path, out: Path, exclude_input: bool):
+def prepare_page(work: Path, out: Path, exclude_input: bool):
     """Started beside the report's run (in a thread: the notebook runs in the kernel's process): compile the HTML
     exporter's templates and, unless ``out`` has a current copy, copy MathJax into ``work`` to be moved into
     ``out`` when the run succeeded. Returns the thread; join it before using either."""
@@ -591,7 +591,7 @@ def analyze_report(spec, *, out_dir: str | os.PathLike = "vrs-report", show_code
                         finally:
                             if marker is not None:
                                 marker.unlink(missing_ok=True)   # made or failed: the report stops waiting
-                        page = _prepare_page(work, out, exclude_input=not show_code)   # beside its last cells
+                        page = prepare_page(work, out, exclude_input=not show_code)   # beside its last cells
                         res = run.result()
                     except NotebookError:
                         raise
