@@ -351,7 +351,7 @@ def _analyze_table(args, kernel) -> int:
     from ..evaluate.readers import sniff_format
     from ..evaluate.scores import InputError
     from ..evaluate.spec import AnalysisSpec
-    from .runner import analyze_report, discard_kernel
+    from .runner import analyze_report
 
     # logs: a format given or detected; a folder without one is read as logs (whose error names its files) unless
     # score-table columns are named (a folder of Parquet parts, e.g. for --dask)

@@ -1,6 +1,7 @@
 """``vrs analyze LOGDIR``: evaluation logs (lm-evaluation-harness, Inspect, HELM, Every Eval Ever) read, described,
 checked and analysed task by task (:mod:`vrs_helpers.evaluate.tasks`), the report - workbook 09 run with papermill
-on them - written only when everything succeeded; and the check of an output folder every ``vrs analyze`` makes before it reads any data."""
+on them - written only when everything succeeded; and the check of an output folder every ``vrs analyze`` makes
+before it reads any data."""
 
 from __future__ import annotations
 
