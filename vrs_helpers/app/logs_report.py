@@ -92,12 +92,30 @@ def _identity(options: dict) -> str:
     return json.dumps({k: options.get(k) for k in OPTIONS}, sort_keys=True, default=str)
 
 
+def example_logs(start=None) -> Path:
+    """The logs workbook 09 reads without ``logs_dir``: the committed Inspect sample of ``examples/harness_logs/``
+    (found from ``start``, default the working folder, upwards), or its lm-eval sample when inspect_ai is not
+    installed; outside a checkout the same sample written afresh into a temporary folder (workbook 08's samples,
+    :func:`~vrs_helpers.evaluate.readers.writers.write_samples`)."""
+    import importlib.util
+
+    from ..evaluate.readers.writers import write_samples
+
+    layout = "inspect" if importlib.util.find_spec("inspect_ai") is not None else "lm_eval"
+    here = Path(start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "examples" / "harness_logs" / layout).is_dir():
+            return folder / "examples" / "harness_logs" / layout
+    return write_samples(tempfile.mkdtemp(prefix="vrs-harness-logs-"), [layout])[layout]
+
+
 def logs_analysis(logs_dir, *, log_format: str = "auto", system=None, cluster=None, metric=None, dropna=False,
                   analysis_file: str = "", **options):
     """The analysis workbook 09 reports: read, validated and analysed here (:func:`read_logs`,
     :func:`analyse_logs`), or, with ``analysis_file``, the one ``vrs analyze LOGDIR`` made of these very options
     and handed to this kernel signed with its key (:mod:`vrs_helpers.evaluate.handover`: a file that is not this
-    run's own hand-over is refused unread; one made with other options is an error)."""
+    run's own hand-over is refused unread; one made with other options is an error). Without ``logs_dir``:
+    :func:`example_logs`."""
     if analysis_file:
         import pickle
 
@@ -111,8 +129,8 @@ def logs_analysis(logs_dir, *, log_format: str = "auto", system=None, cluster=No
             raise AnalysisError(f"{analysis_file} holds the analysis of other logs or options; leave analysis_file "
                                 "empty to analyse these.")
         return result
-    logs, specs, skipped = read_logs(logs_dir, fmt=log_format, system=system, cluster=cluster, metric=metric,
-                                     dropna=dropna)
+    logs, specs, skipped = read_logs(logs_dir or example_logs(), fmt=log_format, system=system, cluster=cluster,
+                                     metric=metric, dropna=dropna)
     return analyse_logs(logs, specs, skipped, metric=metric, cluster=cluster, **options)
 
 
