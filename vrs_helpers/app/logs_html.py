@@ -1,4 +1,5 @@
-"""report.html of ``vrs analyze LOGDIR`` (issue 40): the verdict box first (one line per task, the across-task
+"""The sections of the report of ``vrs analyze LOGDIR`` (issue 40), which workbook 09 shows on the user's logs (its
+page is report.html; :func:`report_html` puts them on one standalone page): the verdict box first (one line per task, the across-task
 answer), then the figures (per-task forest plots, the model x task heatmap, the critical-difference diagram with 5
 or more tasks), the numbers the harness logged beside ours with the status column, the task table, the small-sample
 intervals, and each "what it ignores" sentence once. Every value from the logs is escaped
