@@ -1,11 +1,11 @@
-"""The sections of the report of ``vrs analyze LOGDIR`` (issue 40), which workbook 09 shows on the user's logs (its
-page is report.html; :func:`report_html` puts them on one standalone page): the verdict box first (one line per task, the across-task
-answer), then the figures (per-task forest plots, the model x task heatmap, the critical-difference diagram with 5
-or more tasks), the numbers the harness logged beside ours with the status column, the task table, the small-sample
-intervals, and each "what it ignores" sentence once. Every value from the logs is escaped
-(:func:`vrs_helpers.literal.html_text`; figure labels :func:`~vrs_helpers.literal.plot_text`); tables have a fixed
-layout at the page's width (long names wrap), so nothing overflows the page sideways (``tools/check_logs_report.py``
-measures it in headless Chromium at 1,300 px)."""
+"""The sections of the report of ``vrs analyze LOGDIR`` (issue 40), which workbook 09 shows on the user's logs
+(its page is report.html; :func:`report_html` puts them on one standalone page): the verdict box first (one line
+per task, the across-task answer), then the figures (per-task forest plots, the model x task heatmap, the
+critical-difference diagram with 5 or more tasks), the numbers the harness logged beside ours with the status
+column, the task table, the small-sample intervals, and each "what it ignores" sentence once. Every value from the
+logs is escaped (:func:`vrs_helpers.literal.html_text`; figure labels :func:`~vrs_helpers.literal.plot_text`);
+tables have a fixed layout at the page's width (long names wrap), so nothing overflows the page sideways
+(``tools/check_logs_report.py`` measures it in headless Chromium at 1,300 px)."""
 
 from __future__ import annotations
 
