@@ -12,7 +12,8 @@ design's own model: Tukey on small-sample df, or single-step max-T):
   step, with the columns ordered as R's ``multcompView::multcompLetters`` orders them): systems that share a letter
   are not separated, systems that share none are;
 - :func:`best_set` - the best system and the systems not separated from it;
-- :func:`ranking_table` / :func:`ranking_sentence` - one row per system and the answer for k >= 3.
+- :func:`ranking_table` / :func:`ranking_sentence` - one row per system and the answer for k >= 3;
+- :func:`decision_intervals` - the intervals of the estimates and of every pair in the family of the decisions.
 """
 
 from __future__ import annotations
@@ -190,6 +191,72 @@ def ranking_sentence(table: pd.DataFrame, contrasts: pd.DataFrame, alpha: float,
             f"the other {len(below)} of the {k} systems are significantly worse than {best}")
     return (f"{best} has the best estimate, and {', '.join(tied)} cannot be separated from it at family-wise alpha = "
             f"{alpha:g}; {rest}.")
+
+
+def decision_intervals(comp, family: str, alpha: float) -> tuple[pd.DataFrame, str]:
+    """The means of a comparison (:class:`vrs_helpers.book.glrt.SystemComparison`) with their intervals and what
+    kind they are (``"simultaneous"`` or ``"per system"``), and every pair's interval (``lower``, ``upper``;
+    for 0/1 scores also the difference in accuracy points, ``difference*``, :func:`vrs_helpers.mixed.marginal.
+    response_differences`) at level 1 - alpha, in the family of the decisions: Tukey on the contrasts' df or the
+    single-step max-|z| (``mvt``) - there p < alpha exactly when the interval excludes 0 - with the means' intervals
+    simultaneous over the k means (:func:`~vrs_helpers.mixed.marginal.simultaneous_means`); with the bootstrap's
+    max-|z| the pairs' intervals use the bootstrap's own critical value (the same rule as its adjusted p) and the
+    means keep their per-system Wald intervals (the Wald covariance is what the bootstrap corrects: its
+    simultaneous intervals would claim too much)."""
+    from scipy import stats
+
+    from ..book.glrt import bootstrap_critical
+    from ..mixed.marginal import response_differences, simultaneous_means, tukey_critical
+    from ..mixed.multiplicity import correlation, single_step
+
+    level = 1.0 - alpha
+    emm = getattr(comp, "emm", None)
+    m = comp.means
+    if emm is None or emm.means_vcov is None:
+        return m, "per system"
+    c = comp.contrasts
+    adjust = str(getattr(comp, "adjust", ""))
+    est, se = c["estimate"].to_numpy(float), c["SE"].to_numpy(float)
+    k = len(m)
+    if adjust.startswith("bootstrap"):
+        crit = np.full(len(c), bootstrap_critical(comp.f_test, alpha))
+        se = c["SE_given_theta"].to_numpy(float) if "SE_given_theta" in c else se
+        kind = "per system"
+        z = stats.t.isf(alpha / 2, m["df"]) if "df" in m else stats.norm.isf(alpha / 2)
+        m = m.assign(lower=m["emmean"] - z * m["SE"], upper=m["emmean"] + z * m["SE"])
+        if "probability" in m:
+            from scipy.special import expit
+
+            m = m.assign(prob_lower=expit(m["lower"]), prob_upper=expit(m["upper"]))
+    elif adjust == "mvt":
+        dfs = c["df"].to_numpy(float) if "df" in c else np.full(len(c), np.inf)
+        ok = np.isfinite(est) & np.isfinite(dfs)
+        df = float(np.min(dfs[ok])) if ok.any() else np.inf
+        crit = np.full(len(c), single_step(est, se, correlation(emm.contrast_matrix, comp.model.vcov.to_numpy()),
+                                           df=df, level=level)["quantile"])
+        kind = "simultaneous"
+    else:  # Tukey: the studentized range on each contrast's df
+        dfs = c["df"].to_numpy(float) if "df" in c else np.full(len(c), np.inf)
+        crit = tukey_critical(level, k, dfs)
+        kind = "simultaneous"
+    c = c.assign(lower=est - crit * se, upper=est + crit * se)
+    if kind == "simultaneous":
+        sim = simultaneous_means(emm, level)
+        m = m.assign(lower=sim["lower"].to_numpy(), upper=sim["upper"].to_numpy())
+        if "probability" in m:
+            from scipy.special import expit
+
+            m = m.assign(prob_lower=expit(m["lower"]), prob_upper=expit(m["upper"]))
+    if family == "binomial":
+        diffs = response_differences(emm, level)
+        if adjust.startswith("bootstrap"):  # the bootstrap's critical value, as the logit-scale pairs
+            d_se = diffs["difference_SE"].to_numpy(float)
+            diffs = diffs.assign(difference_low=diffs["difference"] - crit * d_se,
+                                 difference_high=diffs["difference"] + crit * d_se)
+        c = c.drop(columns=[x for x in diffs.columns if x != "contrast" and x in c]).merge(
+            diffs, on="contrast", how="left", validate="one_to_one")
+    comp.contrasts = c
+    return m, kind
 
 
 def forest_plot(table: pd.DataFrame, ax=None, xlabel: str = "estimate"):

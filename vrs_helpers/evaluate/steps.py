@@ -32,7 +32,7 @@ from ..book.reliability import decision_study, phi
 from ..book.significance import bootstrap_test, permutation_test, resampling_test_dask
 from ..errors import VRSError
 from ..outcomes import P_FLOOR, p_text
-from .ranking import ranking_sentence, ranking_table
+from .ranking import decision_intervals, ranking_sentence, ranking_table
 from .readings import aso_readings, disagreements, expected_best_by_system, run_means
 from .scores import computed
 
@@ -477,11 +477,11 @@ def rank(result, w: Work) -> None:
     decisions: per system the estimate (for 0/1 scores the accuracy at the model's typical item, the logistic of
     the marginal mean of the logits on which the decisions are made) with its 95 % interval, the rank, the
     simultaneous rank interval and the letters. Every interval is at level 1 - alpha and in the family of the
-    decisions (:func:`_intervals`)."""
+    decisions (:func:`vrs_helpers.evaluate.ranking.decision_intervals`)."""
     comp = result.comparison_random if result.comparison_random is not None else result.comparison
     if comp is None or len(w.systems) < 3 or "contrast" not in comp.contrasts:
         return
-    m, kind = _intervals(result, comp)
+    m, kind = decision_intervals(comp, result.family, result.alpha)
     est, lo, hi = (("probability", "prob_lower", "prob_upper") if "probability" in m else ("emmean", "lower", "upper"))
     systems = m.iloc[:, 0].astype(str).tolist()
     small = "df" in comp.contrasts and "t" in comp.contrasts
@@ -495,71 +495,6 @@ def rank(result, w: Work) -> None:
     result.ranking = ranking_table(systems, m[est], m[lo], m[hi], comp.contrasts, result.alpha,
                                    higher_is_better=result.higher_is_better, method=how)
     result.ranking["ci"] = kind
-
-
-def _intervals(result, comp) -> tuple[pd.DataFrame, str]:
-    """The means with their intervals and what kind they are, and every pair's interval (``lower``, ``upper``;
-    for 0/1 scores also the difference in accuracy points, ``difference*``, :func:`vrs_helpers.mixed.marginal.
-    response_differences`) at level 1 - alpha, in the family of the decisions: Tukey on the contrasts' df or the
-    single-step max-|z| (``mvt``) - there p < alpha exactly when the interval excludes 0 - with the means' intervals
-    simultaneous over the k means (:func:`~vrs_helpers.mixed.marginal.simultaneous_means`); with the bootstrap's
-    max-|z| the pairs' intervals use the bootstrap's own critical value (the same rule as its adjusted p) and the
-    means keep their per-system Wald intervals (the Wald covariance is what the bootstrap corrects: its
-    simultaneous intervals would claim too much)."""
-    from scipy import stats
-
-    from ..book.glrt import bootstrap_critical
-    from ..mixed.marginal import response_differences, simultaneous_means, tukey_critical
-    from ..mixed.multiplicity import correlation, single_step
-
-    level = 1.0 - result.alpha
-    emm = getattr(comp, "emm", None)
-    m = comp.means
-    if emm is None or emm.means_vcov is None:
-        return m, "per system"
-    c = comp.contrasts
-    adjust = str(getattr(comp, "adjust", ""))
-    est, se = c["estimate"].to_numpy(float), c["SE"].to_numpy(float)
-    k = len(m)
-    if adjust.startswith("bootstrap"):
-        crit = np.full(len(c), bootstrap_critical(comp.f_test, result.alpha))
-        se = c["SE_given_theta"].to_numpy(float) if "SE_given_theta" in c else se
-        kind = "per system"
-        z = stats.t.isf(result.alpha / 2, m["df"]) if "df" in m else stats.norm.isf(result.alpha / 2)
-        m = m.assign(lower=m["emmean"] - z * m["SE"], upper=m["emmean"] + z * m["SE"])
-        if "probability" in m:
-            from scipy.special import expit
-
-            m = m.assign(prob_lower=expit(m["lower"]), prob_upper=expit(m["upper"]))
-    elif adjust == "mvt":
-        dfs = c["df"].to_numpy(float) if "df" in c else np.full(len(c), np.inf)
-        ok = np.isfinite(est) & np.isfinite(dfs)
-        df = float(np.min(dfs[ok])) if ok.any() else np.inf
-        crit = np.full(len(c), single_step(est, se, correlation(emm.contrast_matrix, comp.model.vcov.to_numpy()),
-                                           df=df, level=level)["quantile"])
-        kind = "simultaneous"
-    else:  # Tukey: the studentized range on each contrast's df
-        dfs = c["df"].to_numpy(float) if "df" in c else np.full(len(c), np.inf)
-        crit = tukey_critical(level, k, dfs)
-        kind = "simultaneous"
-    c = c.assign(lower=est - crit * se, upper=est + crit * se)
-    if kind == "simultaneous":
-        sim = simultaneous_means(emm, level)
-        m = m.assign(lower=sim["lower"].to_numpy(), upper=sim["upper"].to_numpy())
-        if "probability" in m:
-            from scipy.special import expit
-
-            m = m.assign(prob_lower=expit(m["lower"]), prob_upper=expit(m["upper"]))
-    if result.family == "binomial":
-        diffs = response_differences(emm, level)
-        if adjust.startswith("bootstrap"):  # the bootstrap's critical value, as the logit-scale pairs
-            d_se = diffs["difference_SE"].to_numpy(float)
-            diffs = diffs.assign(difference_low=diffs["difference"] - crit * d_se,
-                                 difference_high=diffs["difference"] + crit * d_se)
-        c = c.drop(columns=[x for x in diffs.columns if x != "contrast" and x in c]).merge(
-            diffs, on="contrast", how="left", validate="one_to_one")
-    comp.contrasts = c
-    return m, kind
 
 
 def ranking_lines(result) -> list[str]:
