@@ -13,7 +13,10 @@ or with ``--test max-t`` the single-step max-|z| of multcomp::glht from the GLMM
 `vrs_helpers.evaluate.ranking.rank_intervals` on those decisions. Per cell:
 
 - ``fwer``: the rate at which some pair of *equal* systems is declared different (global null: any pair; partial
-  null: any pair among the equal six), with its Monte-Carlo SE; the band is [0.035, 0.065] (0/1: [0.025, 0.075]);
+  null: any pair among the equal six), with its Monte-Carlo SE; the band is [0.035, 0.065] (0/1: [0.025, 0.075])
+  under the global null, and at most 0.065 under the partial null, where a single-step procedure (Tukey, max-T)
+  keeps the family-wise error below alpha by construction - conservatively, since it adjusts for all 66 pairs
+  while only the 15 among the equal six can be false discoveries;
 - ``rank miss``: the rate at which some system's rank interval excludes its true rank (1 + the number of truly
   better systems; tied systems share it): the simultaneous coverage the rank intervals promise (Mogstad et al.
   2024) is 1 - rank miss >= 0.95;
@@ -59,7 +62,7 @@ BINARY = {"family": "binomial", "mean": 0.5, "run_sd": 0.35, "item_sd": 1.0, "it
 CELLS = {
     "12 systems, 0/1": {**BINARY, "delta": np.zeros(12)},
     "12 systems, 0/1, --test max-t": {**BINARY, "delta": np.zeros(12), "test": "max-t"},
-    "6 equal + 6 better": {"items": 100, "delta": np.r_[np.zeros(6), np.full(6, 0.25)]},
+    "6 equal + 6 better": {"items": 100, "delta": np.r_[np.zeros(6), np.full(6, 0.25)], "partial": True},
 }
 
 
@@ -67,6 +70,7 @@ def _one(cell: str, i: int, seed: int) -> dict:
     d = {**BASE, **CELLS[cell]}
     delta = d.pop("delta")
     test = d.pop("test", None)
+    d.pop("partial", None)
     rng = np.random.default_rng(np.random.SeedSequence([seed, zlib.crc32(cell.encode()), i]))
     log = evaluation_log(rng, delta=delta, **d)
     try:
@@ -117,6 +121,8 @@ def run_cell(cell: str, sims: int, seed: int, pool, chunk: int = 10) -> dict:
     fwer, fse = _rate(ok["false"])
     miss, mse = _rate(ok["miss"])
     lo, hi = BAND[family]
+    if CELLS[cell].get("partial"):  # family-wise control promises <= alpha; single-step is conservative here
+        lo = 0.0
     power = float(ok["power"].mean()) if ok["power"].notna().any() else np.nan
     every, _ = _rate(ok["all"]) if ok["all"].notna().any() else (np.nan, np.nan)
     return {"cell": cell, "family": family, "decisions": "; ".join(sorted(ok["method"].unique())), "sims": sims,

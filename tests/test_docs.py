@@ -290,6 +290,11 @@ def test_the_error_rate_table_is_the_benchmarks_output():
     assert table in (DOCS / "error-rates.md").read_text(encoding="utf-8")
 
 
+def test_the_ranking_error_table_is_the_benchmarks_output():
+    table = (ROOT / "benchmarks" / "results" / "ranking_error.md").read_text(encoding="utf-8").strip()
+    assert table in (DOCS / "error-rates.md").read_text(encoding="utf-8")
+
+
 def test_the_judge_error_rate_table_is_the_benchmarks_output():
     table = (ROOT / "benchmarks" / "results" / "judge_type_one_error.md").read_text(encoding="utf-8").strip()
     assert table in (DOCS / "judge.md").read_text(encoding="utf-8")

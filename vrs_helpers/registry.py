@@ -87,7 +87,7 @@ TESTS: tuple[RegisteredTest, ...] = (
     RegisteredTest(
         "max-t", "single-step max-|z| test over all pairwise contrasts of the GLMM's Wald z from their joint normal "
         "distribution (multcomp::glht; no refits; liberal with few runs per system: the GLMM's ML run variance is "
-        "biased down, 0.275 of 12-system global nulls rejected with 3 runs each)", "single-step max-|z| "
+        "biased down, 0.300 of 12-system global nulls rejected with 3 runs each)", "single-step max-|z| "
         "(multcomp::glht)", "z", families=("binomial",), aliases=("glht", "single-step", "maxt", "max-z")),
     RegisteredTest(
         "chisq", "large-sample chi-square GLRT (rejects too often with 3-5 runs per system; kept for comparison)",
