@@ -78,7 +78,8 @@ def replication_problem(column: str, levels, system: str) -> str | None:
 def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, by: str | None = None,
                     covariate: str | None = None, adjust: str = "tukey", replications=(), family: str = "gaussian",
                     trials: str | None = None, test: str | None = None, n_sim: int = 1000,
-                    seed: int = 0, items: str = "random", models=None, runs: str = "nested") -> SystemComparison:
+                    seed: int = 0, items: str = "random", models=None, runs: str = "nested",
+                    contrasts: bool = True) -> SystemComparison:
     """Do systems differ — overall, within the levels of a binned data property (``by``), or in their slope over
     a continuous property (``covariate``)? Fits the LMM with a random intercept per test item (sentence) by REML
     for the contrasts and tests the system terms with a GLRT on ML refits.
@@ -128,6 +129,9 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
     means carry ``probability`` = logistic(emmean) and its interval. ``family="auto"`` picks binomial for a 0/1
     response (:func:`vrs_helpers.book.binary.detect_family`) and notes it. The GLMM is fitted in memory (a dask
     DataFrame is collected first).
+
+    ``contrasts=False`` (continuous scores): the test alone, without the marginal means and pairwise contrasts (their
+    small-sample df cost as much as the test with many systems); ``means`` and ``contrasts`` are then empty.
 
     ``models``: a :class:`vrs_helpers.mixed.ModelCache` of ``data`` whose accumulations and fits the linear mixed
     models share with other readings of the same data (None: one for this call, shared by its models).
@@ -228,6 +232,9 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
     # lmer.df = "kenward-roger"); the book's readings keep the z tests of Tables 4.2/4.3
     lmer_df = "asymptotic" if not (replications and by is None and covariate is None) else (
         chosen.name if chosen.name in ("kenward-roger", "satterthwaite") else registry.ddf_default())
+    if not contrasts:  # the test alone (a second runs model beside the verdict's): no means, no pairs
+        return SystemComparison(formula, null, glrt, pd.DataFrame(), pd.DataFrame(), None, full, f_test, notes=notes,
+                                system_item=crossed, adjust=adjust, runs=layout)
     emm = emmeans(full, system, by=by, adjust=adjust, lmer_df=lmer_df)
     slopes = None if covariate is None else _slopes(full, system, covariate)
     return SystemComparison(formula, null, glrt, emm.means, emm.contrasts, slopes, full, f_test, notes=notes,

@@ -243,7 +243,8 @@ def _runs_notes(result, w: Work) -> None:
         return
     try:
         alt = compare_systems(w.d, w.y, w.sy, w.it, replications=w.reps, test=w.test, n_sim=w.spec.n_sim,
-                              seed=w.spec.seed, items=w.spec.items, runs=other, family=w.family, models=w.models)
+                              seed=w.spec.seed, items=w.spec.items, runs=other, family=w.family, models=w.models,
+                              contrasts=False)
     except VRSError:
         return
     why = ("the shared-run variance is estimated as zero" if other == "nested" else
