@@ -93,17 +93,8 @@ def main(argv=None) -> int:
                             "ratio ours/peer": round(ours / peer, 2) if pcode == 0 else float("nan")})
             rows.append(row)
             print(row, flush=True)
-    print(pd.DataFrame(rows).to_markdown(index=False) if _has_tabulate() else pd.DataFrame(rows).to_string(
-        index=False))
+    print(pd.DataFrame(rows).to_string(index=False))
     return 0
-
-
-def _has_tabulate() -> bool:
-    try:
-        import tabulate  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 if __name__ == "__main__":
