@@ -79,7 +79,7 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
                     covariate: str | None = None, adjust: str = "tukey", replications=(), family: str = "gaussian",
                     trials: str | None = None, test: str | None = None, n_sim: int = 1000,
                     seed: int = 0, items: str = "random", models=None, runs: str = "nested",
-                    contrasts: bool = True) -> SystemComparison:
+                    contrasts: bool = True, settle_alpha: float | None = None) -> SystemComparison:
     """Do systems differ — overall, within the levels of a binned data property (``by``), or in their slope over
     a continuous property (``covariate``)? Fits the LMM with a random intercept per test item (sentence) by REML
     for the contrasts and tests the system terms with a GLRT on ML refits.
@@ -143,6 +143,11 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
     effect the nested model's power at a difference of 0.03 was 0.03). ``"auto"``: crossed when every label of
     every replication column is used by at least two systems (:func:`runs_shared`), else nested. The result's
     ``runs`` says which model was fitted.
+
+    ``settle_alpha``: the level of the decisions (``vrs analyze``'s alpha). Given, a bootstrap test of binary
+    scores stops after 200 (or 500) of its ``n_sim`` simulations when every decision at that level - the test's and
+    each pair's - is already settled (:meth:`vrs_helpers.mixed.bootstrap.SeededBatches.settled`), and a note says
+    so; None: all ``n_sim``.
     """
     from .. import mixed
     from ..mixed.marginal import emmeans
@@ -213,7 +218,13 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
         # bootstrap also calibrates the pairwise contrasts (max-T over its simulations, _bootstrap_pairs)
         pairs = emm.contrast_matrix if emm is not None and n_sys > 2 else None
         outcome = chosen.run(Hypothesis(formula, null, full, system_contrast(full), system, data, glrt, family,
-                                        n_sim, seed, extra={"null_fit": null_fit, "pairs": pairs, "emm": emm}))
+                                        n_sim, seed, extra={"null_fit": null_fit, "pairs": pairs, "emm": emm,
+                                                            "settle_alpha": settle_alpha}))
+        if getattr(outcome, "stopped_early", False):
+            notes.append(f"the bootstrap stopped after {len(outcome.reference)} of {outcome.n_planned} simulations: "
+                         f"every decision at alpha = {settle_alpha:g} was settled (its Monte-Carlo p further from "
+                         f"alpha than {100 * (1 - outcome_risk()):.1f} % of binomial draws at p = alpha would be; "
+                         "Davison & Hinkley 1997, 4.2.5)")
         f_test = None if outcome is glrt else outcome
         if family == "gaussian" and test is None and f_test is not None:
             from .run_means import choose
@@ -239,6 +250,13 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
     slopes = None if covariate is None else _slopes(full, system, covariate)
     return SystemComparison(formula, null, glrt, emm.means, emm.contrasts, slopes, full, f_test, notes=notes,
                             system_item=crossed, adjust=emm.adjust, emm=emm, runs=layout)
+
+
+def outcome_risk() -> float:
+    """The binomial error the sequential bootstrap allows per look and decision (SeededBatches.SETTLE_RISK)."""
+    from ..mixed.bootstrap import SeededBatches
+
+    return SeededBatches.SETTLE_RISK
 
 
 ITEMS = ("random", "fixed")  # compare_systems(items=...): items like these (1|system:item), or these items
@@ -376,7 +394,7 @@ def bootstrap_lrt_test(h: Hypothesis):
         m0 = mixed.glmer(h.null_formula, h.data, family="binomial") if m0 is None else m0
         # progress: a text bar only when stderr is a terminal (the CLI), never in logs or kernels
         return mixed.glmm_bootstrap_lrt(m0, h.full, n_sim=h.n_sim, seed=h.seed, pairs=h.extra.get("pairs"),
-                                        progress=True)
+                                        progress=True, settle_alpha=h.extra.get("settle_alpha"))
     m0, m1 = mixed.fit(h.null_formula, h.data, method="ML"), mixed.fit(h.formula, h.data, method="ML")
     return mixed.parametric_bootstrap_lrt(m0, m1, n_sim=h.n_sim, seed=h.seed)
 

@@ -207,7 +207,7 @@ def significance(result, w: Work) -> None:
         return
     result.comparison_random = compare_systems(w.d, w.y, w.sy, w.it, replications=w.reps, test=w.test,
                                                n_sim=w.spec.n_sim, seed=w.spec.seed, items=w.spec.items,
-                                               runs=w.spec.runs, **fam)
+                                               runs=w.spec.runs, settle_alpha=w.spec.alpha, **fam)
     result.notes.extend(result.comparison_random.notes)
     _runs_notes(result, w)
     _fit_notes(result, result.comparison_random)

@@ -73,6 +73,12 @@ class BootstrapLRTResult(MonteCarloTest):
     formula1: str
     reference: np.ndarray = field(repr=False)
     method: str = "parametric bootstrap LRT"
+    n_planned: int | None = None  # the simulations planned, where the test stopped before them (SeededBatches)
+
+    @property
+    def stopped_early(self) -> bool:
+        """Whether the sequential rule (:meth:`SeededBatches.settled`) ended the simulations before the plan."""
+        return self.n_planned is not None and len(self.reference) < self.n_planned
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([{"test": self.method, "chi2": self.chi2, "df": self.df, "p_value": self.p_value,
@@ -157,7 +163,60 @@ class SeededBatches:
     batches: list = field(repr=False)
     formula0: str = ""
     formula1: str = ""
+    settle_alpha: float | None = None  # a level: stop once every decision at it is settled (settled); None: all
     method: ClassVar[str] = "parametric bootstrap LRT"
+    #: the draws after which the sequential rule looks (at the first batch boundary at or beyond each)
+    CHECKPOINTS: ClassVar[tuple] = (200, 500)
+    #: the binomial error allowed per look and decision: P(a draw count this far from alpha's | p = alpha)
+    SETTLE_RISK: ClassVar[float] = 0.001
+
+    def checkpoints(self) -> list[int]:
+        """The numbers of batches after which :meth:`run` looks whether every decision is settled: the first batch
+        boundary at or beyond each of :attr:`CHECKPOINTS` draws, before the last batch. None without
+        ``settle_alpha``. They depend on the plan only, so the draws used do not depend on where batches run."""
+        if self.settle_alpha is None:
+            return []
+        ends = np.cumsum([size for _, size in self.batches])
+        out: list[int] = []
+        for c in self.CHECKPOINTS:
+            j = int(np.searchsorted(ends, c)) + 1  # batches up to the first end >= c
+            if j < len(ends) and (not out or j > out[-1]):
+                out.append(j)
+        return out
+
+    def p_values(self, result) -> np.ndarray:
+        """The Monte-Carlo p-values a result decides by (here the LRT's; a subclass adds its pairs')."""
+        return np.array([result.p_value], dtype=float)
+
+    def settled(self, reference) -> bool:
+        """Whether every decision at ``settle_alpha`` from these draws would stand with all of the plan's: for each
+        Monte-Carlo p = (1 + x) / (1 + m) (x draws at least as extreme of m), x is further from what p = alpha gives
+        than binomial(m, alpha) strays with probability :attr:`SETTLE_RISK` (either tail) - a curtailed Monte-Carlo
+        test in the manner of Davison & Hinkley (1997, sec. 4.2.5) and Fay, Kim & Hachey (2007, truncated
+        sequential boundaries): a clearly small or clearly large p needs no more draws; p-values near alpha take
+        the whole plan. NaN p-values (a contrast not estimated) do not count."""
+        res = self.finish(reference)
+        p = self.p_values(res)
+        p = p[np.isfinite(p)]
+        m = res.n_sim
+        if not len(p) or m < 1:
+            return False
+        x = np.rint(p * (1 + m) - 1)
+        a = float(self.settle_alpha)
+        low = stats.binom.cdf(x, m, a) < self.SETTLE_RISK / 2  # far fewer exceedances than at p = alpha
+        high = stats.binom.sf(x - 1, m, a) < self.SETTLE_RISK / 2  # far more
+        return bool(np.all(low | high))
+
+    def truncate(self, reference) -> np.ndarray:
+        """The draws the sequential rule uses out of all of the plan's (batch order): up to the first checkpoint
+        where :meth:`settled`, else all. Drawing every batch (a Dask cluster) and truncating gives the numbers of
+        :meth:`run`, which stops there."""
+        reference = np.asarray(reference, dtype=float)
+        ends = np.cumsum([size for _, size in self.batches])
+        for j in self.checkpoints():
+            if self.settled(reference[:ends[j - 1]]):
+                return reference[:ends[j - 1]]
+        return reference
 
     def rng(self, i: int) -> np.random.Generator:
         """The generator of batch i: child i of SeedSequence(seed), independent of where the batch runs."""
@@ -173,6 +232,11 @@ class SeededBatches:
         workers = local_workers(len(self.batches)) if workers is None else max(1, min(int(workers),
                                                                                       len(self.batches)))
         draws = []
+        looks = set(self.checkpoints())
+
+        def done(i: int) -> bool:  # after batch i: a checkpoint where every decision is settled
+            return i + 1 in looks and self.settled(np.concatenate(draws))
+
         with tqdm(total=self.n_sim, desc=self.method, unit="sim", disable=None if progress else True,
                   leave=False, dynamic_ncols=True) as bar:
             if workers > 1:
@@ -183,21 +247,27 @@ class SeededBatches:
                 # worker that dies (out of memory) is a BrokenProcessPool here, not a hang
                 with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
                                          initializer=_adopt, initargs=(self,)) as pool:
-                    for (_, size), part in zip(self.batches, pool.map(_draw_adopted, range(len(self.batches))),
-                                               strict=True):
-                        draws.append(part)
+                    futures = [pool.submit(_draw_adopted, i) for i in range(len(self.batches))]
+                    for i, ((_, size), future) in enumerate(zip(self.batches, futures, strict=True)):
+                        draws.append(future.result())
                         bar.update(size)
+                        if done(i):
+                            pool.shutdown(wait=True, cancel_futures=True)
+                            break
             else:
                 for i, (_, size) in enumerate(self.batches):
                     draws.append(self.draw(i))
                     bar.update(size)
+                    if done(i):
+                        break
         return self.finish(np.concatenate(draws))
 
     def finish(self, reference) -> BootstrapLRTResult:
         """The test from the simulated statistics in batch order (NaN: a draw that could not be refitted, counted
         in ``n_failed`` and left out of p): p = (1 + n_extreme) / (1 + valid draws)."""
         reference = np.asarray(reference, dtype=float)
-        if len(reference) != self.n_sim:
+        ends = np.cumsum([size for _, size in self.batches]) if self.batches else np.array([self.n_sim])
+        if len(reference) not in ends or (len(reference) < self.n_sim and self.settle_alpha is None):
             raise MixedModelError(f"{len(reference)} simulated statistics for a plan of {self.n_sim}.")
         valid = reference[np.isfinite(reference)]
         if not len(valid):
@@ -207,8 +277,9 @@ class SeededBatches:
         n_extreme = int((valid >= self.observed - 1e-7 * (1.0 + abs(self.observed))).sum())
         p = (1 + n_extreme) / (1 + len(valid))
         return BootstrapLRTResult(self.observed, self.df, p, float(stats.chi2.sf(self.observed, self.df)),
-                                  len(valid), n_extreme, int(self.n_sim - len(valid)), self.seed, self.formula0,
-                                  self.formula1, reference, method=self.method)
+                                  len(valid), n_extreme, int(len(reference) - len(valid)), self.seed, self.formula0,
+                                  self.formula1, reference, method=self.method,
+                                  n_planned=int(self.n_sim) if len(reference) < self.n_sim else None)
 
 
 @dataclass
@@ -311,4 +382,4 @@ def parametric_bootstrap_lrt(m0: MixedModelResult, m1: MixedModelResult, n_sim: 
     from ..dask_support import require_dask, run_batches
 
     require_dask()
-    return plan.finish(run_batches(plan, client, tasks, close=isinstance(client, str)))
+    return plan.finish(plan.truncate(run_batches(plan, client, tasks, close=isinstance(client, str))))

@@ -448,6 +448,11 @@ class GLMMBootstrapPlan(SeededBatches):
             z = pairwise_z(lap1, y, x, self.pairs, u)
         return np.column_stack([stat, np.where(np.isfinite(stat)[:, None], z, np.nan)])
 
+    def p_values(self, result) -> np.ndarray:
+        """The Monte-Carlo p-values the result decides by: the LRT's and, with ``pairs``, each pair's max-T p."""
+        pairs = result.pairwise_p
+        return np.concatenate([[result.p_value], [] if pairs is None else pairs]).astype(float)
+
     def finish(self, reference) -> GLMMBootstrapResult:
         """The test from the simulated statistics in batch order (with ``pairs``: the LRT statistic, then the z of
         each pair)."""
@@ -458,6 +463,15 @@ class GLMMBootstrapPlan(SeededBatches):
         res = super().finish(reference)
         return GLMMBootstrapResult(**{f.name: getattr(res, f.name) for f in fields(BootstrapLRTResult)},
                                    z_pairs=self.z_pairs if z is not None else None, z_simulated=z)
+
+
+def _level(alpha) -> float | None:
+    """``settle_alpha`` checked: None, or a level in (0, 1)."""
+    if alpha is None:
+        return None
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.floating)) or not 0 < float(alpha) < 1:
+        raise MixedModelError(f"settle_alpha must be a level in (0, 1) or None, got {alpha!r}.")
+    return float(alpha)
 
 
 def _embedding(m0: GeneralizedLinearMixedModel, m1: GeneralizedLinearMixedModel) -> tuple:
@@ -480,7 +494,8 @@ def _embedding(m0: GeneralizedLinearMixedModel, m1: GeneralizedLinearMixedModel)
 
 
 def glmm_bootstrap_plan(m0: GeneralizedLinearMixedModel, m1: GeneralizedLinearMixedModel, n_sim: int = 1000,
-                        seed: int = 0, batch_size: int | None = None, pairs=None) -> GLMMBootstrapPlan:
+                        seed: int = 0, batch_size: int | None = None, pairs=None,
+                        settle_alpha: float | None = None) -> GLMMBootstrapPlan:
     """The batches of :func:`glmm_bootstrap_lrt` (see :class:`GLMMBootstrapPlan`)."""
     if isinstance(n_sim, bool) or not isinstance(n_sim, (int, np.integer)) or n_sim < 1:
         raise MixedModelError(f"n_sim must be a positive integer, got {n_sim!r}.")
@@ -514,12 +529,13 @@ def glmm_bootstrap_plan(m0: GeneralizedLinearMixedModel, m1: GeneralizedLinearMi
     return GLMMBootstrapPlan(designs, null, tuple(starts), _embedding(m0, m1), pairs, z_pairs,
                              observed=float(test.chi2),
                              df=int(test.df), n_sim=int(n_sim), seed=int(seed), batches=batches, formula0=m0.formula,
-                             formula1=m1.formula)
+                             formula1=m1.formula, settle_alpha=_level(settle_alpha))
 
 
 def glmm_bootstrap_lrt(m0: GeneralizedLinearMixedModel, m1: GeneralizedLinearMixedModel, n_sim: int = 1000,
                        seed: int = 0, client=None, batch_size: int | None = None,
-                       tasks: int | None = None, progress: bool = False, pairs=None) -> GLMMBootstrapResult:
+                       tasks: int | None = None, progress: bool = False, pairs=None,
+                       settle_alpha: float | None = None) -> GLMMBootstrapResult:
     """Parametric-bootstrap likelihood ratio test of nested GLMMs m0 (restricted) and m1 (general), as pbkrtest's
     ``PBmodcomp(m1, m0, nsim = n_sim)`` on glmer fits (module docstring).
 
@@ -536,19 +552,23 @@ def glmm_bootstrap_lrt(m0: GeneralizedLinearMixedModel, m1: GeneralizedLinearMix
     pairs : optional contrasts D (one row per pair, one column per fixed effect of the full model): each
         simulation's full-model refit also gives the Wald z of D beta, and the result's ``pairwise_p`` are the
         single-step max-T adjusted p-values of the observed pairs (:class:`GLMMBootstrapResult`; no extra refits).
+    settle_alpha : a level: the simulations stop after 200 (or 500) of them when every decision at that level -
+        the LRT's and each pair's - is already settled (:meth:`~vrs_helpers.mixed.bootstrap.SeededBatches.settled`;
+        the result's ``n_planned`` and ``stopped_early`` say so); the same numbers here and on Dask. None: all
+        ``n_sim``.
 
     Returns a :class:`GLMMBootstrapResult` (a :class:`~vrs_helpers.mixed.bootstrap.BootstrapLRTResult`):
     ``p_value``, ``mc_se``, ``n_sim`` (the draws used), ``n_failed`` (draws whose refit did not converge: not used,
     and reported), ``p_chisq`` (the chi-square p of the same statistic, for comparison); with ``pairs`` also
     ``pairwise_p``, ``z_pairs`` and ``z_simulated``.
     """
-    plan = glmm_bootstrap_plan(m0, m1, n_sim, seed, batch_size, pairs)
+    plan = glmm_bootstrap_plan(m0, m1, n_sim, seed, batch_size, pairs, settle_alpha)
     if client is None:
         return plan.run(progress)
     from ..dask_support import require_dask, run_batches
 
     require_dask()
-    return plan.finish(run_batches(plan, client, tasks, close=isinstance(client, str)))
+    return plan.finish(plan.truncate(run_batches(plan, client, tasks, close=isinstance(client, str))))
 
 
 __all__ = ["BatchLaplace", "GLMMBootstrapPlan", "GLMMBootstrapResult", "GLMMDesign", "glmm_bootstrap_lrt",
