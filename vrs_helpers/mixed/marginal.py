@@ -100,8 +100,9 @@ def tukey_critical(level: float, k: int, dfs) -> np.ndarray:
 def tukey_sf(z, k: int, dfs, crit=None) -> np.ndarray:
     """Tukey-adjusted p of contrasts with t (or z) ``z`` on ``dfs``: P(studentized range of k means on df > |z|
     sqrt 2), as R's ``ptukey(|z| sqrt 2, k, df, lower = FALSE)``. scipy integrates each value (~10-40 ms at a
-    finite df), so where one df is shared by more than 300 contrasts (50 systems: 1,225) the p-values come from
-    scipy's at ~80-160 nodes over their range (every 0.1 of q, and 40 geometric), interpolated as a cubic spline
+    finite df), so where one df (to 6 decimals: Kenward-Roger's df of a balanced design differ in the last digits)
+    is shared by more than 300 contrasts (50 systems: 1,225) the p-values come from scipy's at ~80-160 nodes over
+    their range (every 0.1 of q, and 40 geometric), interpolated as a cubic spline
     of the normal quantile of p in q, smooth there: within 1e-6 of scipy's at every contrast in
     tests/mixed/test_mixed_pairwise.py. Values within 0.05 of ``crit`` (the interval's critical value, in the same
     units as z) are computed directly, so the decision never differs from the interval's."""
@@ -113,8 +114,10 @@ def tukey_sf(z, k: int, dfs, crit=None) -> np.ndarray:
     out = np.full(q.shape, np.nan)
     ok = ~np.isnan(q) & ~np.isnan(dfs)
     direct = ok.copy()
-    for d in np.unique(dfs[ok]):
-        group = ok & np.isfinite(q) & (dfs == d)
+    # one df up to rounding: Kenward-Roger's df of a balanced design's contrasts differ in the last digits
+    key = np.where(np.isfinite(dfs), np.round(dfs, 6), dfs)
+    for d in np.unique(key[ok]):
+        group = ok & np.isfinite(q) & (key == d)
         if group.sum() <= 300 or not np.isfinite(d):  # few values, or the fast infinite-df case
             continue
         lo, hi = float(q[group].min()), float(q[group].max())
@@ -122,6 +125,7 @@ def tukey_sf(z, k: int, dfs, crit=None) -> np.ndarray:
         nodes = np.unique(np.r_[np.linspace(lo, hi, n), np.geomspace(max(lo, 0.05), max(hi, 0.05), 40)])
         if len(nodes) < 4:
             continue
+        d = float(np.median(dfs[group]))
         sf = np.array([stats.studentized_range.sf(x, k, d) for x in nodes])
         pos = sf > 1e-280  # scipy's p underflows to 0 far out: 0 beyond the first such node, exact before it
         if pos.sum() < 4:
