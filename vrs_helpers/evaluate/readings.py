@@ -298,14 +298,14 @@ def disagreements(result, frame: pd.DataFrame | None = None) -> list[str]:
     as one reading while they agree."""
     frame = readings_frame(result) if frame is None else frame
     out = []
-    for comparison, part in frame[~frame["kind"].isin(["conditional", "interaction"])].groupby("comparison",
-                                                                                               sort=False):
-        if comparison == "all systems":
-            continue
+    pairs = frame[~frame["kind"].isin(["conditional", "interaction"]) & (frame["comparison"] != "all systems")]
+    # a contrast not estimable decides nothing; one grouping, not a filter per pair and reading (1,225 pairs)
+    decided = dict(list(pairs[pairs["differ"].notna()].groupby(["comparison", "kind"], sort=False)))
+    for comparison in pd.unique(pairs["comparison"]):
         decisions = {}
         for kind in IGNORES:
-            rows = part[(part["kind"] == kind) & part["differ"].notna()]   # a contrast not estimable decides nothing
-            if not len(rows):
+            rows = decided.get((comparison, kind))
+            if rows is None or not len(rows):
                 continue
             if kind == "paired" and rows["differ"].nunique() > 1:
                 out.append(f"{comparison}: the paired bootstrap ({_evidence(rows.iloc[[0]])}) and permutation test "
