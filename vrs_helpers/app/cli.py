@@ -421,7 +421,7 @@ def _report_logs(args, kernel, logs, specs, skipped) -> int:
     summary = logs_report(logs, specs, skipped, args.out, logs_dir=str(args.data), log_format=args.format,
                           system=args.system, dropna=args.dropna, metric=metric, adjust=args.adjust,
                           alpha=args.alpha, cluster=args.cluster, baseline=args.baseline, data_label=str(args.data),
-                          test=args.test, n_sim=args.n_sim, seed=args.seed, items=args.items,
+                          test=args.test, n_sim=args.n_sim, seed=args.seed, items=args.items, runs=args.runs,
                           show_code=args.show_code, kernel=kernel)
     out = Path(args.out)
     print("\n".join(summary.get("verdict", [])))
@@ -635,11 +635,11 @@ def main(argv: list[str] | None = None) -> int:
                         "when items have several runs per system, and the verdict is about items like these; "
                         "fixed: without it, a statement about these items only (liberal when systems and items "
                         "interact)")
-    p.add_argument("--runs", default="nested", choices=["nested", "crossed", "auto"],
-                   help="nested (default): each system's runs are its own, (1|system:R); crossed: a run label (the "
-                        "same seed, few-shot draw or prompt for every system) names one run condition shared by the "
-                        "systems, (1|R) + (1|system:R), and its shift cancels in the difference; auto: crossed when "
-                        "every run label is used by two or more systems. The answer says which")
+    p.add_argument("--runs", default="auto", choices=["auto", "nested", "crossed"],
+                   help="auto (default): crossed when every run label is used by two or more systems, else nested; "
+                        "nested: each system's runs are its own, (1|system:R); crossed: a run label (the same seed, "
+                        "few-shot draw or prompt for every system) names one run condition shared by the systems, "
+                        "(1|R) + (1|system:R), and its shift cancels in the difference. The answer says which")
     p.add_argument("--n-sim", type=int, default=1000, help="simulations of --test bootstrap (default 1000; the "
                    "default test of binary scores)")
     p.add_argument("--family", default="auto", choices=["auto", *registry.FAMILIES],
