@@ -1,5 +1,6 @@
-"""vrs analyze's choice of the runs model (issue 39): --runs auto (the default)|nested|crossed, said in the answer, the notes and
-summary.json; the other model's p beside it. The p-values are pbkrtest's (tests/reference/designs_39.R)."""
+"""vrs analyze's choice of the runs model (issue 39): --runs auto (the default), nested or crossed, said in the answer,
+the notes and summary.json; the other model's p beside it. The p-values are pbkrtest's
+(tests/reference/designs_39.R)."""
 
 import json
 import warnings

@@ -69,7 +69,7 @@ def read_logs(path, fmt: str = "auto", system: str | None = None, cluster: str |
 
 
 OPTIONS = ("logs_dir", "log_format", "system", "cluster", "metric", "dropna", "adjust", "alpha", "baseline", "test",
-           "n_sim", "seed", "items", "runs")   # workbook 09's parameters that make its analysis (read_logs, analyse_logs)
+           "n_sim", "seed", "items", "runs")   # workbook 09's parameters that make its analysis (read, analyse_logs)
 
 
 def analyse_logs(logs, specs, skipped, *, metric=None, adjust: str = "holm", alpha: float = 0.05,

@@ -301,14 +301,14 @@ def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
                  seed: int = 0, items: str = "random", skipped: list | None = None,
                  runs: str = "auto") -> LogsAnalysis:
     """Analyse :class:`~vrs_helpers.evaluate.readers.EvalLogs`, every task with its own metric
-    (:func:`~vrs_helpers.evaluate.task_metrics.choose_metrics`; ``metric``: None, a metric, or a list of metrics
-    and ``task=metric`` entries): per task the mixed-model LRT of the systems (:func:`system_lrt` on the validated
+    (:func:`~vrs_helpers.evaluate.task_metrics.choose_metrics`; ``metric``: None, a metric, or a list of metrics and
+    ``task=metric`` entries): per task the mixed-model LRT of the systems (:func:`system_lrt` on the validated
     :func:`task_spec`: with runs, the family's small-sample default test or ``test``; ``n_sim`` and ``seed`` for a
-    parametric bootstrap; ``items`` and ``runs`` as :func:`random_part`; with fewer than 30 items the exact or permutation test of
-    :mod:`~vrs_helpers.evaluate.small_data`), p-values adjusted across the tasks tested (``adjust``: ``holm`` or
-    ``bh``, :func:`adjusted`), the pooled model (:func:`pooled_test`; when every task has the same family and there
-    are several tasks), a row for every task not analysed or not testable, and beside them the harness's own numbers
-    (:func:`~vrs_helpers.evaluate.harness_stats.harness_numbers`) checked against the logged ones
+    parametric bootstrap; ``items`` and ``runs`` as :func:`random_part`; with fewer than 30 items the exact or
+    permutation test of :mod:`~vrs_helpers.evaluate.small_data`), p-values adjusted across the tasks tested (``adjust``:
+    ``holm`` or ``bh``, :func:`adjusted`), the pooled model (:func:`pooled_test`; when every task has the same family
+    and there are several tasks), a row for every task not analysed or not testable, and beside them the harness's own
+    numbers (:func:`~vrs_helpers.evaluate.harness_stats.harness_numbers`) checked against the logged ones
     (:func:`~vrs_helpers.evaluate.log_checks.check_against_logs`), small-sample intervals of each accuracy, Miller's
     errors per system, task and run, the paired difference of each system against ``baseline`` (default: the first
     system) per task, and McNemar's test where each of two systems has one run of 0/1 scores per item. ``specs`` and
