@@ -123,3 +123,32 @@ def test_inspect_generation_seeds(tmp_path):
     assert all(len(v) == 3 and all(label.startswith("file=") for label in v) for v in labels.values())
     assert not set.intersection(*(set(v) for v in labels.values()))   # each log file is one system's
     assert "nothing in the logs says a run is shared by the systems" in unseeded.description.run_source
+
+
+def test_lm_eval_runs_with_the_default_seed_told_apart_by_folder_are_each_models_own(tmp_path):
+    """lm-eval logs whose invocations all used the same seeds (1234: runs a, b, c written into out/runa, runb, runc):
+    only the folder tells the runs apart, and out/runa of model-a has nothing to do with out/runa of model-b as far
+    as the logs say: the labels carry the model, and auto fits nested runs."""
+    from vrs_helpers.evaluate.readers.writers import simulate_binary, write_lm_eval
+
+    table = simulate_binary(seed=3, items=30, runs=3)
+    write_lm_eval(table.assign(run=table["run"].map({"1": "a", "2": "b", "3": "c"})), tmp_path / "out",
+                  run_dir="run{run}")
+    logs = load_eval_logs(tmp_path / "out")
+    for (_, system), labels in _labels(logs).items():
+        assert labels == [f"{system}: folder=run{r}" for r in "abc"]
+    assert "nothing in the logs says a run is shared by the systems" in logs.description.run_source
+    a = _analyses(logs)
+    assert a["auto"].tasks["random"].iloc[0] == "(1|item) + (1|system:item) + (1|system:run)"
+
+
+def test_a_field_of_the_run_pattern_is_a_shared_label(tmp_path):
+    """Logs found by a pattern ('out/{system}/seed={seed}/'): the pattern's field labels the runs, the same value for
+    every system is the same label (you named it), crossed under auto."""
+    from vrs_helpers.evaluate.readers.writers import simulate_binary, write_lm_eval
+
+    table = simulate_binary(seed=4, items=30, runs=3)
+    write_lm_eval(table, tmp_path / "out", run_dir="{system}/seed={run}")
+    logs = load_eval_logs(str(tmp_path / "out" / "{system}" / "seed={seed}"))
+    assert set(map(tuple, _labels(logs).values())) == {("seed=1", "seed=2", "seed=3")}
+    assert "every label is shared by the systems (crossed runs under --runs auto)" in logs.description.run_source
