@@ -6,8 +6,10 @@ coverage of its simultaneous rank intervals, by simulation, on the workflow's ow
 
 Each simulated log (vrs_helpers.book.simulation.evaluation_log, the base design of benchmarks/type_one_error.py:
 3 runs per system, run SD 0.05, item SD 0.1, residual SD 0.1; 0/1 scores with intercept 0.5, run SD 0.35 and item
-SD 1 on the logit scale) is analysed as `vrs analyze` does for the runs-random reading: `compare_systems(...,
-replications=["run"])` with its default test and family-wise pairwise decisions (continuous scores: Tukey on
+SD 1 on the logit scale) is analysed as `vrs analyze --runs nested` does for the runs-random reading:
+`compare_systems(..., replications=["run"], runs="nested")` (independent runs: the labels 0, 1, 2 of these logs are
+shared by name only; the default `--runs auto` would fit them as crossed, and the results were measured with nested
+runs) with its default test and family-wise pairwise decisions (continuous scores: Tukey on
 Kenward-Roger df; 0/1 scores: Wald z adjusted by the maximum |z| over the parametric bootstrap's 199 simulations,
 or with ``--test max-t`` the single-step max-|z| of multcomp::glht from the GLMM's covariance), then
 `vrs_helpers.evaluate.ranking.rank_intervals` on those decisions. Per cell:
@@ -75,7 +77,7 @@ def _one(cell: str, i: int, seed: int) -> dict:
     log = evaluation_log(rng, delta=delta, **d)
     try:
         c = compare_systems(log, "score", "system", "item", replications=["run"], family=d["family"], n_sim=199,
-                            seed=int(rng.integers(2 ** 31)), test=test)
+                            seed=int(rng.integers(2 ** 31)), test=test, runs="nested")
     except (VRSError, np.linalg.LinAlgError):
         return {"i": i, "failed": True}
     systems = [f"S{s}" for s in range(len(delta))]

@@ -103,7 +103,9 @@ def test_lm_eval_two_models_three_seeds_two_tasks(lm_logs, tmp_path, capsys, adj
     lo, hi = np.sort(p)
     by_hand = ({"holm": [min(1, 2 * lo), max(min(1, 2 * lo), hi)], "bh": [min(2 * lo, hi), hi]}[adjust])
     np.testing.assert_allclose(np.sort(tasks["p_adjusted"].to_numpy()), by_hand, rtol=1e-9)
-    assert (tasks["random"] == "(1|item) + (1|system:item) + (1|system:run)").all()
+    # both models ran --seed 1, 2, 3 (write_lm_eval): the same seed is one label, crossed runs by default (issue 39)
+    assert (tasks["random"] == "(1|item) + (1|system:item) + (1|run) + (1|system:run)").all()
+    assert any(n.startswith("runs crossed in arith, logic_qa") for n in s["notes"])
     # 3 seeds per system: the verdict is the parametric-bootstrap LRT (99 simulations), the chi-square LRT beside it
     assert tasks["method"].str.startswith("parametric bootstrap").all()
     assert ((tasks["p_value"] * 100).round(6) % 1 == 0).all() and tasks["chi2_p_value"].notna().all()
@@ -127,7 +129,8 @@ def test_helm_two_models_three_trials(tmp_path, capsys):
     harness = pd.DataFrame(s["harness"]).set_index(["system", "run"])
     for (system, run), part in truth.groupby(["system", "run"]):   # mean exact_match per trial (10 digits)
         assert abs(harness.loc[(system, f"train_trial_index={int(run) - 1}"), "mean"] - part["score"].mean()) < 1e-9
-    assert s["tasks"][0]["random"] == "(1|item) + (1|system:item) + (1|system:run)"
+    # train trial i draws the in-context examples with seed i for every model: crossed runs by default (issue 39)
+    assert s["tasks"][0]["random"] == "(1|item) + (1|system:item) + (1|run) + (1|system:run)"
 
 
 def test_one_run_of_0_1_scores_gets_mcnemar(tmp_path, capsys):

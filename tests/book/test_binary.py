@@ -36,7 +36,8 @@ REF = Path(__file__).parent.parent / "reference"
 R = json.loads((REF / "glmm_eval_lme4.json").read_text())
 # runs random: the reference's model (no system-by-item term) and its chi-square GLRT (the default test of binary
 # scores is the parametric bootstrap, tests/book/test_glrt.py)
-READINGS = {"overall": {}, "runs_random": {"replications": ["seed"], "items": "fixed", "test": "chisq"},
+READINGS = {"overall": {}, "runs_random": {"replications": ["seed"], "items": "fixed", "test": "chisq",
+                                           "runs": "nested"},
             "by_domain": {"by": "domain"},
             "by_length": {"covariate": "length"}}
 

@@ -36,7 +36,8 @@ def test_mt_default_test_equals_pbkrtest(mt_data, items, model):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        c = compare_systems(mt_data, "ter", "system", "sentence_id", replications=["replication"], items=items)
+        c = compare_systems(mt_data, "ter", "system", "sentence_id", replications=["replication"], items=items,
+                            runs="nested")   # the reference's model: each system's replications its own
         if items == "fixed":
             m = mt_data.groupby(["system", "replication"], observed=True)["ter"].mean().reset_index()
             a, b = (m.loc[m["system"] == s, "ter"] for s in sorted(m["system"].unique()))
@@ -45,7 +46,7 @@ def test_mt_default_test_equals_pbkrtest(mt_data, items, model):
             assert (c.test.F, c.test.den_df, c.test.p_value) == pytest.approx(
                 (want.statistic ** 2, len(a) + len(b) - 2, want.pvalue), rel=1e-8)
             c = compare_systems(mt_data, "ter", "system", "sentence_id", replications=["replication"], items=items,
-                                test="kenward-roger")
+                                test="kenward-roger", runs="nested")
     ref = MT["models"][model]
     assert c.formula.replace(" ", "") == ref["formula"].replace(" ", "")
     assert c.system_item == (items == "random")
@@ -115,7 +116,7 @@ def test_runs_random_pairwise_contrasts_equal_emmeans(test):
     d = pd.read_csv(Path(__file__).parent.parent / "reference" / "pairwise_three_systems.csv.gz")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        c = compare_systems(d, "score", "system", "item", replications=["run"], test=test)
+        c = compare_systems(d, "score", "system", "item", replications=["run"], test=test, runs="nested")
         book = compare_systems(d, "score", "system", "item")
     ref = pd.DataFrame(PAIRWISE["models"]["system_item"][test]["tukey"])
     assert c.formula.replace(" ", "") == PAIRWISE["models"]["system_item"]["formula"].replace(" ", "")

@@ -143,7 +143,7 @@ def test_three_seeds_random_reading_uses_the_small_sample_test():
     d = pd.read_csv(REF / "small_sample_three_seeds.csv.gz", dtype={"seed": str})
     for test, name, method in [("kenward-roger", "Kenward-Roger", "F test, Kenward-Roger df"),
                                ("satterthwaite", "Satterthwaite", "F test, Satterthwaite df")]:
-        r = analyze(d, "score", "system", "item", replications=["seed"], n_resamples=199, items="fixed",
+        r = analyze(d, "score", "system", "item", replications=["seed"], n_resamples=199, items="fixed", runs="nested",
                     **({} if test == "kenward-roger" else {"test": test}))
         s = r.to_summary()["glrt_replications_random"]
         assert s["test"] == method and s["num_df"] == 1
@@ -159,7 +159,7 @@ def test_three_seeds_random_reading_uses_the_small_sample_test():
     # the parametric bootstrap: pbkrtest's PBmodcomp (2,000 simulations) p = 0.130 (MC SE 0.0075); 999 of ours have
     # MC SE 0.011, so four combined SEs are 0.05
     boot = analyze(d, "score", "system", "item", replications=["seed"], n_resamples=199, test="bootstrap", n_sim=999,
-                   items="fixed")
+                   items="fixed", runs="nested")
     sb = boot.to_summary()["glrt_replications_random"]
     assert sb["test"] == "parametric bootstrap LRT" and sb["n_sim"] == 999
     ref_pb = json.loads((REF / "small_sample_lmertest.json").read_text())["pbmodcomp"]["p_PBtest"]
@@ -203,7 +203,7 @@ def test_answer_opens_the_verdict_with_the_test_of_the_design():
     the three-seeds log, tests/reference/small_sample_lmertest.json), first in the verdict."""
     ref = json.loads((REF / "small_sample_lmertest.json").read_text())["models"]["three_seeds"]
     d = pd.read_csv(REF / "small_sample_three_seeds.csv.gz", dtype={"seed": str})
-    r = analyze(d, "score", "system", "item", replications=["seed"], n_resamples=99, items="fixed")
+    r = analyze(d, "score", "system", "item", replications=["seed"], n_resamples=99, items="fixed", runs="nested")
     s = r.to_summary()
     assert s["answer"] == r.verdict[0]
     assert s["answer"].startswith("Across runs, on these items: no evidence that base and new differ")

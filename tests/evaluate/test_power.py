@@ -390,3 +390,7 @@ def test_crossed_runs_power_is_the_paired_t_on_run_means():
     table = pw.power_table([3, 5], [300], delta, pw.VarianceComponents(s_run, 0.1, s_e), shared_runs=True)
     assert table.table.set_index("runs").loc[5, "power"] == pytest.approx(want, rel=1e-6)
     assert "runs crossed" in table.text() and "(1, n - 1) df" in table.text()
+    # vrs plan says which runs model it plans for, the one vrs analyze's default (--runs auto) fits to such labels
+    assert table.text().splitlines()[1].startswith("Runs crossed, (1|run) + (1|system:run)")
+    nested = pw.power_table([3, 5], [300], delta, pw.VarianceComponents(s_run, 0.1, s_e)).text().splitlines()
+    assert nested[1].startswith("Runs nested, (1|system:run)") and "--runs auto" in nested[1]

@@ -91,7 +91,10 @@ def test_gaussian_scores_are_compared_by_ml_fits():
     rng = np.random.default_rng(2)
     d = pd.DataFrame([{"system": s, "run": str(r), "item": f"i{i}", "score": rng.normal() + (s == "B")}
                       for s in "AB" for r in range(3) for i in range(15)])
-    test = system_lrt(d, "gaussian")
+    # run labels 0-2 in both systems: --runs auto (the default) reads them as shared, crossed runs
+    assert system_lrt(d, "gaussian", test="chisq")["formula"] == \
+        "score ~ system + (1|item) + (1|system:item) + (1|run) + (1|system:run)"
+    test = system_lrt(d, "gaussian", runs="nested")
     f = "score ~ system + (1|item) + (1|system:item) + (1|system:run)"
     assert test["formula"] == f
     m1, m0 = mixed.fit(f, d, method="ML"), mixed.fit(f.replace("system +", "1 +"), d, method="ML")
@@ -102,10 +105,10 @@ def test_gaussian_scores_are_compared_by_ml_fits():
     assert test["method"] == kr.method and test["p_value"] == pytest.approx(kr.p_value, rel=1e-9)
     assert test["test"]["den_df"] == pytest.approx(kr.den_df, rel=1e-3)
     assert test["chi2_p_value"] != test["p_value"]
-    chisq = system_lrt(d, "gaussian", test="chisq")
+    chisq = system_lrt(d, "gaussian", test="chisq", runs="nested")
     assert chisq["p_value"] == chisq["chi2_p_value"] == pytest.approx(test["chi2_p_value"], rel=1e-12)
     # items fixed: no system-by-item term (these items)
-    fixed = system_lrt(d, "gaussian", items="fixed")
+    fixed = system_lrt(d, "gaussian", items="fixed", runs="nested")
     assert fixed["formula"] == "score ~ system + (1|item) + (1|system:run)"
     with pytest.raises(TestChoiceError, match="bootstrap"):
         system_lrt(d.assign(score=(d["score"] > 0.5).astype(float)), "binomial", test="kenward-roger")

@@ -421,7 +421,7 @@ def _report_logs(args, kernel, logs, specs, skipped) -> int:
     summary = logs_report(logs, specs, skipped, args.out, logs_dir=str(args.data), log_format=args.format,
                           system=args.system, dropna=args.dropna, metric=metric, adjust=args.adjust,
                           alpha=args.alpha, cluster=args.cluster, baseline=args.baseline, data_label=str(args.data),
-                          test=args.test, n_sim=args.n_sim, seed=args.seed, items=args.items,
+                          test=args.test, n_sim=args.n_sim, seed=args.seed, items=args.items, runs=args.runs,
                           show_code=args.show_code, kernel=kernel)
     out = Path(args.out)
     print("\n".join(summary.get("verdict", [])))
@@ -635,11 +635,11 @@ def main(argv: list[str] | None = None) -> int:
                         "when items have several runs per system, and the verdict is about items like these; "
                         "fixed: without it, a statement about these items only (liberal when systems and items "
                         "interact)")
-    p.add_argument("--runs", default="nested", choices=["nested", "crossed", "auto"],
-                   help="nested (default): each system's runs are its own, (1|system:R); crossed: a run label (the "
-                        "same seed, few-shot draw or prompt for every system) names one run condition shared by the "
-                        "systems, (1|R) + (1|system:R), and its shift cancels in the difference; auto: crossed when "
-                        "every run label is used by two or more systems. The answer says which")
+    p.add_argument("--runs", default="auto", choices=["auto", "nested", "crossed"],
+                   help="auto (default): crossed when every run label is used by two or more systems, else nested; "
+                        "nested: each system's runs are its own, (1|system:R); crossed: a run label (the same seed, "
+                        "few-shot draw or prompt for every system) names one run condition shared by the systems, "
+                        "(1|R) + (1|system:R), and its shift cancels in the difference. The answer says which")
     p.add_argument("--n-sim", type=int, default=1000, help="simulations of --test bootstrap (default 1000; the "
                    "default test of binary scores)")
     p.add_argument("--family", default="auto", choices=["auto", *registry.FAMILIES],
@@ -659,9 +659,11 @@ def main(argv: list[str] | None = None) -> int:
 
     p = sub.add_parser("plan", help="power of the test of a system difference and the runs per system it needs, "
                        "from variance components (before any run exists)",
-                       description="Power of the F test of `score ~ system + (1|item) + (1|system:run)` for a "
-                       "difference DELTA between systems with n runs per system and m items (closed form for the "
-                       "balanced design: noncentral F), and the runs per system needed for --target power.")
+                       description="Power of the F test of `score ~ system + (1|item) + (1|system:run)` (nested runs; "
+                       "with --shared-runs crossed runs, + (1|run)) for a difference DELTA between systems with n "
+                       "runs per system and m items (closed form for the balanced design: noncentral F), and the "
+                       "runs per system needed for --target power. vrs analyze fits crossed runs by default (--runs "
+                       "auto) when every run label is shared by the systems, else nested runs.")
     p.add_argument("--runs", nargs="+", default=["3", "5", "10"], metavar="N", help="runs per system (default 3 5 10)")
     p.add_argument("--items", nargs="+", required=True, metavar="M", help="test items (one or several)")
     p.add_argument("--delta", required=True, help="the difference between systems to detect (score units)")
@@ -690,9 +692,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--judge-sd", default=None, help="with --human-sd: SD of the judge's per-item difference; adds "
                    "the labels PPI with lambda 1 (the verdict's reading) needs")
     p.add_argument("--shared-runs", action="store_true",
-                   help="runs crossed (vrs analyze --runs crossed): the same run labels (seeds, few-shot draws) for "
-                        "every system; --run-sd is then the SD of the system x run effects (a shift shared by all "
-                        "systems cancels) and the test has (k - 1)(n - 1) df")
+                   help="runs crossed (as vrs analyze fits shared run labels by default): the same run labels (seeds, "
+                        "few-shot draws) for every system; --run-sd is then the SD of the system x run effects (a "
+                        "shift shared by all systems cancels) and the test has (k - 1)(n - 1) df")
     p.set_defaults(func=_cmd_plan)
 
     p = sub.add_parser("batch", help="run one notebook over a parameter grid (YAML) in parallel")

@@ -69,18 +69,18 @@ def read_logs(path, fmt: str = "auto", system: str | None = None, cluster: str |
 
 
 OPTIONS = ("logs_dir", "log_format", "system", "cluster", "metric", "dropna", "adjust", "alpha", "baseline", "test",
-           "n_sim", "seed", "items")   # workbook 09's parameters that make its analysis (read_logs, analyse_logs)
+           "n_sim", "seed", "items", "runs")   # workbook 09's parameters that make its analysis (read, analyse_logs)
 
 
 def analyse_logs(logs, specs, skipped, *, metric=None, adjust: str = "holm", alpha: float = 0.05,
                  cluster: str | None = None, baseline: str | None = None, test: str | None = None, n_sim: int = 1000,
-                 seed: int = 0, items: str = "random"):
+                 seed: int = 0, items: str = "random", runs: str = "auto"):
     """:func:`~vrs_helpers.evaluate.tasks.analyze_logs` of validated logs (:func:`read_logs`), with a note per task
     whose rows with a missing score were dropped (``--dropna``)."""
     from ..evaluate.tasks import analyze_logs
 
     result = analyze_logs(logs, metric=metric, adjust=adjust, alpha=alpha, cluster=cluster, baseline=baseline,
-                          specs=specs, test=test, n_sim=n_sim, seed=seed, items=items, skipped=skipped)
+                          specs=specs, test=test, n_sim=n_sim, seed=seed, items=items, skipped=skipped, runs=runs)
     for (task, m), spec in specs.items():
         dropped = spec.design.n_dropped_nan
         if dropped:
@@ -151,7 +151,7 @@ def logs_report(logs, specs, skipped, out_dir, *, logs_dir, log_format: str = "a
                 dropna: bool = False, metric=None, adjust: str = "holm", alpha: float = 0.05,
                 cluster: str | None = None, baseline: str | None = None, data_label: str = "",
                 test: str | None = None, n_sim: int = 1000, seed: int = 0, items: str = "random",
-                show_code: bool = False, kernel=None) -> dict:
+                runs: str = "auto", show_code: bool = False, kernel=None) -> dict:
     """Analyse validated logs (:func:`read_logs` of ``logs_dir`` with ``log_format``, ``system``, ``cluster``,
     ``metric``, ``dropna``) with :func:`analyse_logs`, and run workbook 09
     (:data:`~vrs_helpers.app.kernel.LOGS_NOTEBOOK`) with papermill on the same logs and options as the report:
@@ -177,11 +177,11 @@ def logs_report(logs, specs, skipped, out_dir, *, logs_dir, log_format: str = "a
     options = {"logs_dir": str(Path(logs_dir) if Path(logs_dir).is_absolute() else Path.cwd() / logs_dir),
                "log_format": log_format, "system": system, "cluster": cluster, "metric": metric, "dropna": dropna,
                "adjust": adjust, "alpha": alpha, "baseline": baseline, "test": test, "n_sim": n_sim, "seed": seed,
-               "items": items}
+               "items": items, "runs": runs}
     keep_work, page = False, None
     try:
         result = analyse_logs(logs, specs, skipped, metric=metric, adjust=adjust, alpha=alpha, cluster=cluster,
-                              baseline=baseline, test=test, n_sim=n_sim, seed=seed, items=items)
+                              baseline=baseline, test=test, n_sim=n_sim, seed=seed, items=items, runs=runs)
         label = data_label or str(getattr(logs.description, "files", [""])[0])
         handover.write(work / "analysis.pickle", pickle.dumps((_identity(options), result),
                                                               protocol=pickle.HIGHEST_PROTOCOL),

@@ -78,7 +78,7 @@ def replication_problem(column: str, levels, system: str) -> str | None:
 def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, by: str | None = None,
                     covariate: str | None = None, adjust: str = "tukey", replications=(), family: str = "gaussian",
                     trials: str | None = None, test: str | None = None, n_sim: int = 1000,
-                    seed: int = 0, items: str = "random", models=None, runs: str = "nested",
+                    seed: int = 0, items: str = "random", models=None, runs: str = "auto",
                     contrasts: bool = True, settle_alpha: float | None = None) -> SystemComparison:
     """Do systems differ — overall, within the levels of a binned data property (``by``), or in their slope over
     a continuous property (``covariate``)? Fits the LMM with a random intercept per test item (sentence) by REML
@@ -136,12 +136,13 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
     ``models``: a :class:`vrs_helpers.mixed.ModelCache` of ``data`` whose accumulations and fits the linear mixed
     models share with other readings of the same data (None: one for this call, shared by its models).
 
-    ``runs``: how the runs of the systems relate (:func:`runs_layout`). ``"nested"`` (default): every system's runs
+    ``runs``: how the runs of the systems relate (:func:`runs_layout`). ``"nested"``: every system's runs
     are its own, ``(1|system:R)``. ``"crossed"``: a run label (a seed, a few-shot draw, a prompt template) names
     the same run condition for every system and may shift all systems alike, ``(1|R) + (1|system:R)``: the shared
     shift cancels in the system difference and is not put into its denominator (issue 39: with a shared seed
-    effect the nested model's power at a difference of 0.03 was 0.03). ``"auto"``: crossed when every label of
-    every replication column is used by at least two systems (:func:`runs_shared`), else nested. The result's
+    effect the nested model's power at a difference of 0.03 was 0.03). ``"auto"`` (default): crossed when every label
+    of every replication column is used by at least two systems (:func:`runs_shared`), else nested (runs whose
+    labels no two systems share are each system's own: the nested model). The result's
     ``runs`` says which model was fitted.
 
     ``settle_alpha``: the level of the decisions (``vrs analyze``'s alpha). Given, a bootstrap test of binary
@@ -273,7 +274,7 @@ def runs_shared(data, system: str, column: str) -> bool:
     return bool(len(per_label)) and bool((per_label >= 2).all())
 
 
-def runs_layout(data, system: str, replications=(), runs: str = "nested") -> str:
+def runs_layout(data, system: str, replications=(), runs: str = "auto") -> str:
     """The runs model :func:`compare_systems` fits: ``""`` without replications; ``"crossed"`` or ``"nested"`` as
     asked; for ``"auto"`` crossed when every replication column's labels are shared (:func:`runs_shared`), else
     nested. A rule on the labels alone, fixed before any fit, so the test chosen does not depend on the scores."""

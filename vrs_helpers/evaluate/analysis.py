@@ -256,7 +256,7 @@ def analyze(data, response=None, system: str | None = None, item: str | None = N
             seed: int = 0, target_phi: float = 0.8, max_runs: int = 1000, backend=None, lower_is_better=False,
             test: str | None = None, n_sim: int = 1000, family: str = "auto", delta: float | None = None,
             target_power: float = 0.8, dropna: bool = False, items: str = "random", human: str | None = None,
-            human_labels=None, runs: str = "nested"):
+            human_labels=None, runs: str = "auto"):
     """Run the analyses of workbook 07 on a score table (one row per system, run and item).
 
     ``analyze(spec)`` runs an :class:`~vrs_helpers.evaluate.spec.AnalysisSpec` (validated here unless it is
@@ -291,10 +291,10 @@ def analyze(data, response=None, system: str | None = None, item: str | None = N
     system-by-item term ``(1|system:item)`` and the verdict is about items like these) or ``"fixed"`` (without it:
     these items; :func:`vrs_helpers.book.glrt.compare_systems`).
 
-    ``runs``: ``"nested"`` (default: every system's runs its own, ``(1|system:R)``), ``"crossed"`` (a run label -
-    the same seed, few-shot draw or prompt - names one run condition shared by the systems: ``(1|R) +
-    (1|system:R)``, the shared shift cancels in the difference) or ``"auto"`` (crossed when every run label is used
-    by two or more systems); the answer says which (:func:`vrs_helpers.book.glrt.runs_layout`).
+    ``runs``: ``"auto"`` (default: crossed when every run label is used by two or more systems, else nested),
+    ``"nested"`` (every system's runs its own, ``(1|system:R)``) or ``"crossed"`` (a run label - the same seed,
+    few-shot draw or prompt - names one run condition shared by the systems: ``(1|R) + (1|system:R)``, the shared
+    shift cancels in the difference); the answer says which (:func:`vrs_helpers.book.glrt.runs_layout`).
 
     ``family``: ``"auto"`` (default: binomial for a 0/1 response, with a note), ``"gaussian"`` or ``"binomial"``
     (correct/incorrect per item: the GLRTs on logistic GLMMs, :func:`vrs_helpers.book.glrt.compare_systems`, the

@@ -451,8 +451,13 @@ class PowerTable:
                    f"{self.systems - 1} and Satterthwaite's df")
         if self.shared_runs:
             df_text += "; runs crossed: run labels shared by the systems, the run SD that of system x run"
+            model = ("Runs crossed, (1|run) + (1|system:run): the same run labels (seeds, few-shot draws) for every "
+                     "system, as vrs analyze fits them by default (--runs auto) when every label is shared")
+        else:
+            model = ("Runs nested, (1|system:run): each system's runs its own, as vrs analyze fits them by default "
+                     "(--runs auto) when the systems share no run labels; --shared-runs plans shared ones")
         lines = [f"Power of the F test of the system difference (closed form, balanced design: noncentral F on "
-                 f"{df_text})",
+                 f"{df_text})", model,
                  f"{self.systems} systems, delta = {self.delta}, run SD = {c.run_sd:g}{more}{si}, item SD = "
                  f"{c.item_sd:g}, residual SD = {c.residual_sd:g}, alpha = {self.alpha:g}", *self.warnings(), "",
                  wide.to_string(float_format=lambda v: f"{v:.3f}"), "",

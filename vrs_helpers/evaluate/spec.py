@@ -44,9 +44,9 @@ class AnalysisSpec:
     rows); ``test`` None: each family's default test (:mod:`vrs_helpers.registry`);
     ``items``: ``"random"`` (the runs-random model has ``(1|system:item)`` when items have several runs per
     system: items like these) or ``"fixed"`` (these items; :func:`vrs_helpers.book.glrt.compare_systems`);
-    ``runs``: ``"nested"`` (each system's runs its own, ``(1|system:R)``), ``"crossed"`` (a run label names one run
-    condition for every system, ``(1|R) + (1|system:R)``) or ``"auto"`` (crossed when every label is used by two or
-    more systems; :func:`vrs_helpers.book.glrt.runs_layout`);
+    ``runs``: ``"auto"`` (default: crossed when every run label is used by two or more systems, else nested;
+    :func:`vrs_helpers.book.glrt.runs_layout`), ``"nested"`` (each system's runs its own, ``(1|system:R)``) or
+    ``"crossed"`` (a run label names one run condition for every system, ``(1|R) + (1|system:R)``);
     ``lower_is_better`` True (every response) or the responses for which lower is better; ``backend`` None (in
     memory) or a Dask client, scheduler address or ``"local"``."""
 
@@ -61,7 +61,7 @@ class AnalysisSpec:
     family: str = "auto"
     test: str | None = None
     items: str = "random"
-    runs: str = "nested"
+    runs: str = "auto"
     alpha: float = 0.05
     n_resamples: int = 10_000
     n_sim: int = 1000
@@ -115,7 +115,7 @@ class AnalysisSpec:
             raise InputError(f"items must be {' or '.join(ITEMS)} (items like these, or these items); got "
                              f"{self.items!r}.")
         put("items", items)
-        runs = str(self.runs or "nested").strip().lower()
+        runs = str(self.runs or "auto").strip().lower()
         if runs not in RUNS:
             raise InputError(f"runs must be {', '.join(RUNS)} (run labels shared by the systems, or each system's "
                              f"own); got {self.runs!r}.")

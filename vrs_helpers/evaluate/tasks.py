@@ -4,11 +4,15 @@ verdicts adjusted across tasks, and the numbers the harness itself prints beside
 A harness run is many benchmarks (tasks). For each task the systems are compared by a test of the mixed model of
 book 4.3,
 
-    score ~ system + (1|item) [+ (1|system:item)] [+ (1|system:run)]   against   score ~ 1 + (same random part),
+    score ~ system + (1|item) [+ (1|system:item)] [+ [(1|run) +] (1|system:run)]   against   score ~ 1 + (same),
 
 with ``(1|system:item)`` where an item is scored more than once per system (repeats: Inspect epochs; or several
 runs) and ``(1|system:run)`` where a system has several runs (seeds, few-shot draws, prompt templates): runs shift
-every item together, repeats are independent draws per item (:mod:`vrs_helpers.evaluate.readers.base`). 0/1 scores
+every item together, repeats are independent draws per item (:mod:`vrs_helpers.evaluate.readers.base`). Where every
+run label of a task is used by two or more systems (the same seed the log records for every model), ``--runs auto``
+(the default) adds ``(1|run)``: crossed runs, whose shared shift cancels in the system difference (issue 39;
+:func:`vrs_helpers.book.glrt.runs_layout`); the readers give runs that nothing in the log says are shared each
+system's own labels, so those stay nested. 0/1 scores
 are fitted as a logistic GLMM (lme4's ``glmer``, Laplace), other scores as a linear mixed model. The likelihood
 ratio test's chi-square on (systems - 1) df (lme4's ``anova(m0, m1)``) is always reported; it is the verdict's test
 where no system has several runs (the items carry the replication). Where systems have runs (3-5 seeds), its
@@ -101,22 +105,28 @@ def task_spec(logs, task: str, metric: str, dropna: bool = False) -> AnalysisSpe
         raise type(exc)(f"task {task!r}, metric {metric!r}: {exc}") from None
 
 
-def random_part(data: pd.DataFrame, item: str = "item", items: str = "random") -> str:
+def random_part(data: pd.DataFrame, item: str = "item", items: str = "random", runs: str = "auto") -> str:
     """The random effects a task's design identifies: ``(1|item)``, ``(1|system:item)`` when some (system, item)
     has several scores (repeats or runs) and ``items="random"`` (items like these; ``"fixed"``: these items, as
-    ``vrs analyze --items``), ``(1|system:run)`` when some system has several runs."""
+    ``vrs analyze --items``), ``(1|system:run)`` when some system has several runs, and ``(1|run)`` before it when
+    the runs are crossed (``runs``: ``"auto"``, crossed when every run label is used by two or more systems;
+    ``"crossed"``; ``"nested"``; :func:`vrs_helpers.book.glrt.runs_layout`)."""
+    from ..book.glrt import runs_layout
+
     if items not in ("random", "fixed"):
         raise InputError(f"items must be 'random' or 'fixed' (items like these, or these items); got {items!r}.")
     terms = [f"(1|{item})"]
     if items == "random" and data.groupby(["system", item]).size().max() > 1:
         terms.append(f"(1|system:{item})")
     if "run" in data.columns and data.groupby("system")["run"].nunique().max() > 1:
+        if runs_layout(data, "system", ["run"], runs) == "crossed":
+            terms.append("(1|run)")
         terms.append("(1|system:run)")
     return " + ".join(terms)
 
 
 def system_lrt(data: pd.DataFrame, family: str, fixed: str = "", item: str = "item", test: str | None = None,
-               n_sim: int = 1000, seed: int = 0, items: str = "random") -> dict:
+               n_sim: int = 1000, seed: int = 0, items: str = "random", runs: str = "auto") -> dict:
     """The test of the system term: ``score ~ [fixed +] system + random`` against the model without ``system``
     (:func:`random_part`); a logistic GLMM for ``family == "binomial"``, else linear mixed models.
 
@@ -133,7 +143,7 @@ def system_lrt(data: pd.DataFrame, family: str, fixed: str = "", item: str = "it
     from .. import registry
     from ..book.glrt import Hypothesis
 
-    rand = random_part(data, item, items)
+    rand = random_part(data, item, items, runs)
     runs = "(1|system:run)" in rand
     chosen = registry.choose(test, family) if (test is not None or runs) else registry.get("chisq")
     lead = f"{fixed} + " if fixed else ""
@@ -237,7 +247,8 @@ class LogsAnalysis:
         return out
 
 
-def _task_row(task, metric, spec, alpha, test=None, n_sim=1000, seed=0, items="random") -> tuple[dict, pd.DataFrame]:
+def _task_row(task, metric, spec, alpha, test=None, n_sim=1000, seed=0, items="random",
+              runs="auto") -> tuple[dict, pd.DataFrame]:
     d = spec.table
     family = spec.families["score"]
     row = {"task": task, "metric": metric, "status": "analysed", "family": family, "n_items": spec.design.n_items,
@@ -246,8 +257,8 @@ def _task_row(task, metric, spec, alpha, test=None, n_sim=1000, seed=0, items="r
         row[f"mean[{s}]"] = float(v)
     small = test is None and spec.design.n_items < SMALL_ITEMS
     # few items: the chi-square LRT only beside the exact test (no bootstrap whose verdict would be replaced)
-    t = system_lrt(d, family, test="chisq" if small else test, n_sim=n_sim, seed=seed, items=items)
-    out = {**row, "random": random_part(d, items=items), "formula": t["formula"], "method": t["method"],
+    t = system_lrt(d, family, test="chisq" if small else test, n_sim=n_sim, seed=seed, items=items, runs=runs)
+    out = {**row, "random": random_part(d, items=items, runs=runs), "formula": t["formula"], "method": t["method"],
            "evidence": t["evidence"], "chi2": t["chi2"], "df": t["df"], "chi2_p_value": t["chi2_p_value"],
            "p_value": t["p_value"], "notes": "; ".join(t["notes"])}
     if small:   # few items: an exact or permutation test decides
@@ -260,7 +271,7 @@ def _task_row(task, metric, spec, alpha, test=None, n_sim=1000, seed=0, items="r
 
 
 def pooled_test(tables: dict, family: str, test: str | None = None, n_sim: int = 1000, seed: int = 0,
-                items: str = "random") -> dict:
+                items: str = "random", runs: str = "auto") -> dict:
     """The pooled model over tasks: ``task`` a fixed effect, items nested in tasks (item ids ``task:item``), the
     system tested as in :func:`system_lrt` with ``fixed="task"``. With fewer than
     :data:`~vrs_helpers.evaluate.small_data.SMALL_ITEMS` items in all, the verdict is the exact or permutation test
@@ -269,7 +280,8 @@ def pooled_test(tables: dict, family: str, test: str | None = None, n_sim: int =
                   ignore_index=True)
     d["item"] = d["task"].astype(str) + ":" + d["item"].astype(str)
     small = test is None and d["item"].nunique() < SMALL_ITEMS
-    out = system_lrt(d, family, fixed="task", test="chisq" if small else test, n_sim=n_sim, seed=seed, items=items)
+    out = system_lrt(d, family, fixed="task", test="chisq" if small else test, n_sim=n_sim, seed=seed, items=items,
+                     runs=runs)
     if small:
         exact = small_test(d, seed=seed)
         out.update(method=exact["method"], evidence=exact["evidence"], p_value=exact["p_value"])
@@ -286,16 +298,17 @@ def _not_analysed(skipped) -> list:
 def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
                  cluster: str | None = None, baseline: str | None = None, specs: dict | None = None,
                  dropna: bool = False, test: str | None = None, n_sim: int = 1000,
-                 seed: int = 0, items: str = "random", skipped: list | None = None) -> LogsAnalysis:
+                 seed: int = 0, items: str = "random", skipped: list | None = None,
+                 runs: str = "auto") -> LogsAnalysis:
     """Analyse :class:`~vrs_helpers.evaluate.readers.EvalLogs`, every task with its own metric
-    (:func:`~vrs_helpers.evaluate.task_metrics.choose_metrics`; ``metric``: None, a metric, or a list of metrics
-    and ``task=metric`` entries): per task the mixed-model LRT of the systems (:func:`system_lrt` on the validated
+    (:func:`~vrs_helpers.evaluate.task_metrics.choose_metrics`; ``metric``: None, a metric, or a list of metrics and
+    ``task=metric`` entries): per task the mixed-model LRT of the systems (:func:`system_lrt` on the validated
     :func:`task_spec`: with runs, the family's small-sample default test or ``test``; ``n_sim`` and ``seed`` for a
-    parametric bootstrap; ``items`` as :func:`random_part`; with fewer than 30 items the exact or permutation test of
-    :mod:`~vrs_helpers.evaluate.small_data`), p-values adjusted across the tasks tested (``adjust``: ``holm`` or
-    ``bh``, :func:`adjusted`), the pooled model (:func:`pooled_test`; when every task has the same family and there
-    are several tasks), a row for every task not analysed or not testable, and beside them the harness's own numbers
-    (:func:`~vrs_helpers.evaluate.harness_stats.harness_numbers`) checked against the logged ones
+    parametric bootstrap; ``items`` and ``runs`` as :func:`random_part`; with fewer than 30 items the exact or
+    permutation test of :mod:`~vrs_helpers.evaluate.small_data`), p-values adjusted across the tasks tested (``adjust``:
+    ``holm`` or ``bh``, :func:`adjusted`), the pooled model (:func:`pooled_test`; when every task has the same family
+    and there are several tasks), a row for every task not analysed or not testable, and beside them the harness's own
+    numbers (:func:`~vrs_helpers.evaluate.harness_stats.harness_numbers`) checked against the logged ones
     (:func:`~vrs_helpers.evaluate.log_checks.check_against_logs`), small-sample intervals of each accuracy, Miller's
     errors per system, task and run, the paired difference of each system against ``baseline`` (default: the first
     system) per task, and McNemar's test where each of two systems has one run of 0/1 scores per item. ``specs`` and
@@ -304,6 +317,12 @@ def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
     adjust = str(adjust).lower()
     if adjust not in ADJUSTMENTS:
         raise InputError(f"adjust must be one of {', '.join(ADJUSTMENTS)}; got {adjust!r}.")
+    from ..book.glrt import RUNS
+
+    runs = str(runs or "auto").strip().lower()
+    if runs not in RUNS:
+        raise InputError(f"runs must be {', '.join(RUNS)} (run labels shared by the systems, or each system's own); "
+                         f"got {runs!r}.")
     notes = list(logs.description.notes)
     systems = sorted(logs.table["system"].unique())
     base = baseline or systems[0]
@@ -314,9 +333,14 @@ def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
     skipped = list(skipped or [])
     rows, tables = [], {}
     for (task, m), spec in specs.items():
-        row, d = _task_row(task, m, spec, alpha, test, n_sim, seed, items)
+        row, d = _task_row(task, m, spec, alpha, test, n_sim, seed, items, runs)
         rows.append(row)
         tables[(task, m)] = d
+    crossed = list(dict.fromkeys(r["task"] for r in rows if "(1|run)" in r["random"].split(" + ")))
+    if crossed:
+        notes.append(f"runs crossed in {', '.join(crossed)}: every run label (the same seed for every system) is "
+                     "shared by the systems, (1|run) + (1|system:run); a shift shared by all systems cancels in the "
+                     "difference (--runs nested fits each system's runs as its own)")
     tasks = pd.DataFrame(rows + _not_analysed(skipped))
     tasks["p_adjusted"] = adjusted(tasks["p_value"].to_numpy(dtype=float), adjust)
     tasks["p_text"] = tasks["p_value"].map(p_text)
@@ -330,7 +354,7 @@ def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
     families = {specs[k].families["score"] for k in firsts.values()}
     pooled = None
     if len(firsts) > 1 and len(families) == 1:
-        pooled = pooled_test({k: tables[k] for k in firsts.values()}, families.pop(), test, n_sim, seed, items)
+        pooled = pooled_test({k: tables[k] for k in firsts.values()}, families.pop(), test, n_sim, seed, items, runs)
     elif len(firsts) > 1:
         notes.append("no pooled model: the tasks' scores are of different kinds (0/1 and continuous).")
     paired, mcn, harness, intervals = [], [], [], []

@@ -124,7 +124,8 @@ def load_eval_logs(path, format: str = "auto", *, system: str | None = None, ite
         merged.settings += part.settings
         merged.notes += [n for n in part.notes if n not in merged.notes]
         merged.task_primary = {**part.task_primary, **merged.task_primary}
-        for attr in ("primary_metric", "run_source", "repeat_source", "run_keys", "hash_name", "prompt_hash_name"):
+        for attr in ("primary_metric", "run_source", "repeat_source", "run_keys", "shared_keys", "hash_name",
+                     "prompt_hash_name"):
             if not getattr(merged, attr):
                 setattr(merged, attr, getattr(part, attr))
     if run_fields:

@@ -14,6 +14,12 @@ The long table has one row per system, task, run, repeat and item, and one colum
 
 Runs and repeats are kept apart (issue 29): repeats identify the system-by-item variation, runs the run-to-run
 variation; a repeat is nested in its run.
+
+A run label is shared by the systems only where the log says the run condition is the same for every system
+(issue 39): a seed the harness records (lm-eval's ``random_seed``, ``numpy_seed``, ``torch_seed``,
+``fewshot_seed``; Inspect's generation ``seed``; HELM's ``train_trial_index``, the seed of its in-context draw) or
+a field of the user's run pattern. Runs told apart only by a folder, a file, a date or an evaluation id are each
+system's own: their labels then carry the system, so ``--runs auto`` fits them as nested runs.
 """
 
 from __future__ import annotations
@@ -73,6 +79,7 @@ class ReadResult:
     run_source: str = ""
     repeat_source: str = ""
     run_keys: tuple = ()                           # _run_info keys to label runs by, in order of preference
+    shared_keys: tuple = ()                        # run_keys that name a run condition shared by the systems (seeds)
     hash_name: str = ""                            # the name of ``_hash`` in the log (doc_hash, sample_hash)
     prompt_hash_name: str = ""                     # the name of ``_prompt`` (differences are a note)
     settings: list = field(default_factory=list)   # dicts: system, task, _run_info, + harness settings
@@ -244,14 +251,19 @@ def _frozen(info) -> str:
     return json.dumps(info, sort_keys=True, default=str)
 
 
-def label_runs(rows: list, reported: list = (), preferred: Sequence[str] = ()) -> list:
+def label_runs(rows: list, reported: list = (), preferred: Sequence[str] = (), shared: Sequence[str] = ()) -> list:
     """Fill ``row['run']`` from ``row['_run_info']`` (a dict; the rows of one log share it): within each (system,
     task), the runs are the distinct ``_run_info`` dicts. Their labels are built from the fewest keys whose values
     tell the runs of every (system, task) apart, the ``preferred`` keys first (pattern fields, seeds), so labels
     read ``seed=1`` or ``folder=out_s2``; when no (system, task) has several runs, every run is ``"1"``.
     ``reported`` entries (the harness's own numbers, with ``system``, ``task`` and ``_run_info``) get the same
     labels (``_run_info`` None: a number over all runs, labelled ``all``); those of a run without rows are
-    dropped. Returns the keys the labels are made of."""
+    dropped. Returns the keys the labels are made of.
+
+    ``shared``: the keys whose values name one run condition for every system (a seed the log records). When the
+    labels are made of other keys too (a folder, a date) and some label would be used by two systems, every label
+    is prefixed by its system (``model-a: folder=out_s2``): nothing in the log says those runs are shared, so
+    ``--runs auto`` fits them as each system's own (nested)."""
     infos: dict = {}
     for r in rows:
         infos.setdefault((r["system"], r["task"]), {}).setdefault(_frozen(r["_run_info"]), r["_run_info"])
@@ -271,6 +283,12 @@ def label_runs(rows: list, reported: list = (), preferred: Sequence[str] = ()) -
             break
     labels = {(key, frozen): ("1" if not chosen else ",".join(f"{c}={info.get(c)}" for c in chosen))
               for key, runs in infos.items() for frozen, info in runs.items()}
+    if chosen and not set(chosen) <= set(shared):
+        users: dict = {}
+        for (system, task), label in {(key, label) for (key, _), label in labels.items()}:
+            users.setdefault((task, label), set()).add(system)
+        if any(len(v) > 1 for v in users.values()):
+            labels = {(key, frozen): f"{key[0]}: {label}" for (key, frozen), label in labels.items()}
     for r in rows:
         r["run"] = labels[((r["system"], r["task"]), _frozen(r["_run_info"]))]
     kept = []
@@ -282,6 +300,25 @@ def label_runs(rows: list, reported: list = (), preferred: Sequence[str] = ()) -
     if isinstance(reported, list):
         reported[:] = kept
     return chosen
+
+
+def _shared_account(chosen, shared, frame: pd.DataFrame) -> str:
+    """What the run labels say about runs shared by the systems, and so what ``--runs auto`` fits: crossed runs
+    in a task where every run label is used by two or more systems, else nested."""
+    if not chosen:
+        return ""
+    if not set(chosen) <= set(shared):
+        return ("; nothing in the logs says a run is shared by the systems, so each system's runs are its own "
+                "(labelled with the system; nested runs under --runs auto)")
+    per_task = {t: bool((g.groupby("run")["system"].nunique() >= 2).all()) for t, g in frame.groupby("task", sort=False)
+                if g.groupby("system")["run"].nunique().max() > 1}
+    crossed = [t for t, v in per_task.items() if v]
+    said = f"; the same {', '.join(chosen)} is the same run label for every system"
+    if len(crossed) == len(per_task):
+        return said + " and every label is shared by the systems (crossed runs under --runs auto)"
+    if not crossed:
+        return said + "; no task has every label shared by the systems (nested runs under --runs auto)"
+    return said + f"; every label shared (crossed runs under --runs auto) in {', '.join(crossed)}, else nested"
 
 
 def check_hashes(rows: list, what: str, note_only: bool = False, notes: list | None = None) -> int:
@@ -322,10 +359,11 @@ def assemble(fmt: str, files: list, result: ReadResult, metrics_wanted=None, run
     (:func:`check_hashes`), duplicate (system, task, run, repeat, item) rows an error naming the files; metric
     columns in the order first seen, then the item fields the user asked for (``_fields``)."""
     rows = result.rows
+    shared = list(run_keys) + list(result.shared_keys)
     if rows:
         reported, settings = list(result.reported), list(result.settings)
-        chosen = label_runs(rows, reported, preferred=list(run_keys) + list(result.run_keys))
-        label_runs(rows, settings, preferred=list(run_keys) + list(result.run_keys))
+        chosen = label_runs(rows, reported, preferred=list(run_keys) + list(result.run_keys), shared=shared)
+        label_runs(rows, settings, preferred=list(run_keys) + list(result.run_keys), shared=shared)
         if result.hash_name:
             check_hashes(rows, result.hash_name)
         if result.prompt_hash_name:
@@ -401,7 +439,8 @@ def assemble(fmt: str, files: list, result: ReadResult, metrics_wanted=None, run
     desc = LogDescription(format=fmt, files=[str(f) for f in files], systems=systems, tasks=tasks, runs=runs,
                           repeats=repeats, items=items, metrics=metrics, primary_metric=primary,
                           run_source=(result.run_source or "one run per log")
-                          + (f"; told apart by {', '.join(chosen)}" if chosen else "; one run per system and task"),
+                          + (f"; told apart by {', '.join(chosen)}" if chosen else "; one run per system and task")
+                          + _shared_account(chosen, shared, frame),
                           repeat_source=result.repeat_source or "none (one score per item and run)", notes=notes,
                           task_primary=task_primary)
     reported = pd.DataFrame(reported, columns=["system", "task", "run", "metric", "statistic", "value", "source"])

@@ -71,6 +71,7 @@ def _read(files: list, options: dict) -> ReadResult:
     root = Path(options["root"])
     out = ReadResult(run_source="HELM train trials (train_trial_index: a new draw of the in-context examples)",
                      run_keys=("train_trial_index", "suite"),
+                     shared_keys=("train_trial_index",),   # the seed of the in-context draw: the same for every model
                      repeat_source="none: HELM records one score per instance and train trial")
     left_out = 0
     for path in files:

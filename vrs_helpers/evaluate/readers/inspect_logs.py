@@ -86,7 +86,7 @@ def _read(files: list, options: dict) -> ReadResult:
     root = Path(options["root"])
     item_fields = list(options.get("item_fields") or ())
     out = ReadResult(run_source="each Inspect log (one eval of a task on a model) is one run", run_keys=(
-        "seed", "folder", "file"), repeat_source="Inspect epochs (each sample's epoch)",
+        "seed", "folder", "file"), shared_keys=("seed",), repeat_source="Inspect epochs (each sample's epoch)",
         prompt_hash_name="the sample's input and target")
     skipped: dict = {}
     for path in files:

@@ -115,7 +115,7 @@ def _read(files: list, options: dict) -> ReadResult:
     root = Path(options["root"])
     item_fields = list(options.get("item_fields") or ())
     out = ReadResult(run_source="each lm-eval invocation (results_<date>.json) is one run", run_keys=SEEDS
-                     + ("folder", "date"), hash_name="doc_hash", prompt_hash_name="prompt_hash",
+                     + ("folder", "date"), shared_keys=SEEDS, hash_name="doc_hash", prompt_hash_name="prompt_hash",
                      repeat_source="none: lm-eval logs one (filtered) score per document")
     if root.is_file():
         date = (SAMPLES.match(root.name) or RESULTS.match(root.name))["date"]
