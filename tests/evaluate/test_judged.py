@@ -33,8 +33,9 @@ def _table(systems=("A", "B"), n_items=300, labelled=40, runs=1, seed=0, binary=
 
 @pytest.mark.parametrize("binary", [True, False])
 def test_difference_is_ppi_py_estimate_with_the_welch_t_interval(binary):
-    """The table's PPI++ difference: ppi_py's point estimate on the per-item differences (1e-9), its interval the
-    small-sample one written out here (variances with divisor n - 1, Welch-Satterthwaite df, Student's t)."""
+    """The table's PPI difference: ppi_py's point estimate (lambda 1) on the per-item differences (1e-9), its
+    interval the small-sample one written out here (variances with divisor n - 1, Welch-Satterthwaite df, Student's
+    t); its PPI++ the cross-fitted lambda written out here (5 folds, item i of the labelled ones in fold i mod 5)."""
     from scipy import stats
 
     t = _table(binary=binary)
@@ -44,13 +45,23 @@ def test_difference_is_ppi_py_estimate_with_the_welch_t_interval(binary):
     lab = h.notna().all(axis=1)
     y, yhat = (h["B"] - h["A"])[lab].to_numpy(), (w["B"] - w["A"])[lab].to_numpy()
     yu = (w["B"] - w["A"])[~lab].to_numpy()
-    d = out.differences["B"]["PPI++"]
-    assert d.estimate == pytest.approx(float(np.squeeze(ppi_py.ppi_mean_pointestimate(y, yhat, yu))), abs=1e-9)
-    lam = d.lam
+    d = out.differences["B"]["PPI"]
+    assert d.estimate == pytest.approx(float(np.squeeze(ppi_py.ppi_mean_pointestimate(y, yhat, yu, lam=1))),
+                                       abs=1e-9)
+    lam = 1.0
     vu, vr = np.var(lam * yu, ddof=1) / len(yu), np.var(y - lam * yhat, ddof=1) / len(y)
     df = (vu + vr) ** 2 / (vu ** 2 / (len(yu) - 1) + vr ** 2 / (len(y) - 1))
     half = stats.t.ppf(0.975, df) * np.sqrt(vu + vr)
     assert (d.lower, d.upper) == pytest.approx((d.estimate - half, d.estimate + half), abs=1e-12)
+    fold = np.arange(len(y)) % 5
+    lams = []
+    for k in range(5):
+        a, b = y[fold != k], yhat[fold != k]
+        lams.append(np.clip(np.cov(a, b)[0, 1] / ((1 + len(y) / len(yu)) * np.var(b, ddof=1)), 0, 1))
+    lam_i = np.array(lams)[fold]
+    tuned = out.differences["B"]["PPI++"]
+    assert tuned.estimate == pytest.approx(np.mean(y + lam_i * (yu.mean() - yhat)), abs=1e-12)
+    assert tuned.lam == pytest.approx(lam_i.mean(), abs=1e-12)
     m = out.means["B"]["PPI"]
     point = ppi_py.ppi_mean_pointestimate(h["B"][lab].to_numpy(), w["B"][lab].to_numpy(), w["B"][~lab].to_numpy(),
                                           lam=1)
