@@ -305,11 +305,10 @@ def _runs_estimate(method, est, item_u, item_l, runs, level, null, **extra) -> E
     vu, vl = item_u.var(-1, ddof=1), item_l.var(-1, ddof=1)
     v_items = vu / big_n + vl / n
     df_items = welch_df(vu, big_n, vl, n)
-    var, den = v_items, v_items ** 2 / df_items
-    for v_w, s2b, r, df_w in runs:
-        comp = np.maximum(s2b - v_w, 0.0) / r          # the run-to-run variance of the mean over the runs
-        var = var + comp
-        den = den + np.where(comp > 0, (s2b / r) ** 2 / (r - 1) + (v_w / r) ** 2 / df_w, 0.0)
+    # the part every run shares (items and labels): the item means' PPI variance less the interaction's share
+    common = np.maximum(v_items - sum(v_w / r for v_w, _, r, _ in runs), 0.0)
+    var = common + sum(s2b / r for _, s2b, r, _ in runs)
+    den = common ** 2 / df_items + sum((s2b / r) ** 2 / (r - 1) for _, s2b, r, _ in runs)
     df = var ** 2 / np.where(den > 0, den, 1.0)
     return _estimate(method, est, np.sqrt(var), level, null, df=df, n_labelled=n, n_unlabelled=big_n, **extra)
 
@@ -319,14 +318,14 @@ def ppi_runs_mean(y, yhat, yhat_unlabelled, lam: float = 1.0, level: float = 0.9
     labelling the same random items in every run (arrays (..., R, items)). The estimate is the mean over the runs
     of the run-level PPI estimates (= PPI of the per-item means over the runs). Under the model phi_ri = c_i + rho_r
     + z_ri (c the item's value, rho_r ~ (0, s2_run) the run effect, z the item x run interaction; phi = lam yhat
-    unlabelled, y - lam yhat labelled) its variance is Var_items(c) + (s2_run + v_w) / R, where v_w is the
-    interaction's variance in one run's estimate. The per-item means' PPI variance estimates Var_items(c) + v_w / R
-    (a two-way ANOVA's interaction mean square estimates v_w), and the runs' sample variance s2_b of the run-level
-    estimates estimates s2_run + v_w, so Var = PPI variance of the item means + max(s2_b - v_w, 0) / R: the run
-    variance component, truncated at 0 as REML's, added to the item variance. A two-stage test on the run-level
-    estimates alone (Welch's t on theta_r) misses Var_items(c), the part common to every run (the same items and
-    labels in every run), and rejects too often (benchmarks/judge_type_one_error.py). Student's t on the
-    Satterthwaite df of the sum (R - 1 df for s2_b). ``lam`` 1 is PPI, 0 the human labels alone."""
+    unlabelled, y - lam yhat labelled) its variance is C + (s2_run + v_w) / R: C = Var_items(c), the part every run
+    shares (the same items and labels in every run), v_w the interaction's variance in one run's estimate. The
+    runs' sample variance s2_b of the run-level estimates estimates s2_run + v_w (the two-stage test's variance);
+    the per-item means' PPI variance estimates C + v_w / R and the two-way ANOVA's interaction mean squares v_w, so
+    C = PPI variance of the item means - v_w / R, truncated at 0, and Var = C + s2_b / R. Welch's t on the run-level
+    estimates alone misses C and rejects too often (:func:`run_level_welch`; benchmarks/judge_type_one_error.py).
+    Student's t on the Satterthwaite df of the sum (Welch's df for C, R - 1 for s2_b). ``lam`` 1 is PPI, 0 the
+    human labels alone."""
     theta, iu, il, v_w, s2b, r, df_w = _run_parts(y, yhat, yhat_unlabelled, float(lam))
     return _runs_estimate("PPI, runs random" if lam == 1 else "PPI (fixed lambda), runs random", theta.mean(-1),
                           iu, il, [(v_w, s2b, r, df_w)], level, null, lam=float(lam))
