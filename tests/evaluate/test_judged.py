@@ -239,3 +239,11 @@ def test_analyze_with_runs_answers_with_the_runs_random_reading():
     s = result.to_summary()
     assert s["judge"]["primary"] == "PPI, runs random"
     assert s["answer"].startswith("Corrected for the judge with human labels and the runs random")
+
+
+def test_a_system_with_one_run_among_systems_with_runs_is_not_composable():
+    t = _runs_table()
+    t = t[(t["system"] == "B") | (t["seed"] == 0)]
+    out = judged.analyze_judge(t, "judge", "system", "item", "human", ["A", "B"], runs=["seed"])
+    assert out.runs == {"A": 1, "B": 3} and out.runs_status == "not composable"
+    assert "ignores the run-to-run variation" in out.verdict[0]

@@ -206,9 +206,12 @@ def _with_runs(out: JudgeAnalysis, table, response, system, item, human, runs, l
     not apply."""
     counts = {s: int(table.loc[table[system].astype(str) == s, list(runs)].drop_duplicates().shape[0])
               for s in out.systems}
-    if min(counts.values()) < 2:
+    if max(counts.values()) < 2:
         return
     out.runs = counts
+    if min(counts.values()) < 2:   # a system with one run: no run variance of its own to estimate
+        out.runs_status = "not composable"
+        return
     items = sorted(table[item].astype(str).unique())
     arrays = {s: run_arrays(table, response, system, item, human, runs, s, items) for s in out.systems}
     if any(a is None for a in arrays.values()):
@@ -334,10 +337,11 @@ def verdict_lines(out: JudgeAnalysis, higher_is_better: bool = True) -> list:
     n_lab = ", ".join(f"{s} {out.labelled[s]} of {out.items[s]}" for s in out.systems)
     runs = ", ".join(f"{s} {r}" for s, r in out.runs.items())
     if out.runs_status == "not composable":
-        lines.append(f"With runs ({runs} runs) the correction ignores the run-to-run variation: the runs are "
-                     "not judged on the same items, or humans did not label the same items in every run, so the "
-                     "correction cannot be composed with the runs-random model. The corrected readings below average "
-                     "the runs within each item and are about these runs only, not a verdict about runs like these.")
+        lines.append(f"With runs ({runs} runs) the correction ignores the run-to-run variation: a system has "
+                     "one run, the runs are not judged on the same items, or humans did not label the same items in "
+                     "every run, so the correction cannot be composed with the runs-random model. The corrected "
+                     "readings below average the runs within each item and are about these runs only, not a verdict "
+                     "about runs like these.")
     fixed_runs = "; the runs averaged within items: about these runs only" if out.runs else ""
     for s, d in out.differences.items():
         adj = out.adjusted.get(s)
