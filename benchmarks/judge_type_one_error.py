@@ -25,15 +25,15 @@ alternative in which B's true mean is higher (0/1: a_B = a + 0.3, a difference o
 are fixed (SeedSequence([--seed, cell index])). The table is written to --out (CSV) and beside it as markdown (.md);
 the seconds the whole run took go to stderr.
 
-Runs (the last cells): continuous scores, R = 3 or 5 runs per system, 5 % labels (the same items labelled in every
-run, each run's output labelled). Run r of system s on item i: Y = u_i + v_si + rho_sr + e_sri (+ 0.2 for B under
-the alternative), v_si ~ N(0, 0.5^2) the system x item effect every run shares, rho_sr ~ N(0, RUN_SD^2) the run
-effect (SD 0.1; 0 in the last cell), e_sri ~ N(0, 0.8^2); the judge 0.8 Y + b_s + w_si + N(0, 0.45^2), w_si ~ N(0,
-0.4^2) its error on that item and system in every run. The null is about runs like these (no difference in
-expectation over the runs). Readings: PPI on the per-item means over the runs (runs fixed: about these runs), the
-humans alone likewise, the naive two-stage test (Welch's t on the run-level PPI estimates), and PPI composed with
-the runs-random model (:func:`vrs_helpers.evaluate.judge.ppi_runs_difference`, the verdict's reading with runs) and
-the humans alone in the same model (lambda 0).
+Runs (the last cells): continuous scores, R = 3, 5 or 2 runs per system, 5 % labels (the same items labelled in
+every run, each run's output labelled). Run r of system s on item i: Y = u_i + v_si + rho_sr + e_sri (+ 0.2 for B
+under the alternative), v_si ~ N(0, 0.5^2) the system x item effect every run shares, rho_sr ~ N(0, RUN_SD^2) the
+run effect (SD 0.1; 0 in the third of these cells), e_sri ~ N(0, 0.8^2); the judge 0.8 Y + b_s + w_si + N(0,
+0.45^2), w_si ~ N(0, 0.4^2) its error on that item and system in every run. The null is about runs like these (no
+difference in expectation over the runs). Readings: PPI on the per-item means over the runs (runs fixed: about these
+runs), the humans alone likewise, the naive two-stage test (Welch's t on the run-level PPI estimates), and PPI
+composed with the runs-random model (:func:`vrs_helpers.evaluate.judge.ppi_runs_difference`, the verdict's reading
+with runs) and the humans alone in the same model (lambda 0).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from vrs_helpers.evaluate import judge as J  # noqa: E402
 
 A_BIN, SHIFT_BIN, SHIFT_CONT = 0.3, 0.3, 0.2
 FRACTIONS = (0.02, 0.05, 0.20)
-RUN_CELLS = ((3, 0.1), (5, 0.1), (3, 0.0))   # (runs, run SD) of the last cells
+RUN_CELLS = ((3, 0.1), (5, 0.1), (3, 0.0), (2, 0.1))   # (runs, run SD) of the last cells
 FOLDS = 5
 
 

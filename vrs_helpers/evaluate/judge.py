@@ -307,8 +307,10 @@ def _runs_estimate(method, est, item_u, item_l, runs, level, null, **extra) -> E
     df_items = welch_df(vu, big_n, vl, n)
     # the part every run shares (items and labels): the item means' PPI variance less the interaction's share
     common = np.maximum(v_items - sum(v_w / r for v_w, _, r, _ in runs), 0.0)
-    var = common + sum(s2b / r for _, s2b, r, _ in runs)
-    den = common ** 2 / df_items + sum((s2b / r) ** 2 / (r - 1) for _, s2b, r, _ in runs)
+    # the runs' spread estimates s2_run + v_w >= v_w, which the interaction mean squares give on many df: floored there
+    spread = [np.maximum(s2b, v_w) / r for v_w, s2b, r, _ in runs]
+    var = common + sum(spread)
+    den = common ** 2 / df_items + sum(v ** 2 / (r - 1) for v, (_, _, r, _) in zip(spread, runs, strict=True))
     df = var ** 2 / np.where(den > 0, den, 1.0)
     return _estimate(method, est, np.sqrt(var), level, null, df=df, n_labelled=n, n_unlabelled=big_n, **extra)
 
@@ -322,10 +324,12 @@ def ppi_runs_mean(y, yhat, yhat_unlabelled, lam: float = 1.0, level: float = 0.9
     shares (the same items and labels in every run), v_w the interaction's variance in one run's estimate. The
     runs' sample variance s2_b of the run-level estimates estimates s2_run + v_w (the two-stage test's variance);
     the per-item means' PPI variance estimates C + v_w / R and the two-way ANOVA's interaction mean squares v_w, so
-    C = PPI variance of the item means - v_w / R, truncated at 0, and Var = C + s2_b / R. Welch's t on the run-level
-    estimates alone misses C and rejects too often (:func:`run_level_welch`; benchmarks/judge_type_one_error.py).
-    Student's t on the Satterthwaite df of the sum (Welch's df for C, R - 1 for s2_b). ``lam`` 1 is PPI, 0 the
-    human labels alone."""
+    C = PPI variance of the item means - v_w / R, truncated at 0, and Var = C + max(s2_b, v_w) / R: s2_b rests on R -
+    1 df, and where it falls below v_w (which it estimates with s2_run >= 0 added) the precise v_w stands in (without
+    that floor the interval covered 0.91 and the test rejected 7.5 % with 2 runs, in simulations of the benchmark's
+    design). Welch's t on the run-level estimates alone misses C and rejects too often (:func:`run_level_welch`;
+    benchmarks/judge_type_one_error.py). Student's t on the Satterthwaite df of the sum (Welch's df for C, R - 1 for
+    the runs' part). ``lam`` 1 is PPI, 0 the human labels alone."""
     theta, iu, il, v_w, s2b, r, df_w = _run_parts(y, yhat, yhat_unlabelled, float(lam))
     return _runs_estimate("PPI, runs random" if lam == 1 else "PPI (fixed lambda), runs random", theta.mean(-1),
                           iu, il, [(v_w, s2b, r, df_w)], level, null, lam=float(lam))
