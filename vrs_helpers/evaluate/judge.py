@@ -12,6 +12,13 @@ sets (``shape (reps, n)``) is estimated in one call (``benchmarks/judge_type_one
   Its estimate, standard error, z interval and p-value equal ``ppi_py``'s ``ppi_mean_pointestimate`` /
   ``ppi_mean_ci`` / ``ppi_mean_pval`` (the reference implementation; tests/evaluate/test_judge.py). The paired
   difference of two systems on the same items is the PPI mean of the per-item differences;
+- :func:`ppi_crossfit_mean` / :func:`ppi_crossfit_difference` - PPI++ with its lambda cross-fitted (each fold of
+  the labelled items weighted by a lambda estimated on the other folds; Angelopoulos, Duchi & Zrnic 2023, sec. 6),
+  the PPI++ reading of ``vrs analyze --human``: unbiased whatever the lambdas, and with one lambda for all it is PPI
+  at that lambda;
+- :func:`ppi_runs_mean` / :func:`ppi_runs_difference` - PPI composed with the runs-random model (several runs per
+  system, the same items and labelled items in every run): the shared item part plus the runs' spread of the
+  run-level estimates; :func:`run_level_welch`, the two-stage test that misses the shared part, for the benchmark;
 - :func:`mbm_mean` / :func:`mbm_difference` - MBM's correction of a binary metric (Goyal, Hu & Gupta 2023, eq. 10:
   p_R = p_O precision + (1 - p_O) FOR; eq. 13 its variance; appendix A.3 eq. 20 the paired covariance) with the
   precision and the false omission rate ESTIMATED on the labelled subset and that estimation uncertainty added by the
