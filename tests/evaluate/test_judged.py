@@ -33,8 +33,9 @@ def _table(systems=("A", "B"), n_items=300, labelled=40, runs=1, seed=0, binary=
 
 @pytest.mark.parametrize("binary", [True, False])
 def test_difference_is_ppi_py_estimate_with_the_welch_t_interval(binary):
-    """The table's PPI++ difference: ppi_py's point estimate on the per-item differences (1e-9), its interval the
-    small-sample one written out here (variances with divisor n - 1, Welch-Satterthwaite df, Student's t)."""
+    """The table's PPI difference: ppi_py's point estimate (lambda 1) on the per-item differences (1e-9), its
+    interval the small-sample one written out here (variances with divisor n - 1, Welch-Satterthwaite df, Student's
+    t); its PPI++ the cross-fitted lambda written out here (5 folds, item i of the labelled ones in fold i mod 5)."""
     from scipy import stats
 
     t = _table(binary=binary)
@@ -44,13 +45,23 @@ def test_difference_is_ppi_py_estimate_with_the_welch_t_interval(binary):
     lab = h.notna().all(axis=1)
     y, yhat = (h["B"] - h["A"])[lab].to_numpy(), (w["B"] - w["A"])[lab].to_numpy()
     yu = (w["B"] - w["A"])[~lab].to_numpy()
-    d = out.differences["B"]["PPI++"]
-    assert d.estimate == pytest.approx(float(np.squeeze(ppi_py.ppi_mean_pointestimate(y, yhat, yu))), abs=1e-9)
-    lam = d.lam
+    d = out.differences["B"]["PPI"]
+    assert d.estimate == pytest.approx(float(np.squeeze(ppi_py.ppi_mean_pointestimate(y, yhat, yu, lam=1))),
+                                       abs=1e-9)
+    lam = 1.0
     vu, vr = np.var(lam * yu, ddof=1) / len(yu), np.var(y - lam * yhat, ddof=1) / len(y)
     df = (vu + vr) ** 2 / (vu ** 2 / (len(yu) - 1) + vr ** 2 / (len(y) - 1))
     half = stats.t.ppf(0.975, df) * np.sqrt(vu + vr)
     assert (d.lower, d.upper) == pytest.approx((d.estimate - half, d.estimate + half), abs=1e-12)
+    fold = np.arange(len(y)) % 5
+    lams = []
+    for k in range(5):
+        a, b = y[fold != k], yhat[fold != k]
+        lams.append(np.clip(np.cov(a, b)[0, 1] / ((1 + len(y) / len(yu)) * np.var(b, ddof=1)), 0, 1))
+    lam_i = np.array(lams)[fold]
+    tuned = out.differences["B"]["PPI++"]
+    assert tuned.estimate == pytest.approx(np.mean(y + lam_i * (yu.mean() - yhat)), abs=1e-12)
+    assert tuned.lam == pytest.approx(lam_i.mean(), abs=1e-12)
     m = out.means["B"]["PPI"]
     point = ppi_py.ppi_mean_pointestimate(h["B"][lab].to_numpy(), w["B"][lab].to_numpy(), w["B"][~lab].to_numpy(),
                                           lam=1)
@@ -170,3 +181,69 @@ def test_a_labels_file_without_the_system_column_is_refused(tmp_path):
                         human_labels=str(tmp_path / "l.csv"))
     with pytest.raises(InputError, match="needs the system column 'system'"):
         spec.validated()
+
+
+def _runs_table(runs=3, n_items=60, labelled=12, seed=1):
+    """Continuous judge scores with runs: each run's output has its own truth (a run effect and noise around the
+    system's item values), labelled on the first ``labelled`` items in every run."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for k, s in enumerate(("A", "B")):
+        base = rng.normal(3, 1, n_items)
+        for r in range(runs):
+            truth = base + rng.normal(0, 0.3) + rng.normal(0, 0.5, n_items)
+            judge = truth + 0.3 * k + rng.normal(0, 0.4, n_items)
+            for i in range(n_items):
+                rows.append({"system": s, "seed": r, "item": f"i{i:03d}", "judge": judge[i],
+                             "human": truth[i] if i < labelled else np.nan})
+    return pd.DataFrame(rows)
+
+
+def test_balanced_runs_open_the_verdict_with_ppi_composed_with_the_runs():
+    """With runs the verdict's reading is judge.ppi_runs_difference on the (runs, items) arrays, built here with
+    numpy from the rows (1e-12), and the readings averaged over the runs are marked as about these runs."""
+    from vrs_helpers.evaluate import judge
+
+    t = _runs_table()
+    out = judged.analyze_judge(t, "judge", "system", "item", "human", ["A", "B"], runs=["seed"])
+    assert out.runs_status == "random" and out.primary == "PPI, runs random" and out.runs == {"A": 3, "B": 3}
+    arr = {}
+    for s in ("A", "B"):
+        d = t[t["system"] == s].sort_values(["seed", "item"])
+        arr[s] = (d["judge"].to_numpy().reshape(3, 60), d["human"].to_numpy().reshape(3, 60))
+    (ja, ha), (jb, hb) = arr["A"], arr["B"]
+    ref = judge.ppi_runs_difference(ha[:, :12], hb[:, :12], ja[:, :12], jb[:, :12], ja[:, 12:], jb[:, 12:])
+    got = out.differences["B"]["PPI, runs random"]
+    assert (got.estimate, got.se, got.df) == pytest.approx((ref.estimate, ref.se, ref.df), abs=1e-12)
+    assert out.verdict[0].startswith("Corrected for the judge with human labels and the runs random")
+    assert "about these runs only" in out.verdict[1]
+    assert out.to_summary()["runs_model"] == "random"
+
+
+def test_unbalanced_runs_say_first_that_the_correction_ignores_them():
+    t = _runs_table()
+    t = t.drop(index=t.index[(t["system"] == "A") & (t["seed"] == 1) & (t["item"] == "i030")])
+    out = judged.analyze_judge(t, "judge", "system", "item", "human", ["A", "B"], runs=["seed"])
+    assert out.runs_status == "not composable" and out.primary == "PPI"
+    assert "ignores the run-to-run variation" in out.verdict[0]
+    assert out.verdict[1].startswith("About these runs, corrected")
+    assert "PPI, runs random" not in out.differences["B"]
+
+
+def test_analyze_with_runs_answers_with_the_runs_random_reading():
+    from vrs_helpers.evaluate.spec import AnalysisSpec
+
+    t = _runs_table()
+    result = analyze(AnalysisSpec(t, response="judge", system="system", item="item", human="human",
+                                  replications=["seed"], n_resamples=200))
+    s = result.to_summary()
+    assert s["judge"]["primary"] == "PPI, runs random"
+    assert s["answer"].startswith("Corrected for the judge with human labels and the runs random")
+
+
+def test_a_system_with_one_run_among_systems_with_runs_is_not_composable():
+    t = _runs_table()
+    t = t[(t["system"] == "B") | (t["seed"] == 0)]
+    out = judged.analyze_judge(t, "judge", "system", "item", "human", ["A", "B"], runs=["seed"])
+    assert out.runs == {"A": 1, "B": 3} and out.runs_status == "not composable"
+    assert "ignores the run-to-run variation" in out.verdict[0]

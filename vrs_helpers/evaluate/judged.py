@@ -11,10 +11,16 @@ three or more. The judge against the humans: Krippendorff's alpha (:func:`vrs_he
 krippendorff_alpha`, nominal for 0/1 scores, else interval), the confusion matrix (scores with at most 10 values)
 and the test of whether the judge's error differs by system.
 
-With runs the corrected readings treat the runs as fixed replications (averaged within each item): their intervals
-have the item-to-item and the labelling variation, not the run-to-run variation; the runs-random reading of the
-judge's scores sits beside them in the verdict. Composing the correction with the runs-random model is not done
-here (docs/judge.md says so).
+PPI++'s lambda is cross-fitted (:func:`vrs_helpers.evaluate.judge.ppi_crossfit_mean`, 5 folds of the labelled
+items): tuned on the labels it weights it rejected 6.6-7.1 % of true nulls in benchmarks/judge_type_one_error.py.
+
+With runs (``runs``: the replication columns, two or more runs per system) and every run judged on the same items,
+humans labelling the same items in every run, the verdict's reading is PPI composed with the runs-random model
+(:func:`vrs_helpers.evaluate.judge.ppi_runs_difference`: the item part from the per-item means over the runs, plus
+each system's run variance component); the other readings average the runs within each item and are about these
+runs (their intervals lack the run-to-run variation). Where the runs are not so balanced (an item missing from a
+run, or labelled in some runs only), the correction cannot be composed with the runs: the verdict says so first and
+gives no corrected verdict about runs like these.
 """
 
 from __future__ import annotations
@@ -27,11 +33,12 @@ import pandas as pd
 from . import judge as J
 from .scores import InputError
 
-#: the corrected reading that opens the verdict (the other readings follow it): PPI with lambda 1 on Welch's t, the
-#: one whose level held in every cell of benchmarks/judge_type_one_error.py (PPI++'s tuned lambda, estimated on the
-#: same labels, rejected 6-7 % in some cells with 40-400 labels; it is reported beside it)
+#: the corrected reading that opens the verdict without runs (the other readings follow it): PPI with lambda 1 on
+#: Welch's t, the one whose level held in every cell of benchmarks/judge_type_one_error.py; PPI++ (cross-fitted
+#: lambda) is reported beside it. With runs the verdict's reading is "PPI, runs random" (JudgeAnalysis.primary)
 PRIMARY = "PPI"
 MAX_LEVELS = 10   # scores with at most this many distinct values get a confusion matrix
+FOLDS = 5         # PPI++'s cross-fitting folds (fewer with fewer than 10 labelled items)
 #: every reading on Student's t (Welch df for PPI): the level holds with 40 labels (benchmarks/judge_type_one_error.py)
 T = {"small_sample": True}
 
@@ -56,9 +63,14 @@ class JudgeAnalysis:
     verdict: list = field(default_factory=list)
     notes: list = field(default_factory=list)
 
+    primary: str = PRIMARY                            # the reading of the verdict ("PPI, runs random" with runs)
+    runs: dict = field(default_factory=dict)          # system -> runs (with runs)
+    runs_status: str = "none"                         # "none", "random" (composed), "not composable"
+
     def to_summary(self) -> dict:
         return {
-            "response": self.response, "human": self.human, "primary": PRIMARY, "binary": self.binary,
+            "response": self.response, "human": self.human, "primary": self.primary, "binary": self.binary,
+            "runs": dict(self.runs) or None, "runs_model": self.runs_status,
             "baseline": str(self.systems[0]),
             "labelled_items": dict(self.labelled), "judged_items": dict(self.items),
             "means": {s: {m: e.as_dict() for m, e in d.items()} for s, d in self.means.items()},
@@ -171,10 +183,67 @@ def merge_labels(table: pd.DataFrame, labels: pd.DataFrame, keys: list, human: s
     return out
 
 
+def run_arrays(table: pd.DataFrame, response: str, system: str, item: str, human: str, runs, s: str, items):
+    """System ``s``'s judge scores and labels as (runs, items) arrays (``items`` in that order; a run is a
+    combination of the ``runs`` columns, rows of one run and item averaged), and the labelled items' mask; None when
+    an item is missing from a run or the runs' labelled items differ (the composition does not apply)."""
+    d = table[table[system].astype(str) == s]
+    key = d[list(runs)].astype(str).agg("|".join, axis=1)
+    d = d.assign(_run=key.to_numpy(), _item=d[item].astype(str).to_numpy())
+    g = d.groupby(["_run", "_item"], sort=True)
+    j = g[response].mean().unstack("_item").reindex(columns=items)
+    h = g[human].mean().unstack("_item").reindex(columns=items)
+    if j.isna().to_numpy().any():
+        return None
+    mask = h.notna().to_numpy()
+    if not (mask == mask[0]).all():
+        return None
+    return j.to_numpy(dtype=float), h.to_numpy(dtype=float), mask[0]
+
+
+def _with_runs(out: JudgeAnalysis, table, response, system, item, human, runs, level) -> None:
+    """The readings composed with the runs-random model (module docstring) into ``out``, or the status that they do
+    not apply."""
+    counts = {s: int(table.loc[table[system].astype(str) == s, list(runs)].drop_duplicates().shape[0])
+              for s in out.systems}
+    if max(counts.values()) < 2:
+        return
+    out.runs = counts
+    if min(counts.values()) < 2:   # a system with one run: no run variance of its own to estimate
+        out.runs_status = "not composable"
+        return
+    items = sorted(table[item].astype(str).unique())
+    arrays = {s: run_arrays(table, response, system, item, human, runs, s, items) for s in out.systems}
+    if any(a is None for a in arrays.values()):
+        out.runs_status = "not composable"
+        return
+    base = out.systems[0]
+    for s, (j, h, lab) in arrays.items():
+        if lab.sum() < 2 or (~lab).sum() < 2:
+            out.runs_status = "not composable"
+            return
+        out.means[s]["PPI, runs random"] = J.ppi_runs_mean(h[:, lab], j[:, lab], j[:, ~lab], level=level)
+        out.means[s]["human only, runs random"] = J.ppi_runs_mean(h[:, lab], j[:, lab], j[:, ~lab], lam=0.0,
+                                                                  level=level)
+    ja, ha, la = arrays[base]
+    for s in out.systems[1:]:
+        jb, hb, lb = arrays[s]
+        lab = la & lb
+        if lab.sum() < 2 or (~lab).sum() < 2:
+            out.runs_status = "not composable"
+            return
+        pair = (ha[:, lab], hb[:, lab], ja[:, lab], jb[:, lab], ja[:, ~lab], jb[:, ~lab])
+        out.differences[s]["PPI, runs random"] = J.ppi_runs_difference(*pair, level=level)
+        out.differences[s]["human only, runs random"] = J.ppi_runs_difference(*pair, lam=0.0, level=level)
+    out.runs_status = "random"
+    out.primary = "PPI, runs random"
+
+
 def analyze_judge(table: pd.DataFrame, response: str, system: str, item: str, human: str, systems: list,
-                  alpha: float = 0.05, higher_is_better: bool = True) -> JudgeAnalysis:
+                  alpha: float = 0.05, higher_is_better: bool = True, runs=()) -> JudgeAnalysis:
     """The judge-corrected readings (module docstring) of a validated table; ``systems`` in analysis order, the
-    baseline first."""
+    baseline first; ``runs`` the replication columns (the runs-random composition when each system has 2 or more
+    runs)."""
     from statsmodels.stats.multitest import multipletests
 
     from ..book.agreement import krippendorff_alpha
@@ -198,8 +267,9 @@ def analyze_judge(table: pd.DataFrame, response: str, system: str, item: str, hu
         y, yhat, yu = d["human"].to_numpy()[lab], d["judge"].to_numpy()[lab], d["judge"].to_numpy()[~lab]
         m = {"judge only": J.classical_mean(d["judge"], level, method="judge only", **T),
              "human only": J.classical_mean(y, level, method="human only", **T),
-             "PPI++": J.ppi_mean(y, yhat, yu, level=level, **T),
              "PPI": J.ppi_mean(y, yhat, yu, lam=1.0, level=level, **T)}
+        if len(y) >= 4:
+            m["PPI++"] = J.ppi_crossfit_mean(y, yhat, yu, folds=min(FOLDS, len(y) // 2), level=level, **T)
         if binary:
             m["MBM"] = J.mbm_mean(d["judge"], y, yhat, level, **T)
         out.means[s] = m
@@ -217,14 +287,18 @@ def analyze_judge(table: pd.DataFrame, response: str, system: str, item: str, hu
         pair = (ya, yb, ja[lab], jb[lab], ja[~lab], jb[~lab])
         diff = {"judge only": J.classical_mean(jb - ja, level, method="judge only", **T),
                 "human only": J.classical_mean(yb - ya, level, method="human only", **T),
-                "PPI++": J.ppi_difference(*pair, level=level, **T),
                 "PPI": J.ppi_difference(*pair, lam=1.0, level=level, **T)}
+        if lab.sum() >= 4:
+            diff["PPI++"] = J.ppi_crossfit_difference(*pair, folds=min(FOLDS, int(lab.sum()) // 2), level=level,
+                                                      **T)
         if binary:
             diff["MBM"] = J.mbm_difference(np.r_[ja[lab], ja[~lab]], np.r_[jb[lab], jb[~lab]], ya, yb, ja[lab],
                                            jb[lab], level, **T)
         out.differences[s] = diff
+    if runs:
+        _with_runs(out, table, response, system, item, human, runs, level)
     if len(systems) >= 3:
-        ps = [out.differences[s][PRIMARY].p_value for s in systems[1:]]
+        ps = [out.differences[s][out.primary].p_value for s in systems[1:]]
         out.adjusted = dict(zip(systems[1:], map(float, multipletests(ps, method="holm")[1]), strict=True))
     labelled = items[items["human"].notna()]
     ratings = np.vstack([labelled["judge"].to_numpy(), labelled["human"].to_numpy()])
@@ -255,28 +329,48 @@ def _said(e, alpha, a: str, b: str, higher_is_better: bool, p=None) -> str:
 
 
 def verdict_lines(out: JudgeAnalysis, higher_is_better: bool = True) -> list:
-    """The corrected verdict first (:data:`PRIMARY` per system against the baseline), then the judge-only reading, MBM's
-    for 0/1 scores, the judge's agreement and whether its error differs by system, and a warning when the naive and
-    the corrected verdicts disagree."""
-    base, lines, alpha = out.systems[0], [], out.alpha
+    """The corrected verdict first (``out.primary`` per system against the baseline; with runs that cannot be
+    composed, first the sentence that says the correction ignores the run-to-run variation), then the judge-only
+    reading, MBM's for 0/1 scores, the judge's agreement and whether its error differs by system, and a warning when
+    the naive and the corrected verdicts disagree."""
+    base, lines, alpha, primary = out.systems[0], [], out.alpha, out.primary
     n_lab = ", ".join(f"{s} {out.labelled[s]} of {out.items[s]}" for s in out.systems)
+    runs = ", ".join(f"{s} {r}" for s, r in out.runs.items())
+    if out.runs_status == "not composable":
+        lines.append(f"With runs ({runs} runs) the correction ignores the run-to-run variation: a system has "
+                     "one run, the runs are not judged on the same items, or humans did not label the same items in "
+                     "every run, so the correction cannot be composed with the runs-random model. The corrected "
+                     "readings below average the runs within each item and are about these runs only, not a verdict "
+                     "about runs like these.")
+    fixed_runs = "; the runs averaged within items: about these runs only" if out.runs else ""
     for s, d in out.differences.items():
         adj = out.adjusted.get(s)
         holm = " (Holm-adjusted over the systems)" if adj is not None else ""
-        lines.append(f"Corrected for the judge with human labels (prediction-powered inference, {n_lab} items "
-                     f"labelled){holm}: {_said(d[PRIMARY], alpha, base, s, higher_is_better, adj)}.")
-        tuned = d["PPI++"]
-        lines.append(f"PPI++ (lambda {tuned.lam:.2f} tuned for power, slightly liberal with few labels): "
-                     f"{_said(tuned, alpha, base, s, higher_is_better)}.")
+        if out.runs_status == "random":
+            lines.append(f"Corrected for the judge with human labels and the runs random (prediction-powered "
+                         f"inference composed with the runs-random model; {runs} runs, {n_lab} items labelled)"
+                         f"{holm}: {_said(d[primary], alpha, base, s, higher_is_better, adj)}.")
+            lines.append(f"PPI with the runs averaged within items (about these runs only): "
+                         f"{_said(d['PPI'], alpha, base, s, higher_is_better)}.")
+        else:
+            lead = ("About these runs, corrected" if out.runs_status == "not composable" else "Corrected")
+            lines.append(f"{lead} for the judge with human labels (prediction-powered inference, {n_lab} items "
+                         f"labelled){holm}: {_said(d[primary], alpha, base, s, higher_is_better, adj)}.")
+        if "PPI++" in d:
+            tuned = d["PPI++"]
+            lines.append(f"PPI++ (lambda {tuned.lam:.2f} tuned for power, cross-fitted{fixed_runs}): "
+                         f"{_said(tuned, alpha, base, s, higher_is_better)}.")
     if not out.differences:   # one system: its corrected mean, and the judge's beside it
         for d in out.means.values():
-            e, naive = d[PRIMARY], d["judge only"]
-            lines.append(f"Corrected for the judge with human labels (prediction-powered inference, {n_lab} items "
+            e, naive = d[primary], d["judge only"]
+            how = ("prediction-powered inference composed with the runs-random model" if out.runs_status == "random"
+                   else "prediction-powered inference" + fixed_runs.replace(";", ","))
+            lines.append(f"Corrected for the judge with human labels ({how}, {n_lab} items "
                          f"labelled): the mean is {e.estimate:.4g} ({100 * e.level:g} % CI [{e.lower:.4g}, "
                          f"{e.upper:.4g}]); the judge's scores taken as the truth give {naive.estimate:.4g} "
                          f"([{naive.lower:.4g}, {naive.upper:.4g}]).")
     for s, d in out.differences.items():
-        naive, fixed = d["judge only"], d[PRIMARY]
+        naive, fixed = d["judge only"], d[primary]
         p_fixed = out.adjusted.get(s, fixed.p_value)
         lines.append(f"The judge's scores taken as the truth (naive): "
                      f"{_said(naive, alpha, base, s, higher_is_better)}.")

@@ -757,7 +757,8 @@ def judge(result, w: Work) -> None:
 
     table = w.spec.table if w.spec.system else w.spec.table.assign(_system="all")
     result.judge = analyze_judge(table, w.response, w.system, w.spec.item, w.spec.human, w.systems,
-                                 alpha=result.alpha, higher_is_better=result.higher_is_better)
+                                 alpha=result.alpha, higher_is_better=result.higher_is_better,
+                                 runs=list(w.spec.replications))
     lines = list(result.judge.verdict)
     if result.verdict:
         lines.append("The readings below analyse the judge's scores as they are (the judge taken as the truth; the "
