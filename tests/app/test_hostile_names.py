@@ -129,6 +129,8 @@ def _distinct(names, n):
                 "*a* _b_ `c` [l](javascript:x)", "&amp; | a\nb", r"\(x\) $$y$$", "# h", "x" * 300])
 @example(names=["<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "*a* _b_", "[l](javascript:x) `c`",
                 "&amp; | a\nb", "# h", "~~s~~", "<b>bold</b>"])   # no "$": the markup alone (the old report drew it)
+@example(names=["A", "B", "sys", "\\begin{equation}x\\end{equation}a\nb", "run", "score", "i1", "i2"])  # the
+# boundary note named the system x item term by the model's internal name (hypothesis found it)
 def test_hostile_names_in_a_score_table_are_text_in_the_report(tmp_path_factory, capsys, names):
     """Two systems, three runs each, four items and the four key columns named by ``names`` (each made distinct
     by a suffix): the report is written and shows every name as text. (Before issue 37 the first example failed

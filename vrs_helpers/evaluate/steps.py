@@ -170,9 +170,10 @@ def separation(result, w: Work) -> None:
                             "variance components, phi and log-odds contrasts are not reported as numbers")
 
 
-def _fit_notes(result, comp) -> None:
+def _fit_notes(result, comp, back=None) -> None:
     """Notes on what a result rests on: a bootstrap's failed simulations (counted), a zero (boundary) run
-    variance, a fit that did not converge."""
+    variance (its term in the data's own column names: ``back`` maps the model's names to them), a fit that did
+    not converge."""
     t = comp.test
     if getattr(t, "n_failed", 0):
         result.notes.append(f"{t.method}: {t.n_failed} simulation(s) whose refit did not converge were not used "
@@ -180,7 +181,8 @@ def _fit_notes(result, comp) -> None:
     model = comp.model
     if model is not None and hasattr(model, "variance_components"):
         vc = model.variance_components["variance"]
-        zero = [str(k) for k, v in vc.items() if k != "Residual" and float(v) <= 1e-10 * max(float(vc.max()), 1e-300)]
+        zero = [":".join((back or {}).get(part, part) for part in str(k).split(":")) for k, v in vc.items()
+                if k != "Residual" and float(v) <= 1e-10 * max(float(vc.max()), 1e-300)]
         if zero:
             means = "run means" in str(getattr(t, "method", ""))
             result.notes.append(f"boundary estimate: the variance of {', '.join(zero)} is estimated as zero in the "
@@ -210,7 +212,7 @@ def significance(result, w: Work) -> None:
                                                runs=w.spec.runs, settle_alpha=w.spec.alpha, **fam)
     result.notes.extend(result.comparison_random.notes)
     _runs_notes(result, w)
-    _fit_notes(result, result.comparison_random)
+    _fit_notes(result, result.comparison_random, w.back)
     _blank_separated(result, result.comparison_random)
     fewest = int(result.runs.groupby(w.system, observed=True).size().min())
     if fewest < 3:
