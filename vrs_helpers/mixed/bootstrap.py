@@ -134,6 +134,18 @@ def local_workers(batches: int) -> int:
 _ADOPTED: list = []  # the plan a forked worker runs (set once per worker process by _adopt)
 
 
+def _stop(pool) -> None:
+    """End a pool of forked workers now, their batches in flight unfinished: they compute only (no files, no
+    shared state), and their draws are not used."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    terminate = getattr(pool, "terminate_workers", None)  # Python 3.14
+    if terminate is not None:
+        terminate()
+        return
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        proc.terminate()
+
+
 def _adopt(plan) -> None:
     """A worker's start: the plan it runs, and the signal handlers of a plain process (the parent's - ``vrs``
     turns SIGTERM into an exception - would print a traceback in every worker when the pool ends); Ctrl-C is the
@@ -247,13 +259,16 @@ class SeededBatches:
                 # worker that dies (out of memory) is a BrokenProcessPool here, not a hang
                 with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
                                          initializer=_adopt, initargs=(self,)) as pool:
-                    futures = [pool.submit(_draw_adopted, i) for i in range(len(self.batches))]
-                    for i, ((_, size), future) in enumerate(zip(self.batches, futures, strict=True)):
-                        draws.append(future.result())
+                    # at most one batch per worker in flight, so that a stop waits for none of them
+                    futures = {i: pool.submit(_draw_adopted, i) for i in range(min(workers, len(self.batches)))}
+                    for i, (_, size) in enumerate(self.batches):
+                        draws.append(futures.pop(i).result())
                         bar.update(size)
                         if done(i):
-                            pool.shutdown(wait=True, cancel_futures=True)
+                            _stop(pool)
                             break
+                        if i + workers < len(self.batches):
+                            futures[i + workers] = pool.submit(_draw_adopted, i + workers)
             else:
                 for i, (_, size) in enumerate(self.batches):
                     draws.append(self.draw(i))
