@@ -248,12 +248,13 @@ def permutation_p_value(sample: ReplicatedComparison, n_resamples: int = 500) ->
 
 def workflow_p_values(data: pd.DataFrame, family: str = "gaussian", n_sim: int = 199, seed: int = 0,
                       response: str = "score", system: str = "system", item: str = "item",
-                      run: str = "run", items: str = "random", runs: str = "nested") -> dict:
+                      run: str = "run", items: str = "random", runs: str = "auto") -> dict:
     """The p-values of the workflow's own comparison on one log: exactly what ``vrs analyze`` runs for the
     runs-random reading, :func:`vrs_helpers.book.glrt.compare_systems` with ``replications=[run]`` and its
     default test for the family (``n_sim`` simulations and ``seed`` where that test is a bootstrap); ``items`` as
     ``vrs analyze --items`` (default "random": items like these, ``(1|system:item)`` where identifiable), ``runs``
-    as ``vrs analyze --runs`` (default "nested").
+    as ``vrs analyze --runs`` (default "auto": crossed runs when every run label is used by every system, else
+    nested, :func:`vrs_helpers.book.glrt.runs_layout`).
 
     - ``default``: with two systems the p-value of that test (``comparison.test``); with three or more the
       family-wise p-value of its pairwise decisions, the smallest adjusted p of the pairwise contrasts, so that
