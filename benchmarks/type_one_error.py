@@ -105,7 +105,7 @@ CELLS = {
 }
 COLUMNS = ["cell", "family", "default test", "sims", "failed", "null rate", "MC SE", "band", "chi-square null",
            "chi-square SE", "delta", "power sims", "power", "power SE", "chi-square power", "omnibus null",
-           "omnibus SE", "CPU s"]
+           "omnibus SE", "CPU s", "omnibus sims"]
 
 
 def design(cell: str) -> dict:
@@ -173,14 +173,15 @@ def run_cell(cell: str, sims: int, seed: int, boot: int, pool, power_sims: int, 
     c0, cse0, _ = _rate(rows["null chisq"])
     r1, se1, n1 = _rate(rows["alt default"])
     c1, _, _ = _rate(rows["alt chisq"])
-    o0, ose0, _ = _rate(rows["null omnibus"]) if d["systems"] > 2 else (np.nan, np.nan, 0)
+    o0, ose0, on = _rate(rows["null omnibus"]) if d["systems"] > 2 else (np.nan, np.nan, 0)
     lo, hi = BAND[d["family"]]
     methods = [m for m in rows["method"].unique() if m != "failed"]
     return {"cell": cell, "family": d["family"], "default test": "; ".join(methods), "sims": sims,
             "failed": sims - n0, "null rate": r0, "MC SE": se0, "band": "ok" if lo <= r0 <= hi else "FLAG",
             "chi-square null": c0, "chi-square SE": cse0, "delta": alternative(d), "power sims": n1, "power": r1,
             "power SE": se1,
-            "chi-square power": c1, "omnibus null": o0, "omnibus SE": ose0, "CPU s": round(cpu, 1)}
+            "chi-square power": c1, "omnibus null": o0, "omnibus SE": ose0, "CPU s": round(cpu, 1),
+            "omnibus sims": on if d["systems"] > 2 else np.nan}
 
 
 def markdown(table: pd.DataFrame) -> str:
@@ -198,11 +199,17 @@ def markdown(table: pd.DataFrame) -> str:
 
 def _omnibus(r) -> str:
     """The omnibus test's null rate of a cell with 3 or more systems (the answer's test; the default test column is
-    then the pairwise family's rate); '-' for 2 systems (the same test), 'not measured' for cells run before."""
+    then the pairwise family's rate), with the logs it counts when fewer than the sims column's (measured apart:
+    the first logs of the cell, the same draws); '-' for 2 systems (the same test), 'not measured' for cells run
+    before."""
     if design(r["cell"])["systems"] <= 2:
         return "-"
     o = r.get("omnibus null", np.nan)
-    return "not measured" if pd.isna(o) else f"{o:.3f} ({r['omnibus SE']:.3f})"
+    if pd.isna(o):
+        return "not measured"
+    n = r.get("omnibus sims", np.nan)
+    fewer = f", {int(n)}" if pd.notna(n) and int(n) < int(r["sims"]) - int(r.get("failed", 0) or 0) else ""
+    return f"{o:.3f} ({r['omnibus SE']:.3f}){fewer}"
 
 
 def _write(table: pd.DataFrame, out: Path) -> None:
