@@ -12,10 +12,15 @@ CELLS): 3, 5 and 12 systems; 5 and 10 runs; 100 and 1,000 items; 0/1 scores (log
 item SD 1 on the logit scale); a system x item SD as large as the residual (0.1) with run SD 0.05, 0.01 and 0.005; 10 %
 of the rows missing at random; 0/1 scores with 3 systems; 0/1 scores with a system x item SD of 0.5. Issue 39's cells:
 shared seeds (5 runs whose labels name one seed shared by both systems, shared SD 0.05, system x run SD 0.01;
-alternative a difference of 0.03) with the default nested runs and with --runs auto (crossed); the base design with
---runs auto (labels shared by name only); unequal variances (run SDs 0.02 and 0.06, residual SDs 0.1 and 0.3) with 6 and
+alternative a difference of 0.03) with the default runs model (auto: crossed on these labels) and with --runs nested
+(the same logs); the base design with labels shared by name only; unequal variances (run SDs 0.02 and 0.06,
+residual SDs 0.1 and 0.3) with 6 and
 3 runs and with 3 and 3; a run SD of 0; 20 items; 2 runs; 0/1 scores with extreme item difficulty (intercept 3, item SD
-2 on the logit scale). A cell's "runs_model" is vrs analyze's --runs, its "delta" a fixed alternative.
+2 on the logit scale). A cell's "runs_model" is vrs analyze's --runs (default auto), its "delta" a fixed alternative.
+The runs are independent per system in every cell but the shared-seed ones and "shared labels, no shared effect", so
+there each system gets its own run labels (evaluation_log's run_labels="own": S0-0, S1-0, ...) and auto fits the
+nested model: the same test and p as the nested model on labels 0, 1, ... (the rows measured before auto was the
+default stand; checked on 3 logs of each such cell and one of each 0/1 cell, difference 0).
 
 For each cell and simulated log the script calls the workflow's comparison, exactly what `vrs analyze` runs for
 the runs-random reading: `compare_systems(log, "score", "system", "item", replications=["run"], family=...)` with
