@@ -12,10 +12,15 @@ CELLS): 3, 5 and 12 systems; 5 and 10 runs; 100 and 1,000 items; 0/1 scores (log
 item SD 1 on the logit scale); a system x item SD as large as the residual (0.1) with run SD 0.05, 0.01 and 0.005; 10 %
 of the rows missing at random; 0/1 scores with 3 systems; 0/1 scores with a system x item SD of 0.5. Issue 39's cells:
 shared seeds (5 runs whose labels name one seed shared by both systems, shared SD 0.05, system x run SD 0.01;
-alternative a difference of 0.03) with the default nested runs and with --runs auto (crossed); the base design with
---runs auto (labels shared by name only); unequal variances (run SDs 0.02 and 0.06, residual SDs 0.1 and 0.3) with 6 and
+alternative a difference of 0.03) with the default runs model (auto: crossed on these labels) and with --runs nested
+(the same logs); the base design with labels shared by name only; unequal variances (run SDs 0.02 and 0.06,
+residual SDs 0.1 and 0.3) with 6 and
 3 runs and with 3 and 3; a run SD of 0; 20 items; 2 runs; 0/1 scores with extreme item difficulty (intercept 3, item SD
-2 on the logit scale). A cell's "runs_model" is vrs analyze's --runs, its "delta" a fixed alternative.
+2 on the logit scale). A cell's "runs_model" is vrs analyze's --runs (default auto), its "delta" a fixed alternative.
+The runs are independent per system in every cell but the shared-seed ones and "shared labels, no shared effect", so
+there each system gets its own run labels (evaluation_log's run_labels="own": S0-0, S1-0, ...) and auto fits the
+nested model: the same test and p as the nested model on labels 0, 1, ... (the rows measured before auto was the
+default stand; checked on 3 logs of each such cell and one of each 0/1 cell, difference 0).
 
 For each cell and simulated log the script calls the workflow's comparison, exactly what `vrs analyze` runs for
 the runs-random reading: `compare_systems(log, "score", "system", "item", replications=["run"], family=...)` with
@@ -66,12 +71,12 @@ from vrs_helpers.threads import blas_limit  # noqa: E402
 ALPHA = 0.05
 BAND = {"gaussian": (0.035, 0.065), "binomial": (0.025, 0.075)}
 BASE = {"systems": 2, "runs": 3, "items": 300, "run_sd": 0.05, "item_sd": 0.1, "residual_sd": 0.1,
-        "system_item_sd": 0.0, "missing": 0.0, "family": "gaussian", "mean": 0.0}
+        "system_item_sd": 0.0, "missing": 0.0, "family": "gaussian", "mean": 0.0, "run_labels": "own"}
 BINARY = {"family": "binomial", "mean": 0.5, "run_sd": 0.35, "item_sd": 1.0}
 BINARY_DELTA = 0.8  # logit scale
 #: issue 39's shared-seed design: every run label one seed shared by both systems, shifting both alike (SD 0.05),
 #: little run-to-run variation of the difference (SD 0.01); power at a difference of 0.03
-SHARED = {"runs": 5, "shared_run_sd": 0.05, "run_sd": 0.01, "delta": 0.03}
+SHARED = {"runs": 5, "shared_run_sd": 0.05, "run_sd": 0.01, "delta": 0.03, "run_labels": "shared"}
 #: cell name -> the base design's arguments it changes (evaluation_log's)
 CELLS = {
     "base": {},
@@ -92,8 +97,9 @@ CELLS = {
     # issue 39: designs the verdict got wrong. "runs" is vrs analyze's --runs (not a design argument); "delta" a
     # fixed alternative instead of the planner's
     "shared seeds": SHARED,
+    "shared seeds, --runs nested": {**SHARED, "runs_model": "nested", "seed_name": "shared seeds"},
     "shared seeds, --runs auto": {**SHARED, "runs_model": "auto"},
-    "shared labels, no shared effect, --runs auto": {"runs_model": "auto"},
+    "shared labels, no shared effect, --runs auto": {"runs_model": "auto", "run_labels": "shared"},
     "unequal variances, unequal runs": {"runs": [6, 3], "run_sd": [0.02, 0.06], "residual_sd": [0.1, 0.3]},
     "unequal variances, balanced": {"run_sd": [0.02, 0.06], "residual_sd": [0.1, 0.3]},
     "run variance at zero": {"run_sd": 0.0},
@@ -104,7 +110,7 @@ CELLS = {
 }
 COLUMNS = ["cell", "family", "default test", "sims", "failed", "null rate", "MC SE", "band", "chi-square null",
            "chi-square SE", "delta", "power sims", "power", "power SE", "chi-square power", "omnibus null",
-           "omnibus SE", "CPU s"]
+           "omnibus SE", "CPU s", "omnibus sims"]
 
 
 def design(cell: str) -> dict:
@@ -113,7 +119,7 @@ def design(cell: str) -> dict:
 
 def log_args(d: dict) -> dict:
     """The evaluation_log arguments of a design (without the model option and the fixed alternative)."""
-    return {k: v for k, v in d.items() if k not in ("runs_model", "delta")}
+    return {k: v for k, v in d.items() if k not in ("runs_model", "delta", "seed_name")}
 
 
 def alternative(d: dict) -> float:
@@ -137,7 +143,7 @@ def _simulate(job) -> tuple[list, float]:
     cell, indices, seed, boot, power_sims = job
     d = design(cell)
     delta = alternative(d)
-    key = zlib.crc32(cell.encode())
+    key = zlib.crc32(d.get("seed_name", cell).encode())
     t0 = time.process_time()
     rows = []
     with warnings.catch_warnings(), blas_limit(1):
@@ -149,7 +155,7 @@ def _simulate(job) -> tuple[list, float]:
                 rng = np.random.default_rng(ss)
                 log = evaluation_log(rng, delta=dl, **log_args(d))
                 p = workflow_p_values(log, family=d["family"], n_sim=boot, seed=int(rng.integers(2**31)),
-                                      runs=d.get("runs_model", "nested"))
+                                      runs=d.get("runs_model", "auto"))
                 out.update({f"{name} default": p["default"], f"{name} chisq": p["chisq"],
                             f"{name} omnibus": p["omnibus"], "method": p["method"]})
             rows.append(out)
@@ -172,14 +178,15 @@ def run_cell(cell: str, sims: int, seed: int, boot: int, pool, power_sims: int, 
     c0, cse0, _ = _rate(rows["null chisq"])
     r1, se1, n1 = _rate(rows["alt default"])
     c1, _, _ = _rate(rows["alt chisq"])
-    o0, ose0, _ = _rate(rows["null omnibus"]) if d["systems"] > 2 else (np.nan, np.nan, 0)
+    o0, ose0, on = _rate(rows["null omnibus"]) if d["systems"] > 2 else (np.nan, np.nan, 0)
     lo, hi = BAND[d["family"]]
     methods = [m for m in rows["method"].unique() if m != "failed"]
     return {"cell": cell, "family": d["family"], "default test": "; ".join(methods), "sims": sims,
             "failed": sims - n0, "null rate": r0, "MC SE": se0, "band": "ok" if lo <= r0 <= hi else "FLAG",
             "chi-square null": c0, "chi-square SE": cse0, "delta": alternative(d), "power sims": n1, "power": r1,
             "power SE": se1,
-            "chi-square power": c1, "omnibus null": o0, "omnibus SE": ose0, "CPU s": round(cpu, 1)}
+            "chi-square power": c1, "omnibus null": o0, "omnibus SE": ose0, "CPU s": round(cpu, 1),
+            "omnibus sims": on if d["systems"] > 2 else np.nan}
 
 
 def markdown(table: pd.DataFrame) -> str:
@@ -197,11 +204,17 @@ def markdown(table: pd.DataFrame) -> str:
 
 def _omnibus(r) -> str:
     """The omnibus test's null rate of a cell with 3 or more systems (the answer's test; the default test column is
-    then the pairwise family's rate); '-' for 2 systems (the same test), 'not measured' for cells run before."""
+    then the pairwise family's rate), with the logs it counts when fewer than the sims column's (measured apart:
+    the first logs of the cell, the same draws); '-' for 2 systems (the same test), 'not measured' for cells run
+    before."""
     if design(r["cell"])["systems"] <= 2:
         return "-"
     o = r.get("omnibus null", np.nan)
-    return "not measured" if pd.isna(o) else f"{o:.3f} ({r['omnibus SE']:.3f})"
+    if pd.isna(o):
+        return "not measured"
+    n = r.get("omnibus sims", np.nan)
+    fewer = f", {int(n)}" if pd.notna(n) and int(n) < int(r["sims"]) - int(r.get("failed", 0) or 0) else ""
+    return f"{o:.3f} ({r['omnibus SE']:.3f}){fewer}"
 
 
 def _write(table: pd.DataFrame, out: Path) -> None:

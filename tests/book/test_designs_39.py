@@ -9,9 +9,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from vrs_helpers.book.glrt import compare_systems, runs_layout, runs_shared
-from vrs_helpers.book.run_means import HETERO_RATIO, heteroscedastic, residual_mean_squares, run_means_test
+from vrs_helpers.book.run_means import (
+    HETERO_RATIO,
+    behrens_fisher_p,
+    heteroscedastic,
+    residual_mean_squares,
+    run_means_test,
+)
 from vrs_helpers.book.significance import SignificanceError
 from vrs_helpers.book.simulation import evaluation_log
 from vrs_helpers.mixed.ddf import contrast_test
@@ -81,8 +88,10 @@ def test_shared_run_effect_cancels_between_systems():
 
 def test_welch_run_means_equals_r():
     """Unequal residual variances (ratio above HETERO_RATIO), 6 and 3 runs: Welch's t on the run means equals
-    stats::t.test(var.equal = FALSE) to 1e-8; with the system x item part it equals the formula computed in R; it
-    is compare_systems' default test then, the model's KR test in the note."""
+    stats::t.test(var.equal = FALSE) to 1e-8; with the system x item part it equals the formula computed in R. With
+    unequal run counts compare_systems' default test is the same statistic with the Behrens-Fisher p-value: checked
+    against a Monte-Carlo draw of sqrt(w_1) T_2 + sqrt(w_2) T_5 written here (2e6 draws, 4 SE), the shares w_s from
+    the run means computed here; the model's KR test is in the note."""
     d, ref = _data("unequal_variances"), R["unequal_variances"]
     ms = residual_mean_squares(d, "score", "system", "item", ["seed"])
     assert ms.to_dict() == pytest.approx(ref["welch_system_item"]["residual_ms"], rel=1e-8)
@@ -92,12 +101,36 @@ def test_welch_run_means_equals_r():
         (ref["welch_t_test"]["F"], ref["welch_t_test"]["den_df"], ref["welch_t_test"]["p_value"]), rel=1e-8)
     c = _compare(d)
     hand = ref["welch_system_item"]
-    assert c.test.method.startswith("Welch's t on run means")
-    assert (c.test.F, c.test.den_df, c.test.p_value) == pytest.approx(
-        (hand["F"], hand["den_df"], hand["p_value"]), rel=1e-6)
+    assert c.test.method.startswith("Behrens-Fisher test on run means")
+    assert (c.test.F, c.test.den_df) == pytest.approx((hand["F"], hand["den_df"]), rel=1e-6)
+    m = d.groupby(["system", "seed"])["score"].mean()
+    a = [m[s].var(ddof=1) / len(m[s]) for s in ("S0", "S1")]
+    share = np.array(a) / sum(a)
+    dfs = [len(m[s]) - 1 for s in ("S0", "S1")]
+    rng = np.random.default_rng(39)
+    draw = sum(np.sqrt(share[j]) * rng.standard_t(dfs[j], 2_000_000) for j in range(2))
+    mc = float(np.mean(np.abs(draw) >= np.sqrt(hand["F"])))
+    assert abs(c.test.p_value - mc) < 4 * np.sqrt(mc * (1 - mc) / 2_000_000)
     kr = ref["kenward_roger"]
     assert any(f"gives p = {kr['p_value']:.3g}" in n for n in c.notes)
     assert _compare(d, test="kenward-roger").test.p_value == pytest.approx(kr["p_value"], rel=1e-5)
+    # balanced: Welch's p (3 and 3 runs of the same log)
+    b = _compare(d[d["seed"].isin(sorted(d["seed"].unique())[:3])])
+    assert b.test.method.startswith("Welch's t on run means")
+
+
+def test_behrens_fisher_p():
+    """One term: Student's t (closed form, 1e-12); two and three terms: a Monte-Carlo draw of sum_j sqrt(w_j) T_j
+    written here (4e6 draws, within 4 SE); bad weights: a ValueError."""
+    assert behrens_fisher_p(2.5, [1.0, 0.0], [3, 5]) == pytest.approx(2 * stats.t.sf(2.5, 3), rel=1e-12)
+    rng = np.random.default_rng(7)
+    n = 4_000_000
+    for w, f in (([0.3, 0.7], [5, 2]), ([0.3, 0.6, 0.1], [5, 2, 300])):
+        draw = sum(np.sqrt(wj) * rng.standard_t(fj, n) for wj, fj in zip(w, f, strict=True))
+        mc = float(np.mean(np.abs(draw) >= 2.5))
+        assert abs(behrens_fisher_p(-2.5, w, f) - mc) < 4 * np.sqrt(mc * (1 - mc) / n)
+    with pytest.raises(ValueError, match="summing to 1"):
+        behrens_fisher_p(1.0, [0.5, 0.6], [2, 3])
 
 
 @pytest.mark.parametrize("name", ["boundary", "boundary_si"])

@@ -357,3 +357,31 @@ def test_bootstrap_intervals_decide_as_the_adjusted_p():
     excl = (c.contrasts["lower"] > 0) | (c.contrasts["upper"] < 0)
     assert np.array_equal(excl.to_numpy(), (c.contrasts["p_value"] < 0.05).to_numpy())
     assert np.isnan(bootstrap_critical(mixed.glmm_bootstrap_lrt(*_log_fits(3)[1:], n_sim=10, seed=1), 0.05))
+
+
+def test_a_separated_system_gives_no_pairwise_z_and_no_crash():
+    """Issue 39: three systems, nearly every score correct (the type-I benchmark's separation cell, log 3: S0 and
+    S2 all correct). The full model's Schur complement is singular there; the bootstrap used to raise
+    LinAlgError. Now the pairs without a z get no adjusted p (NaN), and the max-T reference of a draw is the
+    largest |z| among the pairs that have one (the definition, written out here on a hand-made result)."""
+    from vrs_helpers.book.glrt import compare_systems
+    from vrs_helpers.book.simulation import evaluation_log
+
+    log = evaluation_log(np.random.default_rng(np.random.SeedSequence([2028, 3181753635, 3]).spawn(2)[0]),
+                         systems=3, family="binomial", mean=5.0, run_sd=0.35, item_sd=0.5, items=30,
+                         run_labels="own")
+    share = log.groupby("system", observed=True)["score"].mean()
+    assert share["S0"] == 1.0 and share["S2"] == 1.0 and share["S1"] < 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        c = compare_systems(log, "score", "system", "item", replications=["run"], family="binomial", n_sim=19,
+                            seed=1)
+    assert len(c.contrasts) == 3 and 0 <= c.test.p_value <= 1
+    res = gb.GLMMBootstrapResult(chi2=1.0, df=2, p_value=0.5, p_chisq=0.6, n_sim=3, n_extreme=1, n_failed=0, seed=0,
+                                 formula0="", formula1="", reference=np.array([0.5, 2.0, 1.0]),
+                                 z_pairs=np.array([np.nan, 1.5, -2.5]),
+                                 z_simulated=np.array([[np.nan, 1.0, 3.0], [np.nan, np.nan, np.nan],
+                                                       [0.5, -2.0, np.nan]]))
+    np.testing.assert_array_equal(res.max_abs_z, [3.0, np.nan, 2.0])
+    # draws with a max: 3.0 and 2.0; |z| 1.5: both >= -> 3/3; |z| 2.5: one -> 2/3
+    np.testing.assert_allclose(res.pairwise_p, [np.nan, 3 / 3, 2 / 3])

@@ -248,12 +248,13 @@ def permutation_p_value(sample: ReplicatedComparison, n_resamples: int = 500) ->
 
 def workflow_p_values(data: pd.DataFrame, family: str = "gaussian", n_sim: int = 199, seed: int = 0,
                       response: str = "score", system: str = "system", item: str = "item",
-                      run: str = "run", items: str = "random", runs: str = "nested") -> dict:
+                      run: str = "run", items: str = "random", runs: str = "auto") -> dict:
     """The p-values of the workflow's own comparison on one log: exactly what ``vrs analyze`` runs for the
     runs-random reading, :func:`vrs_helpers.book.glrt.compare_systems` with ``replications=[run]`` and its
     default test for the family (``n_sim`` simulations and ``seed`` where that test is a bootstrap); ``items`` as
     ``vrs analyze --items`` (default "random": items like these, ``(1|system:item)`` where identifiable), ``runs``
-    as ``vrs analyze --runs`` (default "nested").
+    as ``vrs analyze --runs`` (default "auto": crossed runs when every run label is used by every system, else
+    nested, :func:`vrs_helpers.book.glrt.runs_layout`).
 
     - ``default``: with two systems the p-value of that test (``comparison.test``); with three or more the
       family-wise p-value of its pairwise decisions, the smallest adjusted p of the pairwise contrasts, so that
@@ -263,6 +264,10 @@ def workflow_p_values(data: pd.DataFrame, family: str = "gaussian", n_sim: int =
       ``default``), the test ``vrs analyze``'s answer reports.
 
     - ``method``: how the default test is named (the outcome's ``method``).
+
+    0/1 scores with a separated system (all correct or all wrong, :func:`vrs_helpers.mixed.check_separation`): its
+    pairs are "not estimable" as in ``vrs analyze`` (no decision), so they are left out of ``default``; a log with no
+    estimable pair declares no difference (``default`` 1).
 
     A log the comparison refuses (an error of the package) or cannot fit gives NaN for both, counted apart by
     :class:`RejectionRates` (its ``simulations`` column)."""
@@ -277,12 +282,28 @@ def workflow_p_values(data: pd.DataFrame, family: str = "gaussian", n_sim: int =
         return {"default": float("nan"), "chisq": float("nan"), "omnibus": float("nan"), "method": "failed"}
     k = data[system].nunique()
     pairwise = pairwise_p_values(c) if k > 2 else None
-    default = float(np.min(pairwise)) if pairwise is not None else float(c.test.p_value)
+    if pairwise is not None and family == "binomial":
+        pairwise = _blank_separated(data, response, system, c, pairwise)
+    if pairwise is None:
+        default = float(c.test.p_value)
+    else:  # no estimable pair: none is declared different
+        default = float(np.nanmin(pairwise)) if np.isfinite(pairwise).any() else 1.0
     small = "df" in c.contrasts.columns
     adjusted = "bootstrap max-|z| adjusted" if c.adjust.startswith("bootstrap") else f"{c.adjust.capitalize()}-adjusted"
     method = (c.test.method if pairwise is None else
               f"pairwise {'t on small-sample df' if small else 'Wald z'}, {adjusted}: any pair differs")
     return {"default": default, "chisq": float(c.glrt.p_value), "omnibus": float(c.test.p_value), "method": method}
+
+
+def _blank_separated(data, response: str, system: str, comparison, p: np.ndarray) -> np.ndarray:
+    """``p`` with NaN for the pairs of a separated system (as ``vrs analyze`` reports them: not estimable)."""
+    from ..mixed import check_separation
+
+    sep = {str(s) for s in check_separation(data, response, system)[system]}
+    if not sep:
+        return p
+    hit = comparison.contrasts["contrast"].map(lambda c: any(s.strip() in sep for s in str(c).split(" - ")))
+    return np.where(hit.to_numpy(dtype=bool), np.nan, p)
 
 
 def pairwise_p_values(comparison) -> np.ndarray:

@@ -712,7 +712,7 @@ def _simulated_binomial(delta, c, runs, items, systems, alpha, n_sim, seed, si, 
     for i, child in enumerate(np.random.SeedSequence(seed).spawn(n_sim)):
         rng = np.random.default_rng(child)
         log = evaluation_log(rng, systems=k, runs=n, items=m, delta=shifts - shifts[0], run_sd=c.run_sd,
-                             item_sd=c.item_sd, system_item_sd=si, family="binomial")
+                             item_sd=c.item_sd, system_item_sd=si, family="binomial", run_labels="own")
         out = workflow_p_values(log, family="binomial", n_sim=n_boot, seed=int(rng.integers(2**31)),
                                 items=item_effects)
         pvals[i] = out["default"]

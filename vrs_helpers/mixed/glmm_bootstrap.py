@@ -350,7 +350,8 @@ def pairwise_z(lap: BatchLaplace, y: np.ndarray, x: np.ndarray, D: np.ndarray, u
     (theta, beta) = ``x``, with the fixed effects' covariance given theta: V = (X'WX - X'WZ Lambda (L L')^-1
     Lambda'Z'WX)^-1, W the GLM weights at the conditional modes (the inverse of the Schur complement of the
     penalized system's Hessian; lme4's ``vcov(use.hessian = FALSE)``, MixedModels.jl's GLMM standard errors).
-    ``u``: the modes to start PIRLS from (a refit's). NaN where the modes or V are not defined."""
+    ``u``: the modes to start PIRLS from (a refit's). NaN where the modes or V are not defined (e.g. a system
+    whose scores are all correct: its weights are 0 and the Schur complement singular)."""
     K, p = lap.K, lap.p
     u = np.zeros((len(y), lap.d.q)) if u is None else u
     dev, (theta, _, _, mu, fac, _) = lap.value(x[:, :K], x[:, K:], y, u)
@@ -360,7 +361,15 @@ def pairwise_z(lap: BatchLaplace, y: np.ndarray, x: np.ndarray, D: np.ndarray, u
     M = (X.T[None] * w[:, None, :]) @ X - np.swapaxes(C, 1, 2) @ lap.solve(fac, C)
     ok = np.isfinite(dev) & np.isfinite(M).all(axis=(1, 2))
     M[~ok] = np.eye(p)
-    V = np.linalg.inv(M)
+    try:
+        V = np.linalg.inv(M)
+    except np.linalg.LinAlgError:  # a separated system (all correct): its GLM weights vanish, M is singular
+        V = np.full_like(M, np.nan)
+        for b in np.flatnonzero(ok):
+            try:
+                V[b] = np.linalg.inv(M[b])
+            except np.linalg.LinAlgError:
+                ok[b] = False
     se = np.sqrt(np.einsum("ij,bjk,ik->bi", D, V, D))
     z = (x[:, K:] @ D.T) / se
     z[~ok] = np.nan
@@ -379,8 +388,15 @@ class GLMMBootstrapResult(BootstrapLRTResult):
 
     @property
     def max_abs_z(self) -> np.ndarray | None:
-        """Per simulation the largest |z| over the pairs (NaN where a refit failed): the max-T reference."""
-        return None if self.z_simulated is None else np.abs(self.z_simulated).max(axis=1)
+        """Per simulation the largest |z| over the pairs whose z is defined (NaN where a refit failed or no pair's
+        z is): the max-T reference."""
+        if self.z_simulated is None:
+            return None
+        a = np.abs(self.z_simulated)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a draw with no finite z: NaN
+            return np.where(np.isfinite(a).any(axis=1), np.nanmax(np.where(np.isfinite(a), a, -np.inf), axis=1),
+                            np.nan)
 
     @property
     def pairwise_p(self) -> np.ndarray | None:
@@ -394,7 +410,8 @@ class GLMMBootstrapResult(BootstrapLRTResult):
         ref = top[np.isfinite(top) & np.isfinite(self.reference)]
         obs = np.abs(self.z_pairs)
         tol = 1e-7 * (1.0 + obs)  # a draw equal to the observed |z| within the optimizer's tolerance counts
-        return (1 + (ref[None, :] >= (obs - tol)[:, None]).sum(axis=1)) / (1 + len(ref))
+        p = (1 + (ref[None, :] >= (obs - tol)[:, None]).sum(axis=1)) / (1 + len(ref))
+        return np.where(np.isfinite(obs), p, np.nan)  # a pair without a z (separation): no p
 
 
 @dataclass
