@@ -116,3 +116,17 @@ def test_glmm_bootstrap_stops_early_with_the_first_batches_numbers():
     np.testing.assert_array_equal(seq.pairwise_p, fixed.pairwise_p)
     with pytest.raises(mixed.MixedModelError, match="settle_alpha"):
         gb.glmm_bootstrap_plan(m0, m1, n_sim=10, settle_alpha=1.5)
+
+
+def test_compare_systems_says_where_the_bootstrap_stopped():
+    """vrs analyze's path: compare_systems with settle_alpha on a clear 3-system 0/1 null log stops at 200 of 1,000
+    simulations and a note says so; without settle_alpha all 1,000 are drawn (n_sim 1000 given, no note)."""
+    from vrs_helpers.book.glrt import compare_systems
+    from vrs_helpers.book.simulation import evaluation_log
+
+    d = evaluation_log(11, systems=3, runs=3, items=60, family="binomial", mean=0.5, run_sd=0.35, item_sd=1.0)
+    c = compare_systems(d, "score", "system", "item", replications=["run"], family="binomial", n_sim=1000, seed=3,
+                        settle_alpha=0.05)
+    assert c.test.stopped_early and len(c.test.reference) == 200 and c.test.p_value > 0.2
+    assert any(n.startswith("the bootstrap stopped after 200 of 1000 simulations") and "alpha = 0.05" in n
+               for n in c.notes)

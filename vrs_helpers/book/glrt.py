@@ -222,10 +222,12 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
                                         n_sim, seed, extra={"null_fit": null_fit, "pairs": pairs, "emm": emm,
                                                             "settle_alpha": settle_alpha}))
         if getattr(outcome, "stopped_early", False):
+            from ..mixed.bootstrap import SeededBatches
+
             notes.append(f"the bootstrap stopped after {len(outcome.reference)} of {outcome.n_planned} simulations: "
                          f"every decision at alpha = {settle_alpha:g} was settled (its Monte-Carlo p further from "
-                         f"alpha than {100 * (1 - outcome_risk()):.1f} % of binomial draws at p = alpha would be; "
-                         "Davison & Hinkley 1997, 4.2.5)")
+                         f"alpha than {100 * (1 - SeededBatches.SETTLE_RISK):.1f} % of binomial draws at p = alpha "
+                         "would be; Davison & Hinkley 1997, 4.2.5)")
         f_test = None if outcome is glrt else outcome
         if family == "gaussian" and test is None and f_test is not None:
             from .run_means import choose
@@ -251,13 +253,6 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
     slopes = None if covariate is None else _slopes(full, system, covariate)
     return SystemComparison(formula, null, glrt, emm.means, emm.contrasts, slopes, full, f_test, notes=notes,
                             system_item=crossed, adjust=emm.adjust, emm=emm, runs=layout)
-
-
-def outcome_risk() -> float:
-    """The binomial error the sequential bootstrap allows per look and decision (SeededBatches.SETTLE_RISK)."""
-    from ..mixed.bootstrap import SeededBatches
-
-    return SeededBatches.SETTLE_RISK
 
 
 ITEMS = ("random", "fixed")  # compare_systems(items=...): items like these (1|system:item), or these items

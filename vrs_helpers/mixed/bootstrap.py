@@ -184,7 +184,7 @@ class SeededBatches:
 
     def checkpoints(self) -> list[int]:
         """The numbers of batches after which :meth:`run` looks whether every decision is settled: the first batch
-        boundary at or beyond each of :attr:`CHECKPOINTS` draws, before the last batch. None without
+        boundary at or beyond each of :attr:`CHECKPOINTS` draws, before the last batch; none without
         ``settle_alpha``. They depend on the plan only, so the draws used do not depend on where batches run."""
         if self.settle_alpha is None:
             return []

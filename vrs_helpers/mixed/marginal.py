@@ -102,10 +102,10 @@ def tukey_sf(z, k: int, dfs, crit=None) -> np.ndarray:
     sqrt 2), as R's ``ptukey(|z| sqrt 2, k, df, lower = FALSE)``. scipy integrates each value (~10-40 ms at a
     finite df), so where one df (to 6 decimals: Kenward-Roger's df of a balanced design differ in the last digits)
     is shared by more than 300 contrasts (50 systems: 1,225) the p-values come from scipy's at ~80-160 nodes over
-    their range (every 0.1 of q, and 40 geometric), interpolated as a cubic spline
-    of the normal quantile of p in q, smooth there: within 1e-6 of scipy's at every contrast in
-    tests/mixed/test_mixed_pairwise.py. Values within 0.05 of ``crit`` (the interval's critical value, in the same
-    units as z) are computed directly, so the decision never differs from the interval's."""
+    their range (every 0.1 of q, and 40 geometric), interpolated as a cubic spline of the normal quantile of p in q,
+    smooth there: within 1e-6 of scipy's at every contrast in tests/mixed/test_mixed_pairwise.py. Values within 0.05
+    of ``crit`` (the interval's critical value, in the same units as z) are computed directly, so the decision never
+    differs from the interval's."""
     from scipy.interpolate import CubicSpline
 
     q = np.abs(np.asarray(z, dtype=float)) * np.sqrt(2.0)
