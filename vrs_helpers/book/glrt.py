@@ -131,7 +131,8 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
     DataFrame is collected first).
 
     ``contrasts=False`` (continuous scores): the test alone, without the marginal means and pairwise contrasts (their
-    small-sample df cost as much as the test with many systems); ``means`` and ``contrasts`` are then empty.
+    small-sample df cost as much as the test with many systems); ``means`` and ``contrasts`` are then empty, and with
+    replications and an F test (Kenward-Roger, Satterthwaite) ``glrt`` is None (its ML refits are not made).
 
     ``models``: a :class:`vrs_helpers.mixed.ModelCache` of ``data`` whose accumulations and fits the linear mixed
     models share with other readings of the same data (None: one for this call, shared by its models).
@@ -193,8 +194,21 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
         formula, null = f"{lhs} ~ {system} * {covariate} + {rand}", f"{lhs} ~ {covariate} + {rand}"
     else:
         formula, null = f"{lhs} ~ {system} + {rand}", f"{lhs} ~ 1 + {rand}"
+    linear = family == "binomial" and replications and by is None and covariate is None and test is None and (
+        trials is None)  # the default test of 0/1 scores with runs random: the linear model where it is the valid one
+    if linear and n_sys > MAX_BOOTSTRAP_SYSTEMS:
+        return _linear_probability(data, response, system, item, replications, n_sim, seed, items, layout, contrasts,
+                                   notes, f"{n_sys} systems (the bootstrap's refits are for at most "
+                                          f"{MAX_BOOTSTRAP_SYSTEMS})")
     if family == "binomial":
         full = mixed.glmer(formula, data, family="binomial")
+        if linear:
+            from .run_means import boundary
+
+            if boundary(full, system, replications):
+                return _linear_probability(data, response, system, item, replications, n_sim, seed, items, layout,
+                                           contrasts, notes, "the GLMM's run variance is estimated as zero (a "
+                                           "parametric bootstrap from that fit knows no run-to-run variation)")
         null_fit = mixed.glmer(null, data, family="binomial")
         glrt = mixed.lrt(null_fit, full)
         if replications and chosen.name == "chisq":
@@ -206,7 +220,10 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
         models = mixed.ModelCache(data) if models is None else models
         full = models.fit(formula)
         null_fit = None
-        glrt = mixed.lrt(models.fit(null, "ML"), full)  # the null's REML fit would only be refitted by ML
+        # the null's REML fit would only be refitted by ML. The test alone (contrasts=False) by an F test needs no
+        # GLRT: its two ML refits are the largest part of the cost with many systems (None: not computed)
+        glrt = None if not contrasts and replications and chosen.outcome == "F" else mixed.lrt(
+            models.fit(null, "ML"), full)
     f_test = None
     emm = None
     if family == "binomial":
@@ -256,6 +273,36 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
 
 
 ITEMS = ("random", "fixed")  # compare_systems(items=...): items like these (1|system:item), or these items
+
+#: 0/1 scores with runs random: up to this many systems the default test is the GLMM's parametric bootstrap (its
+#: pairwise max-|z| from the same simulations); beyond, the linear model of the scores (_linear_probability)
+MAX_BOOTSTRAP_SYSTEMS = 5
+
+
+def _linear_probability(data, response: str, system: str, item: str, replications, n_sim: int, seed: int,
+                        items: str, layout: str, contrasts: bool, notes: list, why: str) -> SystemComparison:
+    """The runs-random reading of 0/1 scores as the linear mixed model of the scores themselves (the linear
+    probability model): ``score ~ system + (1|item) (+ (1|system:item)) + runs`` with the continuous scores' default
+    test - Kenward-Roger's F, or the test on the run means where the run variance is at zero or the systems'
+    variances differ (:func:`vrs_helpers.book.run_means.choose`) - and Tukey on Kenward-Roger df for the pairs, so
+    estimates, contrasts and intervals are accuracies and differences in accuracy points.
+
+    Used where the GLMM's parametric bootstrap is not: with more than :data:`MAX_BOOTSTRAP_SYSTEMS` systems (its
+    cost grows with every refit of a k-system GLMM: 316 s for 12 systems) and where the GLMM's run variance is
+    estimated as zero, where a bootstrap from that fit simulates no run-to-run variation and rejected 0.127 of true
+    nulls (issue 39's extreme-difficulty cell). In a balanced complete design the F test is the F test of the per-run
+    accuracies (Searle, Casella & McCulloch 1992, 4.3), valid whatever the run variance when a run's accuracy over
+    hundreds of items is near normal (the central limit theorem); benchmarks/type_one_error.py measures it on 0/1
+    logs (cells "0/1 x 12 systems", "0/1 extreme difficulty")."""
+    d = data.assign(**{response: pd.to_numeric(data[response]).astype(float)})
+    out = compare_systems(d, response, system, item, replications=replications, family="gaussian", n_sim=n_sim,
+                          seed=seed, items=items, runs=layout, contrasts=contrasts)
+    out.notes[:0] = notes + [f"0/1 scores with runs random, {why}: the runs-random reading is the linear mixed model "
+                             "of the 0/1 scores (estimates and differences in accuracy points; its F and t tests are "
+                             "those of the per-run accuracies in a balanced design)"]
+    if out.f_test is not None:
+        out.f_test.method = f"{out.f_test.method} (linear model of the 0/1 scores)"
+    return out
 
 
 RUNS = ("auto", "crossed", "nested")  # compare_systems(runs=...)

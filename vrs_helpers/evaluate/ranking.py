@@ -247,7 +247,7 @@ def decision_intervals(comp, family: str, alpha: float) -> tuple[pd.DataFrame, s
             from scipy.special import expit
 
             m = m.assign(prob_lower=expit(m["lower"]), prob_upper=expit(m["upper"]))
-    if family == "binomial":
+    if family == "binomial" and "probability" in m:  # logit-scale contrasts (the linear model's are accuracies)
         diffs = response_differences(emm, level)
         if adjust.startswith("bootstrap"):  # the bootstrap's critical value, as the logit-scale pairs
             d_se = diffs["difference_SE"].to_numpy(float)

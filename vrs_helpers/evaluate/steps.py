@@ -207,7 +207,9 @@ def significance(result, w: Work) -> None:
     _blank_separated(result, result.comparison)
     if not w.reps:
         return
-    result.comparison_random = compare_systems(w.d, w.y, w.sy, w.it, replications=w.reps, test=w.test,
+    # the user's test (None: the default rule of compare_systems, which may choose a test on the run means or the
+    # linear model of 0/1 scores; w.test is the family's default by name, which would switch that rule off)
+    result.comparison_random = compare_systems(w.d, w.y, w.sy, w.it, replications=w.reps, test=w.spec.test,
                                                n_sim=w.spec.n_sim, seed=w.spec.seed, items=w.spec.items,
                                                runs=w.spec.runs, settle_alpha=w.spec.alpha, **fam)
     result.notes.extend(result.comparison_random.notes)
@@ -244,7 +246,7 @@ def _runs_notes(result, w: Work) -> None:
     if other == "nested" and vc is not None and not all(float(vc.get(r, 0.0)) <= 1e-10 for r in w.reps):
         return
     try:
-        alt = compare_systems(w.d, w.y, w.sy, w.it, replications=w.reps, test=w.test, n_sim=w.spec.n_sim,
+        alt = compare_systems(w.d, w.y, w.sy, w.it, replications=w.reps, test=w.spec.test, n_sim=w.spec.n_sim,
                               seed=w.spec.seed, items=w.spec.items, runs=other, family=w.family, models=w.models,
                               contrasts=False)
     except VRSError:
