@@ -205,3 +205,38 @@ def test_twelve_binary_systems_rank_as_glht_and_emmeans_say():
         lo = expit(m["asymp.LCL"] - 0.02 * half - 2e-3), expit(m["asymp.LCL"] + 0.02 * half + 2e-3)
         assert lo[0] <= row["ci_low"] <= lo[1]
     assert a.to_summary()["ranking_ci"] == "simultaneous"
+
+
+def test_twelve_binary_systems_by_default_rank_as_emmeans_on_the_linear_model():
+    """Issue 38, 0/1 scores with more than MAX_BOOTSTRAP_SYSTEMS systems: the default runs-random reading is the
+    linear mixed model of the 0/1 scores (glrt._linear_probability). On tests/reference/ranking_binary.csv.gz (12
+    systems x 3 shared seeds: runs crossed) its KR F test equals pbkrtest's KRmodcomp (1e-4: the two REML fits'
+    stopping error), its pairwise decisions emmeans' Tukey-adjusted KR contrasts (p within 1e-4, every decision
+    equal), its estimates the emmeans (accuracies, 1e-6) and its letters multcompView's
+    (tests/reference/ranking_binary_lmm.R)."""
+    import warnings
+
+    from vrs_helpers.book.glrt import MAX_BOOTSTRAP_SYSTEMS
+    from vrs_helpers.evaluate.analysis import analyze
+
+    ref = json.loads((REF / "ranking_binary_lmm.json").read_text())
+    data = pd.read_csv(REF / "ranking_binary.csv.gz")
+    assert data["system"].nunique() > MAX_BOOTSTRAP_SYSTEMS
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = analyze(data, "score", "system", "item", replications=["seed"], n_resamples=99)
+    test = a.comparison_random.test
+    assert "linear model of the 0/1 scores" in test.method
+    kr = ref["kenward_roger"]
+    assert (test.F, test.den_df) == pytest.approx((kr["F"], kr["den_df"]), rel=1e-4)
+    assert test.p_value == pytest.approx(kr["p_value"], rel=1e-3, abs=1e-12)
+    pairs = {r["contrast"]: r for r in a.to_summary()["pairs"]}
+    for r in ref["tukey"]:
+        ours = pairs[r["contrast"]]
+        assert ours["p_value"] == pytest.approx(r["p.value"], abs=1e-4), r["contrast"]
+        assert (ours["p_value"] < 0.05) == (r["p.value"] < 0.05)
+    table = a.ranking.set_index("system")
+    for r in ref["emmeans"]:
+        assert table.loc[r["system"], "estimate"] == pytest.approx(r["emmean"], abs=1e-6)
+    assert a.ranking["system"].tolist()[:1] == ref["order"][:1]
+    assert table["group"].to_dict() == ref["letters"]

@@ -300,7 +300,7 @@ def _blank_separated(data, response: str, system: str, comparison, p: np.ndarray
     from ..mixed import check_separation
 
     sep = {str(s) for s in check_separation(data, response, system)[system]}
-    if not sep:
+    if not sep or comparison.family != "binomial":  # the linear model of 0/1 scores estimates them
         return p
     hit = comparison.contrasts["contrast"].map(lambda c: any(s.strip() in sep for s in str(c).split(" - ")))
     return np.where(hit.to_numpy(dtype=bool), np.nan, p)

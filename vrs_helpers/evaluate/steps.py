@@ -258,8 +258,9 @@ def _runs_notes(result, w: Work) -> None:
 
 
 def _blank_separated(result, comp) -> None:
-    """The log-odds contrasts of a separated system as NaN (not numbers: the estimate sits on a ridge)."""
-    if not result.separated or comp is None or "contrast" not in comp.contrasts:
+    """The log-odds contrasts of a separated system as NaN (not numbers: the estimate sits on a ridge). The linear
+    model of 0/1 scores (its ``family`` gaussian) estimates them: kept."""
+    if not result.separated or comp is None or "contrast" not in comp.contrasts or comp.family != "binomial":
         return
     hit = comp.contrasts["contrast"].map(lambda c: any(p.strip() in result.separated for p in str(c).split(" - ")))
     cols = [c for c in ("estimate", "SE", "z", "t", "df", "p_value", "lower", "upper", "effect_size", "odds_ratio",
@@ -518,7 +519,7 @@ def ranking_lines(result) -> list[str]:
              "rank interval: the ranks each system can hold; systems sharing a letter are not separated):"]
     for r in table.itertuples():
         span = f"{r.rank_low}" if r.rank_low == r.rank_high else f"{r.rank_low}-{r.rank_high}"
-        sep = result.separated.get(r.system)
+        sep = result.separated.get(r.system) if comp.family == "binomial" else None
         gap = f" (its contrasts are not estimable: {sep}; its rank interval and letters are not decisions)" \
             if sep else ""
         lines.append(f"  {r.rank}. {r.system}: {r.estimate:.4g} [{r.ci_low:.4g}, {r.ci_high:.4g}], "
