@@ -202,13 +202,10 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
                                           f"{MAX_BOOTSTRAP_SYSTEMS})")
     if family == "binomial":
         full = mixed.glmer(formula, data, family="binomial")
-        if linear:
-            from .run_means import boundary
-
-            if boundary(full, system, replications):
-                return _linear_probability(data, response, system, item, replications, n_sim, seed, items, layout,
-                                           contrasts, notes, "the GLMM's run variance is estimated as zero (a "
-                                           "parametric bootstrap from that fit knows no run-to-run variation)")
+        if linear and glmm_run_boundary(full, system, replications):
+            return _linear_probability(data, response, system, item, replications, n_sim, seed, items, layout,
+                                       contrasts, notes, "the GLMM's run variance is estimated as zero (a "
+                                       "parametric bootstrap from that fit knows no run-to-run variation)")
         null_fit = mixed.glmer(null, data, family="binomial")
         glrt = mixed.lrt(null_fit, full)
         if replications and chosen.name == "chisq":
@@ -277,6 +274,13 @@ ITEMS = ("random", "fixed")  # compare_systems(items=...): items like these (1|s
 #: 0/1 scores with runs random: up to this many systems the default test is the GLMM's parametric bootstrap (its
 #: pairwise max-|z| from the same simulations); beyond, the linear model of the scores (_linear_probability)
 MAX_BOOTSTRAP_SYSTEMS = 5
+
+
+def glmm_run_boundary(fit, system: str, replications, tol: float = 1e-4) -> bool:
+    """True when the GLMM ``fit``'s SD of every run term ``(1|system:R)`` is below ``tol`` on the logit scale (on its
+    boundary; lme4's ``isSingular`` tolerance on theta, 1e-4)."""
+    sd = dict(zip(fit.varcorr["grp"].astype(str), fit.varcorr["sdcor"].astype(float), strict=True))
+    return all(sd.get(f"{system}:{r}", np.inf) < tol for r in replications)
 
 
 def _linear_probability(data, response: str, system: str, item: str, replications, n_sim: int, seed: int,
