@@ -298,7 +298,8 @@ def test_binary_log_through_vrs_analyze_matches_glmer(tmp_path, capsys):
     out = tmp_path / "report"
     code = cli.main(["analyze", str(ref_dir / "glmm_eval.csv.gz"), "--response", "correct", "--system", "system",
                      "--item", "item", "--replication", "seed", "--property", "domain", "--baseline", "base",
-                     "--out", str(out), "--n-resamples", "199", "--items", "fixed", "--n-sim", "19"])
+                     "--out", str(out), "--n-resamples", "199", "--items", "fixed", "--n-sim", "19",
+                     "--test", "bootstrap"])   # named: the GLMM bootstrap whatever the fit's run variance
     assert code == 0, capsys.readouterr().err
     s = json.loads((out / "summary.json").read_text())
     assert s["family"] == "binomial" and any("0/1" in n for n in s["notes"])

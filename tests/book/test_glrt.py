@@ -58,16 +58,17 @@ def test_mt_default_test_equals_pbkrtest(mt_data, items, model):
     assert t.p_value == pytest.approx(k["p"], rel=1e-4)
 
 
-def _log(cells_replicated: bool = True, binary: bool = False, seed: int = 0) -> pd.DataFrame:
+def _log(cells_replicated: bool = True, binary: bool = False, seed: int = 0, run_sd: float = 0.0) -> pd.DataFrame:
     """2 systems x 3 seeds x 30 items; with ``cells_replicated=False`` each seed scores its own 10 items, so every
-    system x item cell has one row."""
+    system x item cell has one row. ``run_sd``: the SD of a shift per system and seed."""
     rng = np.random.default_rng(seed)
     rows = []
     for s in ("base", "new"):
         for r in range(3):
             items = range(30) if cells_replicated else range(10 * r, 10 * r + 10)
+            shift = rng.normal(0, run_sd) if run_sd else 0.0
             for i in items:
-                eta = rng.normal(0, 0.5)
+                eta = rng.normal(0, 0.5) + shift
                 y = float(rng.random() < 1 / (1 + np.exp(-eta))) if binary else eta
                 rows.append({"system": s, "seed": f"s{r}", "item": f"i{i}", "y": y})
     return pd.DataFrame(rows)
@@ -88,12 +89,25 @@ def test_the_system_by_item_term_only_where_identifiable():
 
 
 def test_binary_default_is_the_glmm_bootstrap():
+    """The default test of 0/1 scores with runs is the GLMM's parametric bootstrap while the GLMM's run variance is
+    above zero (a log with a run shift of SD 1.5 on the logit scale); where it is estimated as zero (a log without
+    run effects) the default is the linear model of the scores, and the bootstrap runs when it is named."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        shifted = compare_systems(_log(binary=True, run_sd=1.5), "y", "system", "item", replications=["seed"],
+                                  family="binomial", n_sim=19, seed=5)
+        flat = compare_systems(_log(binary=True), "y", "system", "item", replications=["seed"], family="binomial",
+                               n_sim=19, seed=5)
         c = compare_systems(_log(binary=True), "y", "system", "item", replications=["seed"], family="binomial",
-                            n_sim=19, seed=5)
+                            n_sim=19, seed=5, test="bootstrap")
         again = compare_systems(_log(binary=True), "y", "system", "item", replications=["seed"],
-                                family="binomial", n_sim=19, seed=5)
+                                family="binomial", n_sim=19, seed=5, test="bootstrap")
+    from vrs_helpers.book.glrt import glmm_run_boundary
+
+    assert not glmm_run_boundary(shifted.model, "system", ["seed"])
+    assert shifted.test.method.startswith(registry.get("bootstrap").method)
+    assert glmm_run_boundary(c.model, "system", ["seed"])
+    assert "linear model of the 0/1 scores" in flat.test.method and flat.family == "gaussian"
     assert registry.default_test("binomial").name == "bootstrap"
     t = c.test
     assert t.n_sim + t.n_failed == 19 and t.seed == 5 and t.p_value == again.test.p_value

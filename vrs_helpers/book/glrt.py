@@ -202,7 +202,8 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
                                           f"{MAX_BOOTSTRAP_SYSTEMS})")
     if family == "binomial":
         full = mixed.glmer(formula, data, family="binomial")
-        if linear and glmm_run_boundary(full, system, replications):
+        if linear and glmm_run_boundary(full, system, replications) and mixed.check_separation(
+                data, response, system).empty:  # a separated system's contrasts stay "not estimable" (issue 39)
             return _linear_probability(data, response, system, item, replications, n_sim, seed, items, layout,
                                        contrasts, notes, "the GLMM's run variance is estimated as zero (a "
                                        "parametric bootstrap from that fit knows no run-to-run variation)")

@@ -232,9 +232,10 @@ def choose(data, response: str, system: str, item: str, runs: list, model, syste
     variance, or with unequal residual variances (two systems), the paired t on the run means (two systems; each
     system's variances its own) or the system x run ANOVA F (three or more, no system x item variance).
 
-    ``data`` must be in memory (a dask table keeps the model's test)."""
+    A dask table's columns the rule reads (response, system, item, the runs) are collected first: the rule and its
+    tests are sums over the rows, and both backends then choose and report the same test."""
     if hasattr(data, "dask"):
-        return None, None
+        data = data[[response, system, item, *runs]].compute()
     ms = residual_mean_squares(data, response, system, item, runs)
     if ms is None:
         return None, None
