@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import os
+import subprocess
 import threading
 from pathlib import Path
 
@@ -142,8 +143,11 @@ class PrestartedKernel:
             self._error = exc
 
     async def _async_start(self) -> None:
+        # the kernel's own stderr is not the user's terminal: a kernel stopped while it starts (Ctrl-C, SIGTERM)
+        # would print its start-up traceback after "interrupted; the previous report ... is unchanged"; its errors
+        # reach the notebook through the kernel protocol, and a failed start raises in manager()
         await self._manager.start_kernel(cwd=str(self.cwd), extra_arguments=list(KERNEL_ARGUMENTS),
-                                         env={**os.environ, **self.env})
+                                         env={**os.environ, **self.env}, stderr=subprocess.DEVNULL)
         if not self.preload:
             return
         client = self._manager.client()
