@@ -10,8 +10,10 @@ SD 1 on the logit scale) is analysed as `vrs analyze --runs nested` does for the
 `compare_systems(..., replications=["run"], runs="nested")` (independent runs: the labels 0, 1, 2 of these logs are
 shared by name only; the default `--runs auto` would fit them as crossed, and the results were measured with nested
 runs) with its default test and family-wise pairwise decisions (continuous scores: Tukey on
-Kenward-Roger df; 0/1 scores: Wald z adjusted by the maximum |z| over the parametric bootstrap's 199 simulations,
-or with ``--test max-t`` the single-step max-|z| of multcomp::glht from the GLMM's covariance), then
+Kenward-Roger df; 0/1 scores of 12 systems: the same on the linear mixed model of the scores, the default beyond
+5 systems - rows measured before that default, with the Wald z adjusted by the maximum |z| over the parametric
+bootstrap's 199 simulations, are kept in the table as such - or with ``--test max-t`` the single-step max-|z| of
+multcomp::glht from the GLMM's covariance), then
 `vrs_helpers.evaluate.ranking.rank_intervals` on those decisions. Per cell:
 
 - ``fwer``: the rate at which some pair of *equal* systems is declared different (global null: any pair; partial
@@ -25,8 +27,9 @@ or with ``--test max-t`` the single-step max-|z| of multcomp::glht from the GLMM
 - ``power``: under the partial null, the share of the 36 pairs (equal, better) declared different, and the rate at
   which every one of them is.
 
-Cells: "12 systems, 0/1" (100 items) under the global null (all systems equal), with the default test and with
-``--test max-t``; "6 equal + 6 better" (continuous,
+Cells: "12 systems, 0/1" (100 items) under the global null (all systems equal), with the default test (the
+linear model), with ``--test bootstrap`` (the default before issue 38's linear model; measured as "12 systems, 0/1"
+then) and with ``--test max-t``; "6 equal + 6 better" (continuous,
 100 items, the better six by 0.25, about 1.6 times the minimum detectable difference of two systems in this
 design). The continuous 12-system global null is the "12 systems" row of benchmarks/type_one_error.py (1,000 logs):
 under the global null every true rank is 1 and a rank interval misses it exactly when some pair is declared
@@ -63,6 +66,7 @@ BASE = {"systems": 12, "runs": 3, "items": 300, "run_sd": 0.05, "item_sd": 0.1, 
 BINARY = {"family": "binomial", "mean": 0.5, "run_sd": 0.35, "item_sd": 1.0, "items": 100}
 CELLS = {
     "12 systems, 0/1": {**BINARY, "delta": np.zeros(12)},
+    "12 systems, 0/1, --test bootstrap": {**BINARY, "delta": np.zeros(12), "test": "bootstrap"},
     "12 systems, 0/1, --test max-t": {**BINARY, "delta": np.zeros(12), "test": "max-t"},
     "6 equal + 6 better": {"items": 100, "delta": np.r_[np.zeros(6), np.full(6, 0.25)], "partial": True},
 }

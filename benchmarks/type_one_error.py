@@ -107,7 +107,7 @@ CELLS = {
     "2 runs": {"runs": 2},
     "0/1 extreme difficulty": {**BINARY, "mean": 3.0, "item_sd": 2.0},
     "0/1 separation x 3 systems": {**BINARY, "systems": 3, "mean": 5.0, "item_sd": 0.5, "items": 30},
-    # issue 38: many systems of 0/1 scores (beyond compare_systems' MAX_BOOTSTRAP_SYSTEMS: the linear model)
+    # issue 38: many systems of 0/1 scores
     "0/1 x 12 systems": {**BINARY, "systems": 12},
 }
 COLUMNS = ["cell", "family", "default test", "sims", "failed", "null rate", "MC SE", "band", "chi-square null",

@@ -202,4 +202,6 @@ def help_text() -> str:
     """The CLI's ``--test`` help: each test with its description and families, and the defaults."""
     parts = [f"{t.name}: {t.description} [{', '.join(t.families)}]" for t in TESTS]
     defaults = ", ".join(f"{default_test(f).name} for {f}" for f in FAMILIES)
-    return "the test of the runs-random reading; " + "; ".join(parts) + f". Default: {defaults} scores."
+    return ("the test of the runs-random reading; " + "; ".join(parts) + f". Default: {defaults} scores; 0/1 "
+            "scores with runs and no --test: the linear mixed model of the scores, the continuous scores' tests "
+            "(valid whatever the run variance)")

@@ -194,19 +194,14 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
         formula, null = f"{lhs} ~ {system} * {covariate} + {rand}", f"{lhs} ~ {covariate} + {rand}"
     else:
         formula, null = f"{lhs} ~ {system} + {rand}", f"{lhs} ~ 1 + {rand}"
-    linear = family == "binomial" and replications and by is None and covariate is None and test is None and (
-        trials is None)  # the default test of 0/1 scores with runs random: the linear model where it is the valid one
-    if linear and n_sys > MAX_BOOTSTRAP_SYSTEMS:
+    if (family == "binomial" and replications and by is None and covariate is None and test is None
+            and trials is None and mixed.check_separation(data, response, system).empty):
+        # the default of 0/1 scores with runs random: the linear model of the scores (a separated system keeps the
+        # GLMM, where its contrasts are "not estimable", issue 39)
         return _linear_probability(data, response, system, item, replications, n_sim, seed, items, layout, contrasts,
-                                   notes, f"{n_sys} systems (the bootstrap's refits are for at most "
-                                          f"{MAX_BOOTSTRAP_SYSTEMS})")
+                                   notes)
     if family == "binomial":
         full = mixed.glmer(formula, data, family="binomial")
-        if linear and glmm_run_boundary(full, system, replications) and mixed.check_separation(
-                data, response, system).empty:  # a separated system's contrasts stay "not estimable" (issue 39)
-            return _linear_probability(data, response, system, item, replications, n_sim, seed, items, layout,
-                                       contrasts, notes, "the GLMM's run variance is estimated as zero (a "
-                                       "parametric bootstrap from that fit knows no run-to-run variation)")
         null_fit = mixed.glmer(null, data, family="binomial")
         glrt = mixed.lrt(null_fit, full)
         if replications and chosen.name == "chisq":
@@ -272,39 +267,30 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
 
 ITEMS = ("random", "fixed")  # compare_systems(items=...): items like these (1|system:item), or these items
 
-#: 0/1 scores with runs random: up to this many systems the default test is the GLMM's parametric bootstrap (its
-#: pairwise max-|z| from the same simulations); beyond, the linear model of the scores (_linear_probability)
-MAX_BOOTSTRAP_SYSTEMS = 5
-
-
-def glmm_run_boundary(fit, system: str, replications, tol: float = 1e-4) -> bool:
-    """True when the GLMM ``fit``'s SD of every run term ``(1|system:R)`` is below ``tol`` on the logit scale (on its
-    boundary; lme4's ``isSingular`` tolerance on theta, 1e-4)."""
-    sd = dict(zip(fit.varcorr["grp"].astype(str), fit.varcorr["sdcor"].astype(float), strict=True))
-    return all(sd.get(f"{system}:{r}", np.inf) < tol for r in replications)
-
-
 def _linear_probability(data, response: str, system: str, item: str, replications, n_sim: int, seed: int,
-                        items: str, layout: str, contrasts: bool, notes: list, why: str) -> SystemComparison:
-    """The runs-random reading of 0/1 scores as the linear mixed model of the scores themselves (the linear
-    probability model): ``score ~ system + (1|item) (+ (1|system:item)) + runs`` with the continuous scores' default
-    test - Kenward-Roger's F, or the test on the run means where the run variance is at zero or the systems'
-    variances differ (:func:`vrs_helpers.book.run_means.choose`) - and Tukey on Kenward-Roger df for the pairs, so
-    estimates, contrasts and intervals are accuracies and differences in accuracy points.
+                        items: str, layout: str, contrasts: bool, notes: list) -> SystemComparison:
+    """The default runs-random reading of 0/1 scores: the linear mixed model of the scores themselves (the linear
+    probability model), ``score ~ system + (1|item) (+ (1|system:item)) + runs``, with the continuous scores'
+    default test - Kenward-Roger's F, or the test on the run means where the run variance is at zero or the
+    systems' variances differ (:func:`vrs_helpers.book.run_means.choose`) - and Tukey on Kenward-Roger df for the
+    pairs: estimates, contrasts and intervals are accuracies and differences in accuracy points. In a balanced
+    complete design its F and t tests are those of the per-run accuracies (Searle, Casella & McCulloch 1992, 4.3),
+    valid whatever the run variance when a run's accuracy over hundreds of items is near normal.
 
-    Used where the GLMM's parametric bootstrap is not: with more than :data:`MAX_BOOTSTRAP_SYSTEMS` systems (its
-    cost grows with every refit of a k-system GLMM: 316 s for 12 systems) and where the GLMM's run variance is
-    estimated as zero, where a bootstrap from that fit simulates no run-to-run variation and rejected 0.127 of true
-    nulls (issue 39's extreme-difficulty cell). In a balanced complete design the F test is the F test of the per-run
-    accuracies (Searle, Casella & McCulloch 1992, 4.3), valid whatever the run variance when a run's accuracy over
-    hundreds of items is near normal (the central limit theorem); benchmarks/type_one_error.py measures it on 0/1
-    logs (cells "0/1 x 12 systems", "0/1 extreme difficulty")."""
+    Why not the GLMM's parametric bootstrap (``test="bootstrap"``, still there when named): it draws from the
+    GLMM's maximum-likelihood run variance, which with 3 runs per system is often estimated near zero; with extreme
+    item difficulty it rejected 0.127 of true nulls (0.087 when only the fits at zero were replaced), and its refits
+    of a k-system GLMM cost minutes (316 s for 12 systems x 3 seeds x 400 items). benchmarks/type_one_error.py
+    measures this default in every 0/1 cell. A separated system (all correct or all wrong) keeps the GLMM, whose
+    contrasts of it are "not estimable", and so do successes out of ``trials``."""
     d = data.assign(**{response: pd.to_numeric(data[response]).astype(float)})
     out = compare_systems(d, response, system, item, replications=replications, family="gaussian", n_sim=n_sim,
                           seed=seed, items=items, runs=layout, contrasts=contrasts)
-    out.notes[:0] = notes + [f"0/1 scores with runs random, {why}: the runs-random reading is the linear mixed model "
-                             "of the 0/1 scores (estimates and differences in accuracy points; its F and t tests are "
-                             "those of the per-run accuracies in a balanced design)"]
+    out.notes[:0] = notes + ["0/1 scores with runs random: the runs-random reading is the linear mixed model of the "
+                             "0/1 scores (estimates and differences in accuracy points; its F and t tests are those "
+                             "of the per-run accuracies in a balanced design, valid whatever the run variance; the "
+                             "GLMM's parametric bootstrap, --test bootstrap, draws from a run variance that 3 runs "
+                             "often estimate near zero)"]
     if out.f_test is not None:
         out.f_test.method = f"{out.f_test.method} (linear model of the 0/1 scores)"
     return out
