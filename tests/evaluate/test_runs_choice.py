@@ -164,11 +164,11 @@ def test_the_default_gives_the_nested_p_where_the_shared_run_variance_is_zero():
 
 def test_auto_is_nested_on_own_labels_for_0_1_scores_too():
     """0/1 scores with each system's own run labels (the type-I cells' independent runs): auto's test is the nested
-    model's parametric-bootstrap LRT, the same p with the same seed."""
+    model's (the bootstrap named: the GLMM's parametric-bootstrap LRT), the same p with the same seed."""
     from vrs_helpers.book.simulation import evaluation_log
 
     d = evaluation_log(3939, systems=2, runs=3, items=60, run_sd=0.35, item_sd=1.0, mean=0.5, family="binomial",
                        run_labels="own").rename(columns={"run": "seed"})
-    kw = {"family": "binomial", "n_sim": 19, "seed": 7}
+    kw = {"family": "binomial", "n_sim": 19, "seed": 7, "test": "bootstrap"}
     auto, nested = _p(d, **kw), _p(d, runs="nested", **kw)
     assert auto == nested and auto[0] == "nested" and auto[1].startswith("parametric bootstrap")

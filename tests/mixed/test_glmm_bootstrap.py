@@ -316,14 +316,15 @@ def test_compare_systems_binary_three_systems_uses_the_max_t_adjustment():
     from vrs_helpers.book.glrt import compare_systems
 
     d, _, _ = _log_fits(3)
-    c = compare_systems(d, "score", "system", "item", replications=["run"], family="binomial", n_sim=40, seed=4)
+    c = compare_systems(d, "score", "system", "item", replications=["run"], family="binomial", n_sim=40, seed=4,
+                        test="bootstrap")
     assert c.adjust == "bootstrap max-|z|" and c.system_item
     np.testing.assert_allclose(c.contrasts["p_value"], c.test.pairwise_p)
     np.testing.assert_allclose(np.abs(c.contrasts["z_given_theta"]), np.abs(c.test.z_pairs))
     assert list(c.contrasts["contrast"]) == ["S0 - S1", "S0 - S2", "S1 - S2"]
     assert any("Westfall & Young" in n for n in c.notes)
     two = compare_systems(_log_fits(2)[0], "score", "system", "item", replications=["run"], family="binomial",
-                          n_sim=20, seed=4)
+                          n_sim=20, seed=4, test="bootstrap")
     assert two.adjust == "tukey" and "z_given_theta" not in two.contrasts
     chisq = compare_systems(d, "score", "system", "item", replications=["run"], family="binomial", test="chisq")
     assert chisq.adjust == "tukey"  # the max-T needs the bootstrap's simulations
@@ -345,7 +346,8 @@ def test_bootstrap_intervals_decide_as_the_adjusted_p():
     from vrs_helpers.book.glrt import bootstrap_critical, compare_systems
 
     d, _, _ = _log_fits(3)
-    c = compare_systems(d, "score", "system", "item", replications=["run"], family="binomial", n_sim=99, seed=4)
+    c = compare_systems(d, "score", "system", "item", replications=["run"], family="binomial", n_sim=99, seed=4,
+                        test="bootstrap")
     test = c.test
     top = test.max_abs_z[np.isfinite(test.max_abs_z)]
     for alpha in (0.05, 0.1, 0.2):

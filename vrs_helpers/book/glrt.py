@@ -120,9 +120,12 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
     column name): the same models as logistic GLMMs fitted by the Laplace approximation (:func:`mixed.glmer`, as
     lme4's ``glmer``), the GLRTs as chi-square tests on their log-likelihoods (ML, as ``anova(m0, m1)``). With
     replications there is no small-sample F test for a GLMM (Satterthwaite and Kenward-Roger are LMM methods):
-    the default test is the parametric-bootstrap LRT on the GLMMs (:func:`vrs_helpers.mixed.glmm_bootstrap_lrt`,
-    pbkrtest's ``PBmodcomp``; ``n_sim`` simulations, ``seed``); the chi-square GLRT (``test="chisq"``) is liberal
-    with few runs per system, and a note says so. Marginal means,
+    without ``test`` the runs-random reading (no ``by``/``covariate``) is then the linear mixed model of the 0/1
+    scores with the continuous scores' default test (:func:`_linear_probability`: accuracies, valid whatever the run
+    variance; the returned comparison's ``family`` is "gaussian"), except for a separated system or ``trials``;
+    ``test="bootstrap"`` (the registered default of the family, used there) is the parametric-bootstrap LRT on the
+    GLMMs (:func:`vrs_helpers.mixed.glmm_bootstrap_lrt`, pbkrtest's ``PBmodcomp``; ``n_sim`` simulations,
+    ``seed``); the chi-square GLRT (``test="chisq"``) is liberal with few runs per system, and a note says so. Marginal means,
     contrasts and slopes are on the logit scale: contrasts are log odds ratios with Wald z tests and the same
     Tukey/Holm adjustment, ``odds_ratio`` = exp(estimate) beside them, ``effect_size`` = log odds ratio /
     (pi/sqrt 3), the latent-scale standardized difference (Chinn 2000, Statistics in Medicine 19: 3127-3131); the
