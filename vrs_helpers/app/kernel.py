@@ -148,6 +148,14 @@ class PrestartedKernel:
         # reach the notebook through the kernel protocol, and a failed start raises in manager()
         await self._manager.start_kernel(cwd=str(self.cwd), extra_arguments=list(KERNEL_ARGUMENTS),
                                          env={**os.environ, **self.env}, stderr=subprocess.DEVNULL)
+
+        async def refuse(*args, **kwargs):
+            raise RuntimeError("the report's kernel was stopped (the run was interrupted); it is not started again")
+
+        # started once: a run stopped (Ctrl-C, SIGTERM) shuts the kernel down while the report's thread may be
+        # entering nbclient, which would start a new kernel in the work folder being removed (its start-up traceback
+        # on the terminal, a process left behind)
+        self._manager.start_kernel = refuse
         if not self.preload:
             return
         client = self._manager.client()
