@@ -126,8 +126,8 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
     ``test="bootstrap"`` (the registered default of the family, used there) is the parametric-bootstrap LRT on the
     GLMMs (:func:`vrs_helpers.mixed.glmm_bootstrap_lrt`, pbkrtest's ``PBmodcomp``; ``n_sim`` simulations,
     ``seed``); the chi-square GLRT (``test="chisq"``) is liberal with few runs per system, and a note says so.
-    Marginal means, contrasts and slopes are on the logit scale: contrasts are log odds ratios with Wald z tests and the same
-    Tukey/Holm adjustment, ``odds_ratio`` = exp(estimate) beside them, ``effect_size`` = log odds ratio /
+    Marginal means, contrasts and slopes are on the logit scale: contrasts are log odds ratios with Wald z tests
+    and the same Tukey/Holm adjustment, ``odds_ratio`` = exp(estimate) beside them, ``effect_size`` = log odds ratio /
     (pi/sqrt 3), the latent-scale standardized difference (Chinn 2000, Statistics in Medicine 19: 3127-3131); the
     means carry ``probability`` = logistic(emmean) and its interval. ``family="auto"`` picks binomial for a 0/1
     response (:func:`vrs_helpers.book.binary.detect_family`) and notes it. The GLMM is fitted in memory (a dask

@@ -220,8 +220,8 @@ def choose(data, response: str, system: str, item: str, runs: list, model, syste
        a complete design: Welch's t on the run means with Satterthwaite's df (and the system x item part when the
        model's REML variance of that term is positive, as in rule 2; with it at zero the part only adds noise to the
        denominator: 0.030 of true nulls rejected where 0.05 is the aim) - one pooled run and residual variance
-       would let the noisier system's few runs pass for many; with unequal run counts its p-value from the Behrens-Fisher distribution (:func:`behrens_fisher_p`:
-       Welch's df are liberal there);
+       would let the noisier system's few runs pass for many; with unequal run counts its p-value from the
+       Behrens-Fisher distribution (:func:`behrens_fisher_p`: Welch's df are liberal there);
     2. a balanced complete design (every system the same number of runs) whose REML variance of every run term is
        zero (:func:`boundary`): the test on the run means (two systems: Student's t, with the system x item part
        when that term's variance is positive; three or more: the one-way ANOVA F, used only when the model has no
