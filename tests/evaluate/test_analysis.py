@@ -387,3 +387,25 @@ def test_handover_signature_detects_any_change(body, flip):
     changed[i // 8] ^= 1 << (i % 8)
     with pytest.raises(handover.HandoverError):
         handover.verify(bytes(changed), b"key")
+
+
+def test_vrs_analyze_applies_the_default_rule_of_compare_systems():
+    """Issue 39's rules reach `vrs analyze`: without --test its runs-random reading is compare_systems' default (on
+    this log, run SD 0, the t test on the run means), not the family's default test passed by name (which switched
+    the rule off); a test named with --test is run as named."""
+    import warnings
+
+    from vrs_helpers.book.glrt import compare_systems
+    from vrs_helpers.book.simulation import evaluation_log
+
+    log = evaluation_log(np.random.default_rng(1), systems=2, runs=3, items=300, run_sd=0.0, item_sd=0.1,
+                         residual_sd=0.1, run_labels="own")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        c = compare_systems(log, "score", "system", "item", replications=["run"])
+        r = analyze(log, "score", "system", "item", replications=["run"], n_resamples=99)
+        named = analyze(log, "score", "system", "item", replications=["run"], n_resamples=99, test="kenward-roger")
+    assert c.test.method.startswith("t test on run means")
+    assert r.comparison_random.test.method == c.test.method
+    assert r.comparison_random.test.p_value == pytest.approx(c.test.p_value, rel=1e-9)
+    assert named.comparison_random.test.method == "F test, Kenward-Roger df"
