@@ -109,6 +109,7 @@ CELLS = {
     "0/1 separation x 3 systems": {**BINARY, "systems": 3, "mean": 5.0, "item_sd": 0.5, "items": 30},
     # issue 38: many systems of 0/1 scores
     "0/1 x 12 systems": {**BINARY, "systems": 12},
+    "0/1 x 10 % rows missing": {**BINARY, "missing": 0.1},
 }
 COLUMNS = ["cell", "family", "default test", "sims", "failed", "null rate", "MC SE", "band", "chi-square null",
            "chi-square SE", "delta", "power sims", "power", "power SE", "chi-square power", "omnibus null",
