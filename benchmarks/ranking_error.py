@@ -31,7 +31,9 @@ Cells: "12 systems, 0/1" (100 items) under the global null (all systems equal), 
 linear model), with ``--test bootstrap`` (the default before issue 38's linear model; measured as "12 systems, 0/1"
 then) and with ``--test max-t``; "6 equal + 6 better" (continuous,
 100 items, the better six by 0.25, about 1.6 times the minimum detectable difference of two systems in this
-design). The continuous 12-system global null is the "12 systems" row of benchmarks/type_one_error.py (1,000 logs):
+design); "3 systems, 0/1, S2 all correct" (issue 39's separation: S0 = S1 at the 0/1 design, S2 12 logits
+higher, all correct in 99.7 % of logs; its pairs are not estimable and left out of the family, so the family-wise
+error is that of S0 - S1, compared without S2 by the bootstrap LRT; band [0.025, 0.075]). The continuous 12-system global null is the "12 systems" row of benchmarks/type_one_error.py (1,000 logs):
 under the global null every true rank is 1 and a rank interval misses it exactly when some pair is declared
 different, so there the rank-interval miss rate is the family-wise error.
 Seeds are fixed per cell and simulation, so a cell's numbers do not depend on the workers.
@@ -69,6 +71,10 @@ CELLS = {
     "12 systems, 0/1, --test bootstrap": {**BINARY, "delta": np.zeros(12), "test": "bootstrap"},
     "12 systems, 0/1, --test max-t": {**BINARY, "delta": np.zeros(12), "test": "max-t"},
     "6 equal + 6 better": {"items": 100, "delta": np.r_[np.zeros(6), np.full(6, 0.25)], "partial": True},
+    # issue 39 (4): a separated system among three - S2 all correct (12 logits above the others: an error in 0.3 %
+    # of logs), S0 = S1 at the 0/1 base design; S2's pairs are not estimable, S0 - S1 is the family
+    "3 systems, 0/1, S2 all correct": {**BINARY, "systems": 3, "delta": np.array([0.0, 0.0, 12.0]),
+                                        "separated": True},
 }
 
 
@@ -77,6 +83,7 @@ def _one(cell: str, i: int, seed: int) -> dict:
     delta = d.pop("delta")
     test = d.pop("test", None)
     d.pop("partial", None)
+    d.pop("separated", None)
     rng = np.random.default_rng(np.random.SeedSequence([seed, zlib.crc32(cell.encode()), i]))
     log = evaluation_log(rng, delta=delta, **d)
     try:
@@ -131,6 +138,8 @@ def run_cell(cell: str, sims: int, seed: int, pool, chunk: int = 10) -> dict:
         lo = 0.0
     power = float(ok["power"].mean()) if ok["power"].notna().any() else np.nan
     every, _ = _rate(ok["all"]) if ok["all"].notna().any() else (np.nan, np.nan)
+    if CELLS[cell].get("separated"):  # the separated system's pairs are not decisions: no power to report
+        power = every = np.nan
     return {"cell": cell, "family": family, "decisions": "; ".join(sorted(ok["method"].unique())), "sims": sims,
             "failed": int(rows["failed"].sum()), "fwer": fwer, "fwer SE": fse,
             "band": "ok" if lo <= fwer <= hi else "FLAG", "rank miss": miss, "rank miss SE": mse,

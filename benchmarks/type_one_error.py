@@ -44,6 +44,9 @@ the simulations of a cell. The table is written to --out (CSV) and beside it as 
 already in --out with at least the requested simulations are skipped (unless --redo), so an interrupted run resumes. One
 tqdm bar over the cells (on stderr, when a terminal).
 
+--exact-bound instead prints, per chosen 0/1 cell, an upper bound on the family-wise null rate any conditional exact
+pairwise test could reach on that cell's null logs (exact_bound; the separation cell's has too few errors for any).
+
 --big-bootstrap instead times a parametric bootstrap on a 10^6-row log (2 systems x 50 runs x 10^4 items) beside its
 peer, the engine refitting the simulated responses one by one (issue 20's measurement).
 """
@@ -266,6 +269,45 @@ def big_bootstrap(n_sim: int, peer_sims: int, runs: int = 50, items: int = 10_00
             f"same statistics on the same {peer_sims} draws within {gap:.1e}"]
 
 
+def _largest_size(m: int, alpha: float = ALPHA) -> float:
+    """The largest size at most ``alpha`` of a two-sided test of Binomial(m, 1/2) that rejects in the tails
+    (|X - m/2| >= t): what any conditional test of two equal-sized systems can spend when they share ``m`` errors."""
+    from scipy import stats
+
+    x = np.arange(m + 1)
+    pmf = stats.binom.pmf(x, m, 0.5)
+    dist = np.abs(x - m / 2)
+    sizes = [pmf[dist >= t].sum() for t in np.unique(dist)]
+    return float(max([a for a in sizes if a <= alpha + 1e-12], default=0.0))
+
+
+def exact_bound(cell: str, sims: int, seed: int) -> dict:
+    """An upper bound on the family-wise null rate that any conditional exact pairwise test (Fisher's, a
+    permutation test: issue 39's remedies for separation) can reach in a 0/1 cell, on the cell's own null logs
+    (the seeds of _simulate): for each pair of systems m = the errors of both (or the successes, if fewer), and
+    conditionally on m the better system's count is Binomial(m, 1/2) under the null (equal rows; ignoring the item
+    and run effects, which only widen it); such a test at unadjusted alpha rejects that pair with probability at most
+    _largest_size(m). Per log the sum over pairs bounds P(some pair rejected); the mean over logs bounds the rate.
+    Below the band's 0.025, no exact test can reach the band in that cell: too few errors to separate anything."""
+    d = design(cell)
+    key = zlib.crc32(d.get("seed_name", cell).encode())
+    bounds, errors = [], []
+    for i in range(sims):
+        null_ss, _ = np.random.SeedSequence([seed, key, i]).spawn(2)
+        log = evaluation_log(np.random.default_rng(null_ss), delta=0.0, **log_args(d))
+        g = log.groupby("system")["score"].agg(["sum", "size"])
+        wrong = (g["size"] - g["sum"]).to_numpy(int)
+        right = g["sum"].to_numpy(int)
+        errors.append(wrong.mean())
+        total = 0.0
+        for a in range(len(g)):
+            for b in range(a + 1, len(g)):
+                total += _largest_size(int(min(wrong[a] + wrong[b], right[a] + right[b])))
+        bounds.append(min(total, 1.0))
+    return {"cell": cell, "logs": sims, "mean errors per system": float(np.mean(errors)),
+            "bound on the family-wise rate": float(np.mean(bounds))}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sims", type=int, default=1000, help="simulated logs per continuous cell (default 1000)")
@@ -283,7 +325,14 @@ def main(argv=None) -> int:
     ap.add_argument("--big-bootstrap", action="store_true", help="time the 10^6-row bootstrap instead")
     ap.add_argument("--big-sims", type=int, default=1000, help="simulations of the 10^6-row bootstrap (1000)")
     ap.add_argument("--peer-sims", type=int, default=10, help="simulations of its one-by-one peer (10)")
+    ap.add_argument("--exact-bound", action="store_true",
+                    help="print, for the chosen 0/1 cells, the bound on any exact pairwise test's null rate instead")
     args = ap.parse_args(argv)
+    if args.exact_bound:
+        for cell in args.cells:
+            if design(cell)["family"] == "binomial":
+                print(exact_bound(cell, args.binary_sims, args.seed))
+        return 0
     if args.big_bootstrap:
         print("\n".join(big_bootstrap(args.big_sims, args.peer_sims)))
         return 0

@@ -207,3 +207,47 @@ def test_crossed_runs_interior_kenward_roger_is_the_paired_run_means_t():
     ref = st.ttest_rel(m["S1"], m["S0"])
     f = run_means_test(d, "score", "system", "item", ["run"], ["S0", "S1"], crossed=True)
     assert (f.F, f.den_df, f.p_value) == pytest.approx((ref.statistic ** 2, 4, ref.pvalue), rel=1e-10)
+
+
+def _separated_log(systems: int, runs: int, items: int = 80) -> pd.DataFrame:
+    """0/1 scores of ``systems`` systems, the last all correct, the others near 60 % with easier and harder items."""
+    rng = np.random.default_rng(7)
+    return pd.DataFrame([{"system": f"S{s}", "run": r, "item": i,
+                          "score": 1 if s == systems - 1 else int(rng.random() < 0.45 + 0.3 * (i % 2))}
+                         for s in range(systems) for r in range(runs) for i in range(items)])
+
+
+def _quiet_compare(d, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return compare_systems(d, "score", "system", "item", family="binomial", **kw)
+
+
+def test_a_separated_systems_pairs_leave_the_family_and_the_rest_are_tukey_over_themselves():
+    """Issue 39 (4): S3 all correct among four systems, no runs. Its three pairs are not decisions (p NaN); the
+    other three are Tukey-adjusted as a family of 3 means: P(studentized range of 3 means on infinite df > |z|
+    sqrt 2), Tukey's closed form, not a family of 4 that counts comparisons never made."""
+    c = _quiet_compare(_separated_log(4, 1)).contrasts.set_index("contrast")
+    rest = c.loc[["S0 - S1", "S0 - S2", "S1 - S2"]]
+    expected = stats.studentized_range.sf(np.abs(rest["z"].to_numpy()) * np.sqrt(2), 3, np.inf)
+    np.testing.assert_allclose(rest["p_value"].to_numpy(), expected, rtol=1e-4)  # scipy's quadrature tolerance
+    assert c.loc[["S0 - S3", "S1 - S3", "S2 - S3"], ["p_value", "lower", "upper"]].isna().all().all()
+
+
+def test_max_t_with_a_separated_system_is_the_z_test_of_the_pair_left():
+    """Three systems with runs, S2 all correct, ``test="max-t"``: the family is S0 - S1 alone, so its single-step
+    p is the two-sided normal p of its z, and the test's p is that pair's."""
+    c = _quiet_compare(_separated_log(3, 3), replications=["run"], test="max-t")
+    r = c.contrasts.set_index("contrast").loc["S0 - S1"]
+    assert r["p_value"] == pytest.approx(2 * stats.norm.sf(abs(r["z"])), rel=1e-6)
+    assert c.test.p_value == pytest.approx(r["p_value"], rel=1e-9)
+
+
+def test_bootstrap_with_a_separated_system_compares_the_others_without_it():
+    """The bootstrap (runs random) with S2 all correct: the pair S0 - S1 is the bootstrap LRT of S0 and S1 on the
+    data without S2 (same simulations, same seed), not a max-|z| over a null that pools S2 into their mean."""
+    d = _separated_log(3, 3, items=60)
+    c = _quiet_compare(d, replications=["run"], test="bootstrap", n_sim=39, seed=5)
+    alone = _quiet_compare(d[d["system"] != "S2"], replications=["run"], test="bootstrap", n_sim=39, seed=5)
+    assert c.contrasts.set_index("contrast").loc["S0 - S1", "p_value"] == pytest.approx(alone.test.p_value)
+    assert any("compared without S2" in n for n in c.notes)

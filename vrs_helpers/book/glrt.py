@@ -6,6 +6,7 @@ holds the test, the marginal means and the contrasts.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -155,7 +156,7 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
     so; None: all ``n_sim``.
     """
     from .. import mixed
-    from ..mixed.marginal import emmeans
+    from ..mixed.marginal import emmeans, restrict_family
     from .binary import binomial_response, latent_residual_variance, resolve_family
 
     if by is not None and covariate is not None:
@@ -222,15 +223,21 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
             models.fit(null, "ML"), full)
     f_test = None
     emm = None
+    separated = []
     if family == "binomial":
         # the single-step max-|z| test adjusts the contrasts as glht does (its own family: adjust="mvt")
         emm = emmeans(full, system, by=by, adjust="mvt" if chosen.name == "max-t" and replications else adjust,
                       sigma=math.sqrt(latent_residual_variance("logit")))
+        if by is None and n_sys > 2 and trials is None:
+            # a separated system's pairs are not estimable: out of the family, the others adjusted for themselves
+            separated = [str(x) for x in mixed.check_separation(data, response, system)[system]]
+            emm = restrict_family(emm, full, separated)
     if replications and by is None and covariate is None:
         # runs as a random effect: with 3-5 runs per system the chi-square GLRT rejects far more often than alpha;
         # a small-sample test keeps its level (benchmarks/type_one_error.py). Binary scores with 3+ systems: the
         # bootstrap also calibrates the pairwise contrasts (max-T over its simulations, _bootstrap_pairs)
-        pairs = emm.contrast_matrix if emm is not None and n_sys > 2 else None
+        # (a separated system: the other systems' pairs are compared without it, _pairs_without)
+        pairs = emm.contrast_matrix if emm is not None and n_sys > 2 and not separated else None
         outcome = chosen.run(Hypothesis(formula, null, full, system_contrast(full), system, data, glrt, family,
                                         n_sim, seed, extra={"null_fit": null_fit, "pairs": pairs, "emm": emm,
                                                             "settle_alpha": settle_alpha}))
@@ -254,6 +261,9 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
         out.system_item, out.emm, out.adjust = crossed, emm, emm.adjust
         out.runs = layout
         _bootstrap_pairs(out, f_test)
+        if separated and replications and chosen.name == "bootstrap" and getattr(f_test, "pairwise_p", None) is None:
+            _pairs_without(out, data, separated, response, system, item, replications, n_sim, seed, items, runs,
+                           settle_alpha)
         return out
     # the runs-random reading's pairwise contrasts: t tests on small-sample df, Tukey on those df (emmeans with
     # lmer.df = "kenward-roger"); the book's readings keep the z tests of Tables 4.2/4.3
@@ -449,10 +459,10 @@ def max_t_test(h: Hypothesis) -> ZTest:
         emm = emmeans(h.full, h.term, adjust="mvt")
     c = emm.contrasts
     z = c["z"].to_numpy(dtype=float)
-    ok = np.isfinite(z)
+    ok = np.isfinite(z) & np.isfinite(c["p_value"].to_numpy(dtype=float))  # a separated system's pairs: not in it
     if not ok.any():
         raise SignificanceError("no pairwise contrast of the systems could be estimated (separation?).")
-    j = int(np.nanargmax(np.abs(z)))
+    j = int(np.nanargmax(np.where(ok, np.abs(z), np.nan)))
     return ZTest(float(np.abs(z[j])), float(c["p_value"].iloc[j]), method=registry.get("max-t").method)
 
 
@@ -492,17 +502,55 @@ def _bootstrap_pairs(out: SystemComparison, test) -> None:
         return
     # the simultaneous intervals of the same family: +- the bootstrap's critical value (bootstrap_critical) in SEs
     # given theta (the SEs the compared |z| used), so that p < 0.05 exactly when the interval excludes 0
+    # the family is the pairs with a p-value before (compare_systems: a separated system's pairs are not in it)
+    family = out.contrasts["p_value"].notna().to_numpy()
+    z = np.full(len(family), np.nan)
+    z[family] = np.asarray(test.z_pairs, dtype=float)
+    p_all = np.full(len(family), np.nan)
+    p_all[family] = p
     est = out.contrasts["estimate"].to_numpy(dtype=float)
-    z = np.asarray(test.z_pairs, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         se = np.where(z != 0, np.abs(est / z), out.contrasts["SE"].to_numpy(dtype=float))
     q = bootstrap_critical(test, 0.05)
-    out.contrasts = out.contrasts.assign(z_given_theta=test.z_pairs, SE_given_theta=se, p_value=p,
+    out.contrasts = out.contrasts.assign(z_given_theta=z, SE_given_theta=se, p_value=p_all,
                                          lower=est - q * se, upper=est + q * se)
     out.adjust = "bootstrap max-|z|"
     out.notes.append(f"pairwise contrasts: Wald z (logit scale), p adjusted by the bootstrap max-|z| over the "
                      f"{test.n_sim} simulations of the bootstrap test (single-step max-T, Westfall & Young 1993; "
                      f"|z| with the fixed effects' covariance given the variance parameters)")
+
+
+def _pairs_without(out: SystemComparison, data, separated, response, system, item, replications, n_sim, seed,
+                   items, runs, settle_alpha) -> None:
+    """Binary scores with runs, the bootstrap test, a separated system among 3+: the pairs of the other systems are
+    compared by the same test on the data without the separated systems (their own family: the bootstrap's null
+    fit and its max-|z| are those of the systems compared, not drawn from a null that pools an all-correct system
+    into the others' mean and inflates the run variance). Their rows of ``out.contrasts`` are replaced (two systems
+    left: the pair's p is that comparison's bootstrap LRT); the separated system's pairs stay not estimable."""
+    keep = ~data[system].astype(str).isin(set(separated))
+    rest = [str(x) for x in out.means[system] if str(x) not in set(separated)]
+    if len(rest) < 2:
+        return
+    sub = compare_systems(data[keep.to_numpy()].reset_index(drop=True), response, system, item,
+                          replications=replications, family="binomial", test="bootstrap", n_sim=n_sim, seed=seed,
+                          items=items, runs=runs, settle_alpha=settle_alpha)
+    rows = sub.contrasts.copy()
+    if len(rest) == 2:
+        rows["p_value"] = float(sub.test.p_value)
+    levels = [str(x) for x in out.means[system]]
+    sub_levels = [str(x) for x in sub.means[system]]
+    where = {pair: r for r, pair in enumerate(itertools.combinations(sub_levels, 2))}
+    c = out.contrasts.copy()
+    for r, pair in enumerate(itertools.combinations(levels, 2)):
+        if pair in where:
+            src = rows.iloc[where[pair]]
+            for col in c.columns.intersection(rows.columns).difference(["contrast"]):
+                c.iat[r, c.columns.get_loc(col)] = src[col]
+    out.contrasts = c
+    out.adjust = sub.adjust if len(rest) > 2 else "bootstrap LRT of the pair"
+    out.notes.append(f"separation: the pairs of {', '.join(rest)} are compared without {', '.join(separated)} "
+                     f"(all correct or all wrong, not estimable): {sub.test.method}"
+                     + (f", p = {sub.test.p_value:.3g}" if len(rest) == 2 else f"; {sub.adjust}-adjusted"))
 
 
 def bootstrap_critical(test, alpha: float) -> float:

@@ -259,6 +259,38 @@ def emmeans(model: MixedModelResult, factor: str, by: str | None = None, adjust:
                      np.vstack(contrast_matrix), means_vcov)
 
 
+def restrict_family(emm: EMMResult, model, excluded, level: float = 0.95) -> EMMResult:
+    """``emm`` with the contrasts of the ``excluded`` levels left out of the family: their ``p_value``, ``lower``
+    and ``upper`` NaN (not decisions), the others adjusted as their own family - Tukey over the k' levels that
+    remain, the single-step max-|z|/t (``mvt``) over their correlation, Holm/Bonferroni over their number. For a
+    separated system (all correct or all wrong, :func:`~vrs_helpers.mixed.check_separation`), whose log-odds
+    contrasts have no finite estimate (issue 39): its pairs are "not estimable", and the pairs that remain are
+    adjusted for themselves only, not for comparisons that were never made (with one pair left, no adjustment).
+    One family only (``by`` None): returns ``emm`` unchanged otherwise, or when nothing is excluded."""
+    excluded = {str(x) for x in excluded}
+    if emm.by is not None or not excluded or emm.contrast_matrix is None:
+        return emm
+    levels = [str(x) for x in emm.means[emm.factor]]
+    pairs = list(itertools.combinations(range(len(levels)), 2))
+    keep = np.array([levels[i] not in excluded and levels[j] not in excluded for i, j in pairs], dtype=bool)
+    c = emm.contrasts.copy()
+    if len(c) != len(pairs):
+        raise MixedModelError("the contrasts do not match the marginal means' pairs.")
+    stat = c["z" if "z" in c else "t"].to_numpy(dtype=float)
+    df = c["df"].to_numpy(dtype=float) if "df" in c else np.full(len(c), np.inf)
+    p_raw = 2 * stats.t.sf(np.abs(stat), df)
+    for col in ("p_value", "lower", "upper"):
+        c[col] = np.nan
+    k = len(levels) - len([x for x in levels if x in excluded])
+    if keep.any() and k >= 2:
+        R = correlation(emm.contrast_matrix[keep], model.vcov.to_numpy()) if emm.adjust == "mvt" else None
+        p_adj, crit = _adjust(p_raw[keep], stat[keep], k, emm.adjust, df[keep], R, level)
+        est, se = c["estimate"].to_numpy(dtype=float)[keep], c["SE"].to_numpy(dtype=float)[keep]
+        c.loc[keep, "p_value"], c.loc[keep, "lower"], c.loc[keep, "upper"] = p_adj, est - crit * se, est + crit * se
+    return EMMResult(emm.factor, emm.by, emm.adjust, emm.means, c, emm.lmer_df, emm.contrast_matrix,
+                     emm.means_vcov)
+
+
 def simultaneous_means(emm: EMMResult, level: float = 0.95) -> pd.DataFrame:
     """The marginal means with single-step simultaneous intervals (``multcomp::glht`` on the identity contrasts of
     the means, :mod:`.multiplicity`; one df, the smallest mean df, for t): ``lower``/``upper`` hold all k means
