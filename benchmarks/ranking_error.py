@@ -32,8 +32,9 @@ linear model), with ``--test bootstrap`` (the default before issue 38's linear m
 then) and with ``--test max-t``; "6 equal + 6 better" (continuous,
 100 items, the better six by 0.25, about 1.6 times the minimum detectable difference of two systems in this
 design); "3 systems, 0/1, S2 all correct" (issue 39's separation: S0 = S1 at the 0/1 design, S2 12 logits
-higher, all correct in 99.7 % of logs; its pairs are not estimable and left out of the family, so the family-wise
-error is that of S0 - S1, compared without S2 by the bootstrap LRT; band [0.025, 0.075]). The continuous 12-system global null is the "12 systems" row of benchmarks/type_one_error.py (1,000 logs):
+higher, all correct in 99.7 % of logs; its pairs are not estimable and left out of the family, so the
+family-wise error is that of S0 - S1, compared without S2 by the bootstrap LRT; band [0.025, 0.075]). The
+continuous 12-system global null is the "12 systems" row of benchmarks/type_one_error.py (1,000 logs):
 under the global null every true rank is 1 and a rank interval misses it exactly when some pair is declared
 different, so there the rank-interval miss rate is the family-wise error.
 Seeds are fixed per cell and simulation, so a cell's numbers do not depend on the workers.

@@ -2,6 +2,9 @@
 LRT against fits written out here, the small-sample default where systems have runs, the pooled model's design, bad
 tasks named before any fit, and p-values that underflow written as "< 1e-300"."""
 
+import warnings
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -19,6 +22,8 @@ from vrs_helpers.evaluate.tasks import adjusted, analyze_logs, random_part, syst
 from vrs_helpers.mixed.ddf import contrast_test
 from vrs_helpers.outcomes import p_text
 from vrs_helpers.registry import TestChoiceError
+
+REFERENCE = Path(__file__).resolve().parent.parent / "reference"
 
 
 @settings(max_examples=30, deadline=None)   # statsmodels' multipletests costs ~20 ms a call here
@@ -114,15 +119,35 @@ def test_gaussian_scores_are_compared_by_ml_fits():
         system_lrt(d.assign(score=(d["score"] > 0.5).astype(float)), "binomial", test="kenward-roger")
 
 
-def test_0_1_scores_with_runs_are_decided_by_the_parametric_bootstrap():
-    """3 runs per system: the GLMMs' bootstrap LRT decides; its observed statistic is the chi-square LRT's."""
+def test_0_1_scores_with_runs_are_decided_by_the_linear_model_as_pbkrtest():
+    """3 seeds per system, 0/1 scores, no test named: the Kenward-Roger F of the linear mixed model of the scores
+    decides, as vrs analyze's runs-random reading; on the committed 12-system log it is pbkrtest's KRmodcomp of
+    tests/reference/ranking_binary_lmm.R (lme4 1.1-31, pbkrtest 0.5.2; crossed seeds): F to 1e-5, p to 1e-4. The
+    chi-square LRT of the GLMMs stays beside it."""
+    import json
+
+    ref = json.loads((REFERENCE / "ranking_binary_lmm.json").read_text())["kenward_roger"]
+    d = pd.read_csv(REFERENCE / "ranking_binary.csv.gz").rename(columns={"seed": "run"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = system_lrt(d, "binomial")
+    assert out["formula"] == "score ~ system + (1|item) + (1|system:item) + (1|run) + (1|system:run)"
+    assert out["method"] == "F test, Kenward-Roger df (linear model of the 0/1 scores)"
+    assert out["test"]["F"] == pytest.approx(ref["F"], rel=1e-5)
+    assert out["p_value"] == pytest.approx(ref["p_value"], rel=1e-4)
+    assert out["df"] == 11 and np.isfinite(out["chi2"])
+
+
+def test_0_1_scores_with_runs_and_test_bootstrap_are_decided_by_the_parametric_bootstrap():
+    """3 runs per system, ``test="bootstrap"``: the GLMMs' bootstrap LRT decides; its observed statistic is the
+    chi-square LRT's."""
     d = simulate_binary(3, items=25, runs=3, run_sd=0.4)
-    out = system_lrt(d, "binomial", n_sim=49, seed=5)
+    out = system_lrt(d, "binomial", test="bootstrap", n_sim=49, seed=5)
     assert out["method"].startswith("parametric bootstrap") and out["test"]["n_sim"] == 49
     assert out["test"]["chi2"] == pytest.approx(out["chi2"], rel=1e-9)
     # p = (c + 1) / (n_sim + 1) with c counted out of 49
     assert round(out["p_value"] * 50) == pytest.approx(out["p_value"] * 50, abs=1e-9)
-    assert out["p_value"] == system_lrt(d, "binomial", n_sim=49, seed=5)["p_value"]   # seeded
+    assert out["p_value"] == system_lrt(d, "binomial", test="bootstrap", n_sim=49, seed=5)["p_value"]   # seeded
 
 
 def test_a_degenerate_task_is_named_before_any_fit_and_not_testable(tmp_path):

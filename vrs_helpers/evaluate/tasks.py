@@ -17,8 +17,9 @@ are fitted as a logistic GLMM (lme4's ``glmer``, Laplace), other scores as a lin
 ratio test's chi-square on (systems - 1) df (lme4's ``anova(m0, m1)``) is always reported; it is the verdict's test
 where no system has several runs (the items carry the replication). Where systems have runs (3-5 seeds), its
 chi-square reference rejects too often, and the verdict uses the family's small-sample default of the
-runs-random reading (:mod:`vrs_helpers.registry`: Kenward-Roger's F test for continuous scores, the
-parametric-bootstrap LRT for 0/1 scores; ``vrs analyze --test`` chooses another). The pooled model adds ``task``
+runs-random reading (:mod:`vrs_helpers.registry`: Kenward-Roger's F test for continuous scores; for 0/1 scores
+the same F test on the linear mixed model of the scores, as ``vrs analyze``'s runs-random reading - a separated
+system keeps the GLMMs' parametric-bootstrap LRT; ``vrs analyze --test`` chooses another). The pooled model adds ``task``
 as a fixed effect with items nested in tasks (``(1|task:item)``). The per-task p-values are adjusted across tasks
 by Holm (1979; the default) or Benjamini-Hochberg (1995), one table of every task's verdict.
 
@@ -134,8 +135,10 @@ def system_lrt(data: pd.DataFrame, family: str, fixed: str = "", item: str = "it
     computed (``chi2``, ``df``, ``chi2_p_value``). The verdict's test (``method``, ``evidence``, ``p_value``) is
     ``test`` (a test of :mod:`vrs_helpers.registry` that applies to the family) when given; otherwise, where a
     system has several runs (``(1|system:run)``), the family's default small-sample test of the runs-random
-    reading (continuous scores: the F test with Kenward-Roger df on the REML fit; 0/1 scores: the
-    parametric-bootstrap LRT, ``n_sim`` simulations from the null fit, ``seed``), because with a few runs per
+    reading (continuous scores: the F test with Kenward-Roger df on the REML fit; 0/1 scores: the same F test on
+    the REML fit of the 0/1 scores themselves, the linear model of :func:`vrs_helpers.book.glrt._linear_probability`,
+    or with a separated system the parametric-bootstrap LRT, ``n_sim`` simulations from the null fit, ``seed``),
+    because with a few runs per
     system the chi-square reference rejects too often; without runs the chi-square LRT (its reference is
     accurate when the items, not a handful of runs, carry the replication). Returns formula, family, chi2, df,
     chi2_p_value, method, evidence, p_value, the outcome's numbers (``test``) and the fit warnings (singular
@@ -145,7 +148,12 @@ def system_lrt(data: pd.DataFrame, family: str, fixed: str = "", item: str = "it
 
     rand = random_part(data, item, items, runs)
     runs = "(1|system:run)" in rand
-    chosen = registry.choose(test, family) if (test is not None or runs) else registry.get("chisq")
+    # 0/1 scores with runs, no test named, no separated system: the linear mixed model of the scores decides, as in
+    # vrs analyze's runs-random reading (vrs_helpers.book.glrt._linear_probability; issue 39's type-I cells)
+    linear = (family == "binomial" and runs and test is None
+              and mixed.check_separation(data, "score", "system").empty)
+    chosen = (registry.choose(None, "gaussian") if linear else
+              registry.choose(test, family) if (test is not None or runs) else registry.get("chisq"))
     lead = f"{fixed} + " if fixed else ""
     f1, f0 = f"score ~ {lead}system + {rand}", f"score ~ {fixed or '1'} + {rand}"
     with warnings.catch_warnings(record=True) as caught:
@@ -157,13 +165,18 @@ def system_lrt(data: pd.DataFrame, family: str, fixed: str = "", item: str = "it
         lrt = mixed.lrt(m0, m1)
         outcome = lrt
         if chosen.name != "chisq":
-            full = m1 if family == "binomial" else mixed.fit(f1, data)   # the Laplace fit; the REML fit
+            as_float = data.assign(score=pd.to_numeric(data["score"]).astype(float)) if linear else data
+            # the Laplace fit; the REML fit (of the 0/1 scores themselves when linear)
+            full = m1 if family == "binomial" and not linear else mixed.fit(f1, as_float)
             names, kept = list(full.fixed_effects.index), set(m0.fixed_effects.index)
             cols = [i for i, n in enumerate(names) if n not in kept]     # the system columns
             L = np.zeros((len(cols), len(names)))
             L[np.arange(len(cols)), cols] = 1.0
-            outcome = chosen.run(Hypothesis(f1, f0, full, L, "system", data, lrt, family, n_sim, seed,
-                                            extra={"null_fit": m0 if family == "binomial" else None}))
+            outcome = chosen.run(Hypothesis(f1, f0, full, L, "system", as_float, None if linear else lrt,
+                                            "gaussian" if linear else family, n_sim, seed,
+                                            extra={"null_fit": m0 if family == "binomial" and not linear else None}))
+            if linear:
+                outcome.method = f"{outcome.method} (linear model of the 0/1 scores)"
     notes = list(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, mixed.SingularFitWarning)))
     return {"formula": f1, "family": family, "chi2": float(lrt.chi2), "df": int(lrt.df),
             "chi2_p_value": float(lrt.p_value), "method": outcome.method, "evidence": outcome.evidence(),
