@@ -107,7 +107,8 @@ def _one(cell: str, i: int, seed: int) -> dict:
             "all": bool(found.all()) if between.any() else np.nan,
             "method": c.test.method if len(delta) < 3 else (
                 "Tukey-adjusted t on small-sample df" if "df" in c.contrasts else
-                f"single-step max-|z| ({c.adjust})")}
+                "bootstrap LRT of the pair left (a separated system's pairs not estimable)"
+                if c.adjust == "bootstrap LRT of the pair" else f"single-step max-|z| ({c.adjust})")}
 
 
 def _job(args) -> tuple[list, float]:
