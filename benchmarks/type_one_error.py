@@ -47,6 +47,8 @@ tqdm bar over the cells (on stderr, when a terminal).
 --exact-bound instead prints, per chosen 0/1 cell, an upper bound on the family-wise null rate any conditional exact
 pairwise test could reach on that cell's null logs (exact_bound; the separation cell's has too few errors for any).
 
+--tasks-path instead prints, per chosen cell, the null rate of the harness-logs path's per-task test (tasks_path_rate).
+
 --big-bootstrap instead times a parametric bootstrap on a 10^6-row log (2 systems x 50 runs x 10^4 items) beside its
 peer, the engine refitting the simulated responses one by one (issue 20's measurement).
 """
@@ -68,6 +70,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from vrs_helpers.book.simulation import evaluation_log, workflow_p_values  # noqa: E402
+from vrs_helpers.errors import VRSError  # noqa: E402
 from vrs_helpers.evaluate.power import minimum_detectable_difference  # noqa: E402
 from vrs_helpers.threads import blas_limit  # noqa: E402
 
@@ -109,7 +112,10 @@ CELLS = {
     "20 items": {"items": 20},
     "2 runs": {"runs": 2},
     "0/1 extreme difficulty": {**BINARY, "mean": 3.0, "item_sd": 2.0},
-    "0/1 separation x 3 systems": {**BINARY, "systems": 3, "mean": 5.0, "item_sd": 0.5, "items": 30},
+    # every system nearly always correct: 0.7 errors each, too few for any exact test to reach the band (--exact-bound);
+    # issue 39's separation as the issue shows it (S2 all correct beside two equal systems) is ranking_error.py's
+    "0/1 separation x 3 systems, global null": {**BINARY, "systems": 3, "mean": 5.0, "item_sd": 0.5, "items": 30,
+                                                "seed_name": "0/1 separation x 3 systems"},
     # issue 38: many systems of 0/1 scores
     "0/1 x 12 systems": {**BINARY, "systems": 12},
     "0/1 x 10 % rows missing": {**BINARY, "missing": 0.1},
@@ -308,6 +314,32 @@ def exact_bound(cell: str, sims: int, seed: int) -> dict:
             "bound on the family-wise rate": float(np.mean(bounds))}
 
 
+def tasks_path_rate(cell: str, sims: int, seed: int) -> dict:
+    """The null rate of the harness-logs path's per-task verdict (vrs_helpers.evaluate.tasks.system_lrt, what `vrs
+    analyze LOGDIR` runs per task; for 0/1 scores with runs the Kenward-Roger F of the linear model of the scores,
+    without compare_systems' run-means rules) on the cell's own null logs (the seeds of _simulate)."""
+    from vrs_helpers.evaluate.tasks import system_lrt
+
+    d = design(cell)
+    key = zlib.crc32(d.get("seed_name", cell).encode())
+    p, method = [], set()
+    with warnings.catch_warnings(), blas_limit(1):
+        warnings.simplefilter("ignore")
+        for i in range(sims):
+            null_ss, _ = np.random.SeedSequence([seed, key, i]).spawn(2)
+            log = evaluation_log(np.random.default_rng(null_ss), delta=0.0, **log_args(d))
+            try:
+                out = system_lrt(log, d["family"])
+            except (VRSError, np.linalg.LinAlgError):  # counted apart, as in workflow_p_values
+                p.append(np.nan)
+                continue
+            p.append(out["p_value"])
+            method.add(out["method"])
+    r, se, n = _rate(pd.Series(p))
+    return {"cell": cell, "logs": n, "failed": sims - n, "null rate": round(r, 3), "MC SE": round(se, 3),
+            "test": "; ".join(sorted(method))}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sims", type=int, default=1000, help="simulated logs per continuous cell (default 1000)")
@@ -327,7 +359,14 @@ def main(argv=None) -> int:
     ap.add_argument("--peer-sims", type=int, default=10, help="simulations of its one-by-one peer (10)")
     ap.add_argument("--exact-bound", action="store_true",
                     help="print, for the chosen 0/1 cells, the bound on any exact pairwise test's null rate instead")
+    ap.add_argument("--tasks-path", action="store_true",
+                    help="print, for the chosen cells, the null rate of the harness-logs path's per-task test instead")
     args = ap.parse_args(argv)
+    if args.tasks_path:
+        for cell in args.cells:
+            print(tasks_path_rate(cell, args.binary_sims if design(cell)["family"] == "binomial" else args.sims,
+                                  args.seed))
+        return 0
     if args.exact_bound:
         for cell in args.cells:
             if design(cell)["family"] == "binomial":

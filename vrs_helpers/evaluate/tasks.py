@@ -19,9 +19,9 @@ where no system has several runs (the items carry the replication). Where system
 chi-square reference rejects too often, and the verdict uses the family's small-sample default of the
 runs-random reading (:mod:`vrs_helpers.registry`: Kenward-Roger's F test for continuous scores; for 0/1 scores
 the same F test on the linear mixed model of the scores, as ``vrs analyze``'s runs-random reading - a separated
-system keeps the GLMMs' parametric-bootstrap LRT; ``vrs analyze --test`` chooses another). The pooled model adds ``task``
-as a fixed effect with items nested in tasks (``(1|task:item)``). The per-task p-values are adjusted across tasks
-by Holm (1979; the default) or Benjamini-Hochberg (1995), one table of every task's verdict.
+system keeps the GLMMs' parametric-bootstrap LRT; ``vrs analyze --test`` chooses another). The pooled model adds
+``task`` as a fixed effect with items nested in tasks (``(1|task:item)``). The per-task p-values are adjusted across
+tasks by Holm (1979; the default) or Benjamini-Hochberg (1995), one table of every task's verdict.
 
 Each task is analysed with its own metric (:mod:`vrs_helpers.evaluate.task_metrics`); a task that cannot be tested
 (constant, one item, one system) is a row "not testable: <reason>" and the run goes on. A task with fewer than 30
