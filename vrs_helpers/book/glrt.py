@@ -461,7 +461,9 @@ def max_t_test(h: Hypothesis) -> ZTest:
     z = c["z"].to_numpy(dtype=float)
     ok = np.isfinite(z) & np.isfinite(c["p_value"].to_numpy(dtype=float))  # a separated system's pairs: not in it
     if not ok.any():
-        raise SignificanceError("no pairwise contrast of the systems could be estimated (separation?).")
+        raise SignificanceError("no pairwise contrast of the systems could be estimated: every pair has a system whose "
+                                "scores are all correct or all wrong (separation); leave --test out for the default "
+                                "test.")
     j = int(np.nanargmax(np.where(ok, np.abs(z), np.nan)))
     return ZTest(float(np.abs(z[j])), float(c["p_value"].iloc[j]), method=registry.get("max-t").method)
 
