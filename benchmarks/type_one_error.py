@@ -275,14 +275,15 @@ def big_bootstrap(n_sim: int, peer_sims: int, runs: int = 50, items: int = 10_00
             f"same statistics on the same {peer_sims} draws within {gap:.1e}"]
 
 
-def _largest_size(m: int, alpha: float = ALPHA) -> float:
-    """The largest size at most ``alpha`` of a two-sided test of Binomial(m, 1/2) that rejects in the tails
-    (|X - m/2| >= t): what any conditional test of two equal-sized systems can spend when they share ``m`` errors."""
+def _largest_size(m: int, rows_a: int, rows_b: int, alpha: float = ALPHA) -> float:
+    """The largest size at most ``alpha`` of a two-sided test that rejects in the tails (|X - E X| >= t) of X, the
+    first system's share of the pair's ``m`` errors, under its conditional null law given m: hypergeometric (m
+    draws from rows_a + rows_b rows, Fisher's exact test). What any conditional exact test of the pair can spend."""
     from scipy import stats
 
-    x = np.arange(m + 1)
-    pmf = stats.binom.pmf(x, m, 0.5)
-    dist = np.abs(x - m / 2)
+    x = np.arange(max(0, m - rows_b), min(m, rows_a) + 1)
+    pmf = stats.hypergeom.pmf(x, rows_a + rows_b, rows_a, m)
+    dist = np.round(np.abs(x - m * rows_a / (rows_a + rows_b)), 9)
     sizes = [pmf[dist >= t].sum() for t in np.unique(dist)]
     return float(max([a for a in sizes if a <= alpha + 1e-12], default=0.0))
 
@@ -291,9 +292,10 @@ def exact_bound(cell: str, sims: int, seed: int) -> dict:
     """An upper bound on the family-wise null rate that any conditional exact pairwise test (Fisher's, a
     permutation test: issue 39's remedies for separation) can reach in a 0/1 cell, on the cell's own null logs
     (the seeds of _simulate): for each pair of systems m = the errors of both (or the successes, if fewer), and
-    conditionally on m the better system's count is Binomial(m, 1/2) under the null (equal rows; ignoring the item
-    and run effects, which only widen it); such a test at unadjusted alpha rejects that pair with probability at most
-    _largest_size(m). Per log the sum over pairs bounds P(some pair rejected); the mean over logs bounds the rate.
+    conditionally on m a system's share is hypergeometric under the null (rows exchangeable between the two systems,
+    Fisher's exact test; the item and run effects of these logs are left out of that law); such a test at unadjusted
+    alpha rejects that pair with probability at most _largest_size(m, ...). Per log the sum over pairs bounds
+    P(some pair rejected); the mean over logs bounds the rate.
     Below the band's 0.025, no exact test can reach the band in that cell: too few errors to separate anything."""
     d = design(cell)
     key = zlib.crc32(d.get("seed_name", cell).encode())
@@ -304,11 +306,12 @@ def exact_bound(cell: str, sims: int, seed: int) -> dict:
         g = log.groupby("system")["score"].agg(["sum", "size"])
         wrong = (g["size"] - g["sum"]).to_numpy(int)
         right = g["sum"].to_numpy(int)
+        rows = g["size"].to_numpy(int)
         errors.append(wrong.mean())
         total = 0.0
         for a in range(len(g)):
             for b in range(a + 1, len(g)):
-                total += _largest_size(int(min(wrong[a] + wrong[b], right[a] + right[b])))
+                total += _largest_size(int(min(wrong[a] + wrong[b], right[a] + right[b])), rows[a], rows[b])
         bounds.append(min(total, 1.0))
     return {"cell": cell, "logs": sims, "mean errors per system": float(np.mean(errors)),
             "bound on the family-wise rate": float(np.mean(bounds))}

@@ -251,3 +251,41 @@ def test_bootstrap_with_a_separated_system_compares_the_others_without_it():
     alone = _quiet_compare(d[d["system"] != "S2"], replications=["run"], test="bootstrap", n_sim=39, seed=5)
     assert c.contrasts.set_index("contrast").loc["S0 - S1", "p_value"] == pytest.approx(alone.test.p_value)
     assert any("compared without S2" in n for n in c.notes)
+
+
+def test_successes_of_trials_with_a_separated_system_and_runs_do_not_break_the_bootstrap_pairs():
+    """Successes out of trials keep every pair in the bootstrap (no separation rule there): its pairwise p maps
+    onto the contrasts one to one, a p per pair or NaN, and no error."""
+    d = _separated_log(3, 3, items=30).assign(n=1).rename(columns={"score": "hits"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        c = compare_systems(d, "hits", "system", "item", replications=["run"], family="binomial", trials="n",
+                            n_sim=19, seed=2)
+    assert len(c.contrasts) == 3 and c.contrasts["p_value"].notna().any()
+
+
+def test_the_pairs_left_by_a_separated_system_get_intervals_in_their_own_family():
+    """No runs, 4 systems, S3 all correct: the ranking's pair intervals are Tukey's for the 3 systems left, so that
+    an interval excludes 0 exactly when its adjusted p < alpha (issue 39's review: they used k = 4)."""
+    from vrs_helpers.evaluate.ranking import decision_intervals
+
+    c = _quiet_compare(_separated_log(4, 1))
+    decision_intervals(c, "binomial", 0.05)
+    rows = c.contrasts.set_index("contrast").loc[["S0 - S1", "S0 - S2", "S1 - S2"]]
+    crit = stats.studentized_range.isf(0.05, 3, np.inf) / np.sqrt(2)
+    np.testing.assert_allclose((rows["upper"] - rows["estimate"]) / rows["SE"], crit, rtol=1e-4)
+    excludes = (rows["lower"] > 0) | (rows["upper"] < 0)
+    assert (excludes == (rows["p_value"] < 0.05)).all()
+
+
+def test_bootstrap_pairs_without_the_separated_system_keep_their_intervals():
+    """Runs, the bootstrap, 4 systems with S3 all correct: the three pairs left are compared without S3 by the
+    bootstrap's max-|z|, and their intervals use that bootstrap's critical value (finite), not the outer test's."""
+    from vrs_helpers.evaluate.ranking import decision_intervals
+
+    c = _quiet_compare(_separated_log(4, 3, items=40), replications=["run"], test="bootstrap", n_sim=39, seed=3)
+    assert c.adjust == "bootstrap max-|z|" and c.pairs_test is not None
+    decision_intervals(c, "binomial", 0.05)
+    rows = c.contrasts.set_index("contrast")
+    assert rows.loc[["S0 - S1", "S0 - S2", "S1 - S2"], ["lower", "upper", "SE_given_theta"]].notna().all().all()
+    assert rows.loc[["S0 - S3", "S1 - S3", "S2 - S3"], "p_value"].isna().all()

@@ -42,6 +42,8 @@ class SystemComparison:
     adjust: str = "tukey"  # how the contrasts' p-values are adjusted (the pairwise decisions' family-wise error)
     runs: str = "nested"  # "crossed": shared run labels, (1|R) + (1|system:R); "nested": (1|system:R); "" none
     emm: object = field(default=None, repr=False)  # the mixed.marginal.EMMResult the means and contrasts came from
+    # the bootstrap that adjusted the pairs when it is not ``f_test`` (a separated system: the others compared apart)
+    pairs_test: object = field(default=None, repr=False)
 
     @property
     def test(self):
@@ -262,7 +264,7 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
         out.runs = layout
         _bootstrap_pairs(out, f_test)
         if separated and replications and chosen.name == "bootstrap" and getattr(f_test, "pairwise_p", None) is None:
-            _pairs_without(out, data, separated, response, system, item, replications, n_sim, seed, items, runs,
+            _pairs_without(out, data, separated, response, system, item, replications, n_sim, seed, items, layout,
                            settle_alpha)
         return out
     # the runs-random reading's pairwise contrasts: t tests on small-sample df, Tukey on those df (emmeans with
@@ -504,12 +506,7 @@ def _bootstrap_pairs(out: SystemComparison, test) -> None:
         return
     # the simultaneous intervals of the same family: +- the bootstrap's critical value (bootstrap_critical) in SEs
     # given theta (the SEs the compared |z| used), so that p < 0.05 exactly when the interval excludes 0
-    # the family is the pairs with a p-value before (compare_systems: a separated system's pairs are not in it)
-    family = out.contrasts["p_value"].notna().to_numpy()
-    z = np.full(len(family), np.nan)
-    z[family] = np.asarray(test.z_pairs, dtype=float)
-    p_all = np.full(len(family), np.nan)
-    p_all[family] = p
+    z, p_all = np.asarray(test.z_pairs, dtype=float), np.asarray(p, dtype=float)
     est = out.contrasts["estimate"].to_numpy(dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         se = np.where(z != 0, np.abs(est / z), out.contrasts["SE"].to_numpy(dtype=float))
@@ -537,12 +534,15 @@ def _pairs_without(out: SystemComparison, data, separated, response, system, ite
                           replications=replications, family="binomial", test="bootstrap", n_sim=n_sim, seed=seed,
                           items=items, runs=runs, settle_alpha=settle_alpha)
     rows = sub.contrasts.copy()
-    if len(rest) == 2:
+    if len(rest) == 2:  # the bootstrap LRT decides the pair; it has no interval (its Wald interval would disagree)
         rows["p_value"] = float(sub.test.p_value)
+        rows["lower"] = rows["upper"] = np.nan
     levels = [str(x) for x in out.means[system]]
     sub_levels = [str(x) for x in sub.means[system]]
     where = {pair: r for r, pair in enumerate(itertools.combinations(sub_levels, 2))}
     c = out.contrasts.copy()
+    for col in rows.columns.difference(c.columns):  # the bootstrap's z_given_theta, SE_given_theta
+        c[col] = np.nan
     for r, pair in enumerate(itertools.combinations(levels, 2)):
         if pair in where:
             src = rows.iloc[where[pair]]
@@ -550,6 +550,7 @@ def _pairs_without(out: SystemComparison, data, separated, response, system, ite
                 c.iat[r, c.columns.get_loc(col)] = src[col]
     out.contrasts = c
     out.adjust = sub.adjust if len(rest) > 2 else "bootstrap LRT of the pair"
+    out.pairs_test = sub.f_test  # the bootstrap whose critical |z| the pairs' intervals use (ranking)
     out.notes.append(f"separation: the pairs of {', '.join(rest)} are compared without {', '.join(separated)} "
                      f"(all correct or all wrong, not estimable): {sub.test.method}"
                      + (f", p = {sub.test.p_value:.3g}" if len(rest) == 2 else f"; {sub.adjust}-adjusted"))

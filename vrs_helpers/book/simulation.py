@@ -289,7 +289,9 @@ def workflow_p_values(data: pd.DataFrame, family: str = "gaussian", n_sim: int =
     else:  # no estimable pair: none is declared different
         default = float(np.nanmin(pairwise)) if np.isfinite(pairwise).any() else 1.0
     small = "df" in c.contrasts.columns
-    adjusted = "bootstrap max-|z| adjusted" if c.adjust.startswith("bootstrap") else f"{c.adjust.capitalize()}-adjusted"
+    adjusted = ("bootstrap LRT of the pair left" if c.adjust == "bootstrap LRT of the pair" else
+                "bootstrap max-|z| adjusted" if c.adjust.startswith("bootstrap") else
+                f"{c.adjust.capitalize()}-adjusted")
     method = (c.test.method if pairwise is None else
               f"pairwise {'t on small-sample df' if small else 'Wald z'}, {adjusted}: any pair differs")
     return {"default": default, "chisq": float(c.glrt.p_value), "omnibus": float(c.test.p_value), "method": method}

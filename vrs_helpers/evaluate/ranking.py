@@ -193,6 +193,12 @@ def ranking_sentence(table: pd.DataFrame, contrasts: pd.DataFrame, alpha: float,
             f"{alpha:g}; {rest}.")
 
 
+def _family_size(pairs: int) -> int:
+    """The number of systems k whose k (k - 1) / 2 pairs are ``pairs`` (the systems left in a family that a
+    separated system left: all pairs among them)."""
+    return int(round((1 + np.sqrt(1 + 8 * pairs)) / 2))
+
+
 def decision_intervals(comp, family: str, alpha: float) -> tuple[pd.DataFrame, str]:
     """The means of a comparison (:class:`vrs_helpers.book.glrt.SystemComparison`) with their intervals and what
     kind they are (``"simultaneous"`` or ``"per system"``), and every pair's interval (``lower``, ``upper``;
@@ -217,9 +223,12 @@ def decision_intervals(comp, family: str, alpha: float) -> tuple[pd.DataFrame, s
     c = comp.contrasts
     adjust = str(getattr(comp, "adjust", ""))
     est, se = c["estimate"].to_numpy(float), c["SE"].to_numpy(float)
-    k = len(m)
+    # the family's systems: those in a pair with a decision (a separated system's pairs are out of it, issue 39)
+    decided = c.loc[np.isfinite(c["p_value"].to_numpy(float)), "contrast"] if "p_value" in c else c["contrast"]
+    k = len(m) if len(decided) == len(c) else max(2, _family_size(len(decided)))
     if adjust.startswith("bootstrap"):
-        crit = np.full(len(c), bootstrap_critical(comp.f_test, alpha))
+        pairs_test = getattr(comp, "pairs_test", None)
+        crit = np.full(len(c), bootstrap_critical(comp.f_test if pairs_test is None else pairs_test, alpha))
         se = c["SE_given_theta"].to_numpy(float) if "SE_given_theta" in c else se
         kind = "per system"
         z = stats.t.isf(alpha / 2, m["df"]) if "df" in m else stats.norm.isf(alpha / 2)

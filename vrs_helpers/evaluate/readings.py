@@ -257,18 +257,21 @@ def _pairwise_rows(result, a: str, b: str, crit: str) -> list:
     """The rows of pair ``b vs a`` from the Tukey-adjusted contrasts of both mixed-model readings: z tests with the
     runs as replications (the book's Tables 4.2/4.3), t tests on Kenward-Roger (or Satterthwaite) df with the runs
     random (Tukey on those df, as emmeans with ``lmer.df``). Each decision is family-wise: the adjusted p of all
-    k (k - 1) / 2 contrasts at alpha."""
+    k (k - 1) / 2 contrasts at alpha (a separated system's pairs are not estimable and out of the family, issue 39:
+    the k' systems left form it)."""
     rows = []
     for kind, reading, comp in [("replications", "runs as replications", result.comparison),
                                 ("random", "runs as a random effect", result.comparison_random)]:
         r = _contrast(None if comp is None else comp.contrasts, a, b)
         if r is None:
             continue
-        adjust = getattr(comp, "adjust", "tukey").capitalize()
+        adjust = getattr(comp, "adjust", "tukey")
+        adjusted = ("contrast decided by the bootstrap LRT of the pair (the separated systems left out)"
+                    if adjust == "bootstrap LRT of the pair" else f"{adjust.capitalize()}-adjusted contrast")
         if "t" in r and "df" in r:
-            test, stat, df = f"{adjust}-adjusted contrast (t, {_df_name(comp)} df)", r["t"], f"{r['df']:.4g}"
+            test, stat, df = f"{adjusted} (t, {_df_name(comp)} df)", r["t"], f"{r['df']:.4g}"
         else:
-            test, stat, df = f"{adjust}-adjusted contrast (z)", r["z"], ""
+            test, stat, df = f"{adjusted} (z)", r["z"], ""
         p = float(r["p_value"])
         if not np.isfinite(p):   # a separated system: the contrast was not computed - no decision either way
             why = ", ".join(f"{s} {result.separated[s]}" for s in (a, b) if s in getattr(result, "separated", {}))

@@ -463,6 +463,8 @@ def pairwise_sentence(result) -> str | None:
     parts = [said(r) for _, r in c.iterrows()]
     missing = int((~np.isfinite(c["p_value"].to_numpy(dtype=float))).sum())
     how = ("t tests on small-sample df, Tukey-adjusted on those df" if small else
+           "the pair of the two systems left compared by the GLMMs' parametric-bootstrap LRT without the separated "
+           "systems" if getattr(comp, "adjust", "") == "bootstrap LRT of the pair" else
            "Wald z tests on the logit scale, adjusted by the maximum |z| over the parametric bootstrap's simulations "
            "(single-step max-T, Westfall & Young 1993)" if getattr(comp, "adjust", "").startswith("bootstrap") else
            "Wald z tests on the logit scale, Tukey-adjusted (no small-sample df for a GLMM)")
@@ -493,6 +495,7 @@ def rank(result, w: Work) -> None:
     small = "df" in comp.contrasts and "t" in comp.contrasts
     adjust = str(getattr(comp, "adjust", ""))
     how = ("Tukey-adjusted t tests on small-sample df" if small else
+           "the bootstrap LRT of the one pair left" if adjust == "bootstrap LRT of the pair" else
            "single-step max-|z| over the parametric bootstrap" if adjust.startswith("bootstrap") else
            "single-step max-|z| from the joint normal of the contrasts (multcomp::glht)" if adjust == "mvt" else
            "Tukey-adjusted Wald z tests on the logit scale" if result.family == "binomial" else

@@ -18,8 +18,9 @@ ratio test's chi-square on (systems - 1) df (lme4's ``anova(m0, m1)``) is always
 where no system has several runs (the items carry the replication). Where systems have runs (3-5 seeds), its
 chi-square reference rejects too often, and the verdict uses the family's small-sample default of the
 runs-random reading (:mod:`vrs_helpers.registry`: Kenward-Roger's F test for continuous scores; for 0/1 scores
-the same F test on the linear mixed model of the scores, as ``vrs analyze``'s runs-random reading - a separated
-system keeps the GLMMs' parametric-bootstrap LRT; ``vrs analyze --test`` chooses another). The pooled model adds
+the same F test on the linear mixed model of the scores, the model of ``vrs analyze``'s runs-random reading without
+its run-means rules - a separated system keeps the GLMMs' parametric-bootstrap LRT; ``vrs analyze --test`` chooses
+another; benchmarks/type_one_error.py --tasks-path measures its level). The pooled model adds
 ``task`` as a fixed effect with items nested in tasks (``(1|task:item)``). The per-task p-values are adjusted across
 tasks by Holm (1979; the default) or Benjamini-Hochberg (1995), one table of every task's verdict.
 
