@@ -275,8 +275,23 @@ def _cmd_analyze(args) -> int:
     return code
 
 
+def _quiet_fit_warnings() -> None:
+    """The fits' warnings never reach the console of ``vrs analyze``: the analysis records them for its notes
+    (``analyze_recorded``, ``warnings.catch_warnings``), but that is not thread-safe - the report kernel's start-up
+    thread entering and leaving its own ``catch_warnings`` can restore the filters of the moment it entered, and a
+    singular fit's warning then went to stderr in the middle of the verdict. Set in the main thread before that
+    thread starts, so every restored state has it."""
+    import warnings
+
+    from ..mixed.errors import AliasedFactorsWarning, ConvergenceWarning, SingularFitWarning
+
+    for category in (SingularFitWarning, ConvergenceWarning, AliasedFactorsWarning):
+        warnings.filterwarnings("ignore", category=category)
+
+
 def _analyze_locked(args) -> int:
     kernel = None
+    _quiet_fit_warnings()
     if args.dask is None and args.format == "auto" and args.response and args.item:
         # a score table, most likely: its report's kernel starts now, on the other core, while pandas is imported
         # and the data are read and checked; evaluation logs (detected below) do not need it
