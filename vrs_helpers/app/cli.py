@@ -280,13 +280,11 @@ def _quiet_fit_warnings() -> None:
     (``analyze_recorded``, ``warnings.catch_warnings``), but that is not thread-safe - the report kernel's start-up
     thread entering and leaving its own ``catch_warnings`` can restore the filters of the moment it entered, and a
     singular fit's warning then went to stderr in the middle of the verdict. Set in the main thread before that
-    thread starts, so every restored state has it."""
+    thread starts, so every restored state has it; by module (the package's own warnings: SingularFitWarning,
+    ConvergenceWarning, ... are UserWarnings), so that nothing is imported before the kernel starts."""
     import warnings
 
-    from ..mixed.errors import AliasedFactorsWarning, ConvergenceWarning, SingularFitWarning
-
-    for category in (SingularFitWarning, ConvergenceWarning, AliasedFactorsWarning):
-        warnings.filterwarnings("ignore", category=category)
+    warnings.filterwarnings("ignore", category=UserWarning, module=r"vrs_helpers(\.|$)")
 
 
 def _analyze_locked(args) -> int:
