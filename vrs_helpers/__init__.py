@@ -25,8 +25,10 @@ __version__ = "0.1.0"
 _EXPORTS = {
     # your own evaluation results
     "analyze": "evaluate.analysis",
-    "analyze_recorded": "evaluate.analysis",
     "AnalysisSpec": "evaluate.spec",
+    "LogsSpec": "evaluate.spec",
+    "Result": "evaluate.presentation.result",
+    "render": "evaluate.presentation.render",
     "OwnAnalysis": "evaluate.analysis",
     "write_summary": "evaluate.analysis",
     "load_scores": "evaluate.scores",

@@ -168,7 +168,7 @@ def _report_regressions(rows, folder: Path, vanished: bool = True) -> int:
 
 def _cmd_reproduce(args) -> int:
     from ..resources import find_workbook, workbooks_dir
-    from .logs_report import check_out_dir
+    from .publish import check_out_dir
     from .runner import notebooks_in, reproduce
 
     check_out_dir(args.build, hint="Give another folder with --build (or --out): it is created if missing, and the "
@@ -225,7 +225,7 @@ def _cmd_docs(args) -> int:
 
 
 def _cmd_batch(args) -> int:
-    from .logs_report import check_out_dir
+    from .publish import check_out_dir
     from .runner import batch
 
     if args.out is not None:
@@ -259,212 +259,6 @@ def _cmd_student(args) -> int:
     for path in written:
         print(f"student copy: {path}")
     return 0
-
-
-def _cmd_analyze(args) -> int:
-    from .logs_report import check_out_dir
-    from .publish import lock_out_dir, sweep_debris, sweep_stale
-
-    check_out_dir(args.out)   # before anything is read: a bad --out never costs an analysis
-    _check_input(args)   # a typo answered at once: before the kernel starts and the analysis is imported
-    sweep_stale()   # what runs killed before they could clean up left in the temporary folder
-    with lock_out_dir(args.out) as lock:   # one run at a time writes a folder
-        sweep_debris(args.out)
-        code = _analyze_locked(args)
-        lock.keep_folder()
-    return code
-
-
-def _quiet_fit_warnings() -> None:
-    """The fits' warnings never reach the console of ``vrs analyze``: the analysis records them for its notes
-    (``analyze_recorded``, ``warnings.catch_warnings``), but that is not thread-safe - the report kernel's start-up
-    thread entering and leaving its own ``catch_warnings`` can restore the filters of the moment it entered, and a
-    singular fit's warning then went to stderr in the middle of the verdict. Set in the main thread before that
-    thread starts, so every restored state has it; by module (the package's own warnings: SingularFitWarning,
-    ConvergenceWarning, ... are UserWarnings), so that nothing is imported before the kernel starts."""
-    import warnings
-
-    warnings.filterwarnings("ignore", category=UserWarning, module=r"vrs_helpers(\.|$)")
-
-
-def _analyze_locked(args) -> int:
-    kernel = None
-    _quiet_fit_warnings()
-    if args.dask is None and args.format == "auto" and args.response and args.item:
-        # a score table, most likely: its report's kernel starts now, on the other core, while pandas is imported
-        # and the data are read and checked; evaluation logs (detected below) do not need it
-        from .kernel import report_kernel
-
-        kernel = report_kernel()
-    try:
-        return _analyze_table(args, kernel)
-    except BaseException:
-        if kernel is not None:   # stopped (a run already stopping it is waited for) and its empty folder removed
-            from .runner import discard_kernel
-
-            discard_kernel(kernel)
-        raise
-
-
-DASK_TABLE_ONLY = ("--dask analyses a Parquet score table on a cluster; evaluation logs are read in memory: leave "
-                   "--dask out")
-
-
-def _name_the_columns(data) -> str:
-    return (f"{data} is a score table (no evaluation logs of a known format were found in it): name its columns "
-            "with --response COL and --item COL (and --system, --replication), or give a folder of lm-eval, Inspect, "
-            "HELM or Every Eval Ever logs (--format to name it).")
-
-
-def _check_input(args) -> None:
-    """What can be checked without pandas (:mod:`vrs_helpers.evaluate.precheck`, well under a second): the data path
-    exists (unless a log format is named), and a score table's option values and its header's columns."""
-    if args.format != "auto":
-        return
-    from ..evaluate import precheck
-
-    if not (args.response and args.item):   # evaluation logs, or a table whose columns are not named yet
-        if args.human is not None or args.human_labels is not None:
-            raise precheck.InputError("--human and --human-labels correct a judge's scores in a score table: name "
-                                      "its columns with --response COL (the judge's score) and --item COL (and "
-                                      "--system); evaluation logs are not read with human labels.")
-        if not precheck.match_pattern(args.data) and not Path(args.data).exists():
-            raise precheck.InputError(precheck.no_file(args.data))
-        if args.dask is not None:
-            raise precheck.InputError(DASK_TABLE_ONLY + " (a score table: name its columns with --response COL "
-                                      "and --item COL).")
-        if Path(args.data).is_file() and precheck.TABLE_SUFFIXES.get(precheck.table_suffix(Path(args.data))) in (
-                ",", "\t", "parquet"):   # no harness writes its logs as CSV, TSV or Parquet
-            raise precheck.InputError(_name_the_columns(args.data))
-        return
-    if args.test is not None and not args.replication:
-        raise registry.TestChoiceError(f"--test {args.test} chooses the test of the runs-random reading, which "
-                                       "needs replication columns (the runs): give them with --replication COL, or "
-                                       "leave --test out.")
-    precheck.fraction("alpha", args.alpha)
-    precheck.count("n_resamples", args.n_resamples)
-    precheck.count("n_sim", args.n_sim)
-    if args.dask is not None:
-        return   # a Parquet dataset read on the cluster
-    roles = [("response", r) for r in args.response] + [("system", args.system), ("item", args.item)]
-    roles += [("replication", c) for c in args.replication or []] + [("repeat", c) for c in args.repeat or []]
-    roles += [("property", c) for c in args.property or []]
-    if args.human_labels is not None:
-        if not Path(args.human_labels).is_file():
-            raise precheck.InputError(f"No file of human labels at {args.human_labels}. Give a CSV/TSV/Parquet/"
-                                      "JSON-lines table with one row per labelled item: the item column (and the "
-                                      "system column), and the label in the column named by --human (default "
-                                      "'human').")
-    elif args.human is not None:
-        roles += [("human label", args.human)]
-    precheck.check_table_input(args.data, roles)
-
-
-def _analyze_table(args, kernel) -> int:
-    from ..evaluate.readers import sniff_format
-    from ..evaluate.scores import InputError
-    from ..evaluate.spec import AnalysisSpec
-    from .runner import analyze_report
-
-    # logs: a format given or detected; a folder without one is read as logs (whose error names its files) unless
-    # score-table columns are named (a folder of Parquet parts, e.g. for --dask)
-    if (args.format != "auto" or sniff_format(args.data) is not None
-            or (Path(args.data).is_dir() and not args.response)):
-        return _analyze_logs(args, kernel)   # the kernel started for a table runs the logs' workbook
-    if not args.response or not args.item:
-        raise InputError(_name_the_columns(args.data))
-    # the spec checks the options as it is built, and is validated against the data once (analyze_report)
-    spec = AnalysisSpec(args.data, response=args.response, system=args.system, item=args.item,
-                        replications=args.replication or [], repeats=args.repeat or [],
-                        properties=args.property or [], baseline=args.baseline,
-                        family=args.family, test=args.test, items=args.items, runs=args.runs, alpha=args.alpha,
-                        n_resamples=args.n_resamples,
-                        n_sim=args.n_sim, seed=args.seed, delta=args.delta, lower_is_better=args.lower_is_better or [],
-                        dropna=args.dropna, backend=args.dask, data_label=str(args.data), human=args.human,
-                        human_labels=args.human_labels)
-    summary = analyze_report(spec, out_dir=args.out, show_code=args.show_code, kernel=kernel)
-    out = Path(args.out)
-    print("\n".join(summary.get("verdict", [])))
-    if args.dask is not None:
-        print(f"summary: {out / 'summary.json'}, {out / 'summary.txt'} (fits on the Dask cluster; no notebook "
-              "report: its figures need the rows in memory)")
-        return 0
-    print(f"report: {out / 'report.html'}; notebook: {out / 'report.ipynb'}; summary: {out / 'summary.json'}")
-    return 0
-
-
-def _analyze_logs(args, kernel=None) -> int:
-    """``vrs analyze LOGDIR``: read and describe the logs, validate every task, then analyse and run workbook 09 as
-    the report (app/logs_report), in a kernel started first (or ``kernel``, started for a score table)."""
-    from ..evaluate.scores import InputError
-    from .kernel import LOGS_NOTEBOOK, report_kernel
-    from .runner import discard_kernel
-
-    if args.dask is not None:
-        raise InputError(DASK_TABLE_ONLY + ".")
-    if kernel is None:   # it starts, and imports the workbook's modules, while the logs are read and checked
-        kernel = report_kernel(LOGS_NOTEBOOK)
-    try:
-        logs, specs, skipped = _read_logs(args)
-    except BaseException:
-        discard_kernel(kernel)
-        raise
-    return _report_logs(args, kernel, logs, specs, skipped)
-
-
-def _read_logs(args):
-    from ..evaluate.scores import InputError
-    from .logs_report import read_logs
-
-    metric = list(args.response) if args.response else None
-    logs, specs, skipped = read_logs(args.data, fmt=args.format, system=args.system, cluster=args.cluster,
-                                     metric=metric, dropna=args.dropna,
-                                     echo=lambda lg: print(f"Read {args.data}:\n{lg.describe()}", flush=True))
-    if args.baseline is not None and args.baseline not in logs.description.systems:
-        raise InputError(f"--baseline {args.baseline!r} is not a system of the logs; systems: "
-                         f"{', '.join(logs.description.systems)}.")
-    print(analysed_lines(specs, skipped), flush=True)
-    return logs, specs, skipped
-
-
-def _report_logs(args, kernel, logs, specs, skipped) -> int:
-    from .logs_report import logs_report
-
-    metric = list(args.response) if args.response else None
-    summary = logs_report(logs, specs, skipped, args.out, logs_dir=str(args.data), log_format=args.format,
-                          system=args.system, dropna=args.dropna, metric=metric, adjust=args.adjust,
-                          alpha=args.alpha, cluster=args.cluster, baseline=args.baseline, data_label=str(args.data),
-                          test=args.test, n_sim=args.n_sim, seed=args.seed, items=args.items, runs=args.runs,
-                          show_code=args.show_code, kernel=kernel)
-    out = Path(args.out)
-    print("\n".join(summary.get("verdict", [])))
-    from ..evaluate.log_checks import warnings_of
-
-    checked = summary.get("checked_against_logs") or []
-    for line in warnings_of(pd_frame(checked)):
-        print(line)
-    print(f"report: {out / 'report.html'}; notebook: {out / 'report.ipynb'}; summary: {out / 'summary.json'}, "
-          f"{out / 'summary.txt'}")
-    return 0
-
-
-def pd_frame(records):
-    import pandas as pd
-
-    from ..evaluate.log_checks import COLUMNS
-
-    return pd.DataFrame(records, columns=COLUMNS)
-
-
-def analysed_lines(specs, skipped) -> str:
-    """The metric each task is analysed with, and one line per task not analysed (its reason)."""
-    from ..evaluate.tasks import skipped_lines
-
-    per = {}
-    for task, m in specs:
-        per.setdefault(task, []).append(m)
-    lines = ["Analysed: " + "; ".join(f"{t} ({', '.join(ms)})" for t, ms in per.items()) + "."]
-    return "\n".join(lines + skipped_lines(skipped))
 
 
 def _plan_repeats(args) -> None:
@@ -594,81 +388,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default="build/html/api", help="output folder (default build/html/api)")
     p.set_defaults(func=_cmd_docs)
 
-    p = sub.add_parser("analyze", help="analyse your own evaluation results (workbook 07): significance across "
-                       "runs, conditional on data properties, reliability; writes report.html and summary.json",
-                       description="Per-item scores of systems over training runs: one row per system, run and "
-                       "item. DATA is a CSV, TSV, Parquet or JSON-lines file, or a run-folder pattern with named "
-                       "fields such as 'runs/{system}/seed={seed}/scores.tsv' (quote it); or a folder of "
-                       "evaluation logs (lm-evaluation-harness, Inspect, HELM, Every Eval Ever), read without "
-                       "further options.")
-    p.add_argument("data")
-    p.add_argument("--response", nargs="+", metavar="COL",
-                   help="the score column; several (--response bleu chrf comet): each metric analysed, the system "
-                        "verdicts Holm-corrected across them, summary.json keyed by metric. With evaluation logs: "
-                        "the metric(s) to analyse, for every task that has them, or task=metric for one task "
-                        "(default: each task's primary metric as its harness marks it)")
-    p.add_argument("--format", default="auto",
-                   help="DATA is a folder of evaluation logs of this format: lm-eval, inspect, helm or "
-                        "every-eval-ever (default auto: detected; a score table otherwise)")
-    p.add_argument("--adjust", default="holm", choices=["holm", "bh"],
-                   help="evaluation logs with several tasks: adjust the per-task p-values by Holm (default) or "
-                        "Benjamini-Hochberg")
-    p.add_argument("--cluster", default=None, metavar="FIELD",
-                   help="evaluation logs: an item field (Inspect sample metadata, lm-eval doc field) to cluster the "
-                        "standard errors on (Inspect's stderr(cluster=...), Miller's clustered SE)")
-    p.add_argument("--lower-is-better", nargs="+", metavar="COL", default=None,
-                   help="response(s) for which lower scores are better (TER, error rates): the direction of ASO and "
-                        "of the expected best of n runs")
-    p.add_argument("--system", default=None, help="the system column (omit for one system: reliability only)")
-    p.add_argument("--item", default=None, help="the test-item column (not needed for evaluation logs)")
-    p.add_argument("--replication", action="append", metavar="COL",
-                   help="a column identifying a run within a system (seed, meta-parameter); repeatable")
-    p.add_argument("--repeat", action="append", metavar="COL",
-                   help="a column telling independent draws for the same item within a run apart (Inspect epochs, "
-                        "several sampled answers per question): a (system, run, item) then has one row per repeat; "
-                        "repeatable")
-    p.add_argument("--property", action="append", metavar="COL",
-                   help="a data property of the items (numeric: slope; otherwise per level); repeatable")
-    p.add_argument("--baseline", default=None, help="the reference system of the paired tests")
-    p.add_argument("--human", default=None, metavar="COL",
-                   help="the response is a judge's (LLM judge, classifier) score and COL holds human labels on some "
-                        "rows (empty elsewhere): the verdict is corrected for the judge (PPI++, PPI, MBM)")
-    p.add_argument("--human-labels", default=None, metavar="FILE",
-                   help="human labels in a separate table keyed by item (and system, replication columns), the "
-                        "label in the column --human (default 'human')")
-    p.add_argument("--out", default="vrs-report", help="output folder (default: vrs-report)")
-    p.add_argument("--dropna", action="store_true",
-                   help="drop rows with a missing score, or an empty system, item, replication, repeat or property "
-                        "cell, instead of failing (the report says how many)")
-    p.add_argument("--alpha", type=float, default=0.05)
-    p.add_argument("--n-resamples", type=int, default=10_000)
-    p.add_argument("--test", default=None, type=_test_name, choices=registry.names(), help=registry.help_text())
-    p.add_argument("--items", default="random", choices=["random", "fixed"],
-                   help="random (default): the runs-random model gets a system-by-item intercept (1|system:item) "
-                        "when items have several runs per system, and the verdict is about items like these; "
-                        "fixed: without it, a statement about these items only (liberal when systems and items "
-                        "interact)")
-    p.add_argument("--runs", default="auto", choices=["auto", "nested", "crossed"],
-                   help="auto (default): crossed when every run label is used by two or more systems, else nested; "
-                        "nested: each system's runs are its own, (1|system:R); crossed: a run label (the same seed, "
-                        "few-shot draw or prompt for every system) names one run condition shared by the systems, "
-                        "(1|R) + (1|system:R), and its shift cancels in the difference. The answer says which")
-    p.add_argument("--n-sim", type=int, default=1000, help="simulations of --test bootstrap (default 1000; the "
-                   "default test of binary scores)")
-    p.add_argument("--family", default="auto", choices=["auto", *registry.FAMILIES],
-                   help="binomial: 0/1 scores (correct/incorrect) as logistic GLMMs, phi on the latent scale; auto "
-                        "(default): binomial when every score is 0 or 1, with a note")
-    p.add_argument("--delta", type=float, default=None,
-                   help="a system difference (in score units) to plan for: power of the runs-random test and runs "
-                        "per system needed for power 0.8, beside the smallest difference the design detects")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--show-code", action="store_true",
-                   help="keep the code cells in report.html (default: the verdict, figures and text only)")
-    p.add_argument("--dask", default=None, metavar="ADDRESS",
-                   help="for a Parquet dataset larger than memory: the fits, per-run and per-item tables and "
-                        "resampling batches on a Dask cluster (scheduler address or 'local'); writes summary.json "
-                        "and summary.txt, no notebook report (pip install 'vrs-workbooks[dask]')")
-    p.set_defaults(func=_cmd_analyze)
+    from .analyze import add_parser as add_analyze
+
+    add_analyze(sub)
 
     p = sub.add_parser("plan", help="power of the test of a system difference and the runs per system it needs, "
                        "from variance components (before any run exists)",

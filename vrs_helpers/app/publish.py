@@ -22,18 +22,32 @@ import tempfile
 from pathlib import Path
 
 from ..errors import VRSError
-from ..evaluate.handover import pid_alive
 
 # every file a report of `vrs analyze` can consist of (score table: report.ipynb, report.html, summary.json and
 # mathjax/; logs: report.html, summary.json, summary.txt): a new report replaces all of them, so a logs report
 # written over a score-table report leaves no stale notebook or MathJax copy behind
-REPORT_FILES = ("report.html", "report.ipynb", "summary.json", "summary.txt", "mathjax")
+REPORT_FILES = ("report.html", "report.ipynb", "summary.json", "summary.txt", "mathjax")   # mathjax/: older reports
 LOCK_NAME = ".vrs-lock"
 WORK_PREFIX = "vrs-analyze-"
 KERNEL_PREFIX = "vrs-kernel-"
 _STAGE = ".vrs-staging-"
 _OLD = ".vrs-previous-"
 _OWNED = re.compile(rf"^(?:{WORK_PREFIX}|{KERNEL_PREFIX})(\d+)-")
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id runs (on POSIX; elsewhere every process is taken to run)."""
+    if pid <= 0:
+        return False
+    if os.name != "posix":
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:   # another user's process: it runs
+        return True
+    return True
 
 
 class DiskFullError(VRSError, OSError):
@@ -236,3 +250,42 @@ def sweep_debris(out_dir) -> None:
             _remove(entry)
         elif entry.name.startswith(".") and entry.name.endswith(".partial"):
             _remove(entry)
+
+
+class OutputFolderError(VRSError, ValueError):
+    """An output folder that cannot take the report (an existing file, an unwritable place): exit 2."""
+
+
+def check_out_dir(out_dir, hint: str | None = None) -> Path:
+    """Check, before any analysis, that the report can be written to ``out_dir``: not an existing file, under no
+    file, creatable and writable (a probe file is written and removed; folders created for the probe are removed
+    again, so a later failure leaves nothing behind). Raises :class:`OutputFolderError` saying what to do (``hint``:
+    the last sentence, for another command than ``vrs analyze``)."""
+    out = Path(out_dir)
+    hint = hint or ("Give another folder with --out (it is created if missing; only the report files in it are "
+                    "replaced).")
+    if out.exists() and not out.is_dir():
+        raise OutputFolderError(f"--out {out} is an existing file, not a folder. {hint}")
+    existing = out
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if existing.exists() and not existing.is_dir():
+        raise OutputFolderError(f"--out {out}: {existing} is a file, so no folder can be made under it. {hint}")
+    created = []
+    try:
+        for parent in reversed([out, *out.parents]):
+            if not parent.exists():
+                parent.mkdir()
+                created.append(parent)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".vrs-write-test-"):
+            pass
+    except OSError as exc:
+        raise OutputFolderError(f"--out {out}: the report cannot be written there ({exc.strerror or exc}). "
+                                f"{hint}") from None
+    finally:
+        for folder in reversed(created):
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
+    return out

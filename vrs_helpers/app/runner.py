@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import VRSError
-from .kernel import ANALYZE_NOTEBOOK, KERNEL_NAME, PrestartedKernel, engine_name, kernel_manager_class, report_kernel
+from .kernel import KERNEL_NAME, engine_name, kernel_manager_class
 from .scorecard import COLUMNS, extract
 
 
@@ -151,8 +151,7 @@ def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, *,
                  out_dir: str | os.PathLike = "build/notebooks", html_dir: str | os.PathLike | None = "build/html",
                  output_name: str | None = None,
                  kernel_name: str = KERNEL_NAME, raise_on_error: bool = True,
-                 progress: bool | dict = False, exclude_input: bool = False,
-                 kernel: PrestartedKernel | None = None) -> RunResult:
+                 progress: bool | dict = False, exclude_input: bool = False) -> RunResult:
     """Execute ``notebook`` with papermill (parameters injected after the ``parameters`` cell).
 
     The executed copy goes to ``out_dir``, an HTML export to ``html_dir``. The notebook runs with its own folder
@@ -162,20 +161,13 @@ def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, *,
     ``progress=True`` shows a per-cell progress bar on stderr when stderr is a terminal (never in logs, CI or
     tests: tqdm disables itself elsewhere); a dict gives the bar's tqdm options (:func:`cell_progress_options`).
     ``exclude_input``: the HTML export without the code cells' inputs (the executed notebook keeps them).
-    ``kernel``: a :class:`~vrs_helpers.app.kernel.PrestartedKernel` started in the notebook's folder to run it in
-    (instead of a kernel started now); it is stopped after the run, whatever happens, in the background
-    (``kernel.shutdown()`` waits for that).
     """
-    try:
-        return _run_notebook(notebook, parameters, out_dir, html_dir, output_name, kernel_name, raise_on_error,
-                             progress, exclude_input, kernel)
-    finally:
-        if kernel is not None:   # its work is done (the executed notebook is written): stopped in the background
-            kernel.shutdown(now=True, wait=False)
+    return _run_notebook(notebook, parameters, out_dir, html_dir, output_name, kernel_name, raise_on_error,
+                         progress, exclude_input)
 
 
 def _run_notebook(notebook, parameters, out_dir, html_dir, output_name, kernel_name, raise_on_error, progress,
-                  exclude_input, kernel) -> RunResult:
+                  exclude_input) -> RunResult:
     import papermill as pm
 
     src = Path(notebook)
@@ -183,15 +175,13 @@ def _run_notebook(notebook, parameters, out_dir, html_dir, output_name, kernel_n
         raise ParameterError(f"No notebook at {src}.")
     parameters = dict(parameters or {})
     check_parameters(src, parameters)
-    if kernel is not None and kernel.cwd != src.parent.resolve():
-        raise ValueError(f"the prestarted kernel runs in {kernel.cwd}, not in the notebook's folder {src.parent}.")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / (output_name or src.name)
     error = ""
     started = time.perf_counter()
     try:
-        extra = {"km": kernel.manager()} if kernel is not None else {"kernel_manager_class": kernel_manager_class()}
+        extra = {"kernel_manager_class": kernel_manager_class()}
         pm.execute_notebook(str(src), str(out), parameters=parameters, kernel_name=kernel_name,
                             engine_name=engine_name(), cwd=str(src.parent.resolve()), log_output=False,
                             progress_bar=cell_progress_options(src.name, progress),
@@ -454,189 +444,6 @@ def batch(grid_file: str | os.PathLike, out_dir: str | os.PathLike | None = None
     table.to_csv(out / "results.csv", index=False)
     batch_checks(results).to_csv(out / "checks.csv", index=False)
     return results, table
-
-
-def analyze_notebook() -> Path:
-    """Workbook 07 (``notebooks/07_your_evaluation.ipynb`` of a checkout, or the installed package's copy)."""
-    from ..resources import find_workbook
-
-    return find_workbook(ANALYZE_NOTEBOOK)
-
-
-def discard_kernel(kernel: PrestartedKernel) -> None:
-    """Stop a report kernel (:func:`~vrs_helpers.app.kernel.report_kernel`) that will not run the report, and remove
-    its folder if nothing was written there (a failed run's files are kept: its error names them)."""
-    kernel.shutdown(now=True)   # it ran nothing of the user's: nothing to keep
-    try:
-        kernel.cwd.rmdir()
-    except OSError:
-        pass
-
-
-def prepare_page(work: Path, out: Path, exclude_input: bool):
-    """Started beside the report's run (in a thread: the notebook runs in the kernel's process): compile the HTML
-    exporter's templates and, unless ``out`` has a current copy, copy MathJax into ``work`` to be moved into
-    ``out`` when the run succeeded. Returns the thread; join it before using either."""
-    import threading
-
-    from .report import copy_mathjax, mathjax_current, warm_page_exporter
-
-    def prepare():
-        try:
-            warm_page_exporter(exclude_input)
-            if not mathjax_current(out):
-                copy_mathjax(work)
-        except Exception:  # noqa: BLE001 - e.g. a full disk: the copy is made again, and fails, where it is used
-            pass
-
-    thread = threading.Thread(target=prepare, name="vrs-report-page", daemon=True)
-    thread.start()
-    return thread
-
-
-def analyze_report(spec, *, out_dir: str | os.PathLike = "vrs-report", show_code: bool = False,
-                   kernel: PrestartedKernel | None = None) -> dict:
-    """``vrs analyze``: validate the :class:`~vrs_helpers.evaluate.spec.AnalysisSpec` against its data (once),
-    analyse it, and write ``out_dir/summary.json``.
-
-    In memory (``spec.backend`` None): workbook 07, without its exercises
-    (:func:`vrs_helpers.app.student.report_notebook`), runs with papermill on the validated spec (its ``spec``
-    parameter: :meth:`~vrs_helpers.evaluate.spec.AnalysisSpec.to_dict`, the validated table as a Parquet file) and
-    also writes ``out_dir/report.ipynb`` and ``out_dir/report.html``, which opens with the verdict box; the code
-    cells are left out of the HTML unless ``show_code``. ``kernel``: the report's kernel started ahead
-    (:func:`vrs_helpers.app.kernel.report_kernel`; its folder is the work folder), else one is started here. On a
-    Dask cluster (``spec.backend``: a scheduler address, ``"local"`` or a client; the data a Parquet file or folder)
-    the same validated spec is analysed (:func:`vrs_helpers.evaluate.analysis.analyze`) with its passes over the
-    rows on the cluster, and ``out_dir/summary.txt`` replaces the notebook report (its figures need the rows in
-    memory). The summary is the same file on both backends.
-
-    Bad input raises :class:`vrs_helpers.evaluate.scores.InputError` (or another ``VRSError``) before anything is
-    written. Everything is produced in a private temporary folder first (:func:`vrs_helpers.app.publish.work_dir`)
-    and replaces the report in ``out_dir`` only when the run succeeded, all or nothing
-    (:func:`vrs_helpers.app.publish.publish`), so a failed run - an error, a full disk, an interruption - leaves a
-    previous report untouched (a report that failed in a cell keeps its work folder, named in the error). The
-    analysis reaches the report's kernel signed with the kernel's key (:mod:`vrs_helpers.evaluate.handover`).
-    Returns the summary.
-    """
-    import json
-    import shutil
-
-    from ..evaluate.spec import connected
-    from .publish import DiskFullError, disk_full, disk_full_error, publish, work_dir
-
-    label = spec.data_label or str(spec.data)
-    out = Path(out_dir)
-    if spec.backend is not None and kernel is not None:   # no notebook on a cluster: the kernel is not needed
-        discard_kernel(kernel)
-        kernel = None
-    with connected(spec.backend) as client:
-        if spec.backend is None and kernel is None:
-            # the report's kernel starts, and imports the workbook's modules, while the data are read and checked
-            kernel = report_kernel()
-        work = kernel.cwd if kernel is not None else work_dir()
-        try:
-            spec = spec.validated(client=client)
-        except BaseException:   # bad input: nothing was produced
-            if kernel is not None:
-                kernel.shutdown()
-            shutil.rmtree(work, ignore_errors=True)
-            raise
-        keep = ()
-        if spec.backend is not None:
-            from ..evaluate.analysis import analyze, write_summary
-
-            try:
-                write_summary(analyze(spec.replace(backend=client)), work / "summary.json", work / "summary.txt")
-            except BaseException:
-                shutil.rmtree(work, ignore_errors=True)
-                raise
-            produced = {"summary.json": work / "summary.json", "summary.txt": work / "summary.txt"}
-        else:
-            from concurrent.futures import ThreadPoolExecutor
-
-            from ..evaluate import handover
-            from ..evaluate.analysis import save_analysis
-            from .report import MATHJAX_DIR, copy_mathjax, mathjax_current, notebook_page
-            from .student import report_notebook
-
-            table = work / "scores.parquet"
-            handed = spec.replace(data=str(table), data_label=label)
-            key = getattr(kernel, "handover_key", None)   # a kernel started elsewhere: the report analyses itself
-            params = {"spec": handed.replace(table=None).to_dict(), "summary_path": str(work / "summary.json"),
-                      "analysis_file": str(work / "analysis.pickle") if key else ""}
-
-            def report():   # beside the analysis: the table for the report, then its run up to the analysis
-                try:
-                    spec.table.to_parquet(table)
-                    source = report_notebook(analyze_notebook(), work / "workbook.ipynb")
-                except BaseException:
-                    kernel.shutdown(now=True, wait=False)   # no run: run_notebook would stop it after one
-                    raise
-                return run_notebook(source, params, out_dir=work, html_dir=None, output_name="report.ipynb",
-                                    kernel=kernel)
-
-            page = None
-            try:
-                with ThreadPoolExecutor(max_workers=1, thread_name_prefix="vrs-report") as pool:
-                    try:
-                        # the report starts now and waits for the analysis where it reads it (its cell 4) while
-                        # this process, named in the signed marker, makes it
-                        marker = handover.mark(params["analysis_file"], key) if key else None
-                        run = pool.submit(report)
-                        try:
-                            # the analysis here, on this core, while the kernel starts on the other and then
-                            # runs the report's first cells
-                            if key:
-                                save_analysis(handed, params["analysis_file"], key)
-                        finally:
-                            if marker is not None:
-                                marker.unlink(missing_ok=True)   # made or failed: the report stops waiting
-                        page = prepare_page(work, out, exclude_input=not show_code)   # beside its last cells
-                        res = run.result()
-                    except NotebookError:
-                        raise
-                    except BaseException:   # the analysis failed or was interrupted: the report stops at once
-                        kernel.shutdown(now=True, wait=False)
-                        raise
-            except NotebookError as exc:   # the report failed after the analysis was made
-                page.join()   # the failed run's folder keeps its notebook, not a MathJax copy
-                shutil.rmtree(work / MATHJAX_DIR, ignore_errors=True)
-                if "No space left on device" in str(exc):
-                    kernel.shutdown()
-                    shutil.rmtree(work, ignore_errors=True)
-                    raise disk_full_error(OSError(28, "No space left on device"), out_dir) from None
-                raise NotebookError(f"{exc}. The previous report in {out_dir} (if any) is untouched.") from exc
-            except BaseException:   # an error of the analysis itself (or an interruption): nothing is produced
-                if page is not None:
-                    page.join()
-                kernel.shutdown()
-                shutil.rmtree(work, ignore_errors=True)
-                raise
-            page.join()
-            try:
-                (work / "report.html").write_text(notebook_page(res.output, exclude_input=not show_code),
-                                                  encoding="utf-8")
-                produced = {"report.ipynb": res.output, "report.html": work / "report.html",
-                            "summary.json": work / "summary.json"}
-                if mathjax_current(out):   # report.html loads MathJax from ./mathjax (no CDN)
-                    keep = (MATHJAX_DIR,)
-                else:   # copied while the notebook ran (else now)
-                    produced[MATHJAX_DIR] = copy_mathjax(work)
-            except BaseException:
-                kernel.shutdown()
-                shutil.rmtree(work, ignore_errors=True)
-                raise
-    try:
-        publish(produced, out, keep=keep)
-    except (OSError, shutil.Error) as exc:
-        if isinstance(exc, DiskFullError) or not disk_full(exc):
-            raise
-        raise disk_full_error(exc, out_dir) from None
-    finally:
-        if kernel is not None:
-            kernel.shutdown()   # stopped in the background since the run ended: done by now
-        shutil.rmtree(work, ignore_errors=True)
-    return json.loads((out / "summary.json").read_text())
 
 
 # ------------------------------------------------------------------------------------------- grids on Dask

@@ -118,19 +118,3 @@ def write_student_copies(notebooks, out_dir: str | os.PathLike, placeholder: boo
         nbformat.write(nb, str(partial))
         os.replace(partial, dst)
     return targets
-
-
-def without_exercises(nb):
-    """A copy of ``nb`` without its exercise and solution cells (``vrs analyze``'s report on your own data: the
-    workbook's analyses, not its course material)."""
-    out = copy.deepcopy(nb)
-    out.cells = [c for c in out.cells if not {EXERCISE_TAG, SOLUTION_TAG} & set(_tags(c))]
-    return out
-
-
-def report_notebook(src: str | os.PathLike, dest: str | os.PathLike) -> Path:
-    """Write :func:`without_exercises` of the notebook ``src`` to ``dest`` and return ``dest``."""
-    import nbformat
-
-    nbformat.write(without_exercises(nbformat.read(str(src), as_version=4)), str(dest))
-    return Path(dest)

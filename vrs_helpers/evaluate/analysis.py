@@ -30,18 +30,18 @@ Research* (ICLR 2023):
 
 from __future__ import annotations
 
-import json
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from .. import registry
-from ..outcomes import P_FLOOR, p_text
 from .metrics import MetricsAnalysis
+from .presentation.result import rounded  # noqa: F401 - summary.json's numbers
 from .readings import readings_frame
 from .scores import InputError
-from .spec import AnalysisSpec, connected
+from .spec import AnalysisSpec, LogsSpec, connected
 from .steps import CONCURRENT, STEPS, plan_power, prepare, run_table, safe_names, verdict_text  # noqa: F401 - the public names
 
 #: bad input for :func:`analyze` (the message names the column or value and what to do): the one error type of the
@@ -196,47 +196,20 @@ class OwnAnalysis:
                 f"replications {self.replications}{g}{r})")
 
 
-SUMMARY_DIGITS = 10  # significant digits of the floats in summary.json
+def summary_json(result) -> str:
+    """``summary.json`` of an analysis (a :class:`~vrs_helpers.evaluate.presentation.result.Result`)."""
+    return result.to_json()
 
 
-def _rounded(obj):
-    """Floats at SUMMARY_DIGITS significant digits (NaN/inf as null), numpy scalars as Python numbers: the summary
-    of the same data is the same file whatever the order in which a backend added its sums. A p-value (key
-    ``p_...``) below 1e-300 (one that underflowed to 0) gets a ``..._text`` sibling ``"< 1e-300"``."""
-    if isinstance(obj, dict):
-        out = {str(k): _rounded(v) for k, v in obj.items()}
-        for k in [k for k in out if k.startswith("p_") and isinstance(out[k], float) and out[k] < P_FLOOR]:
-            out.setdefault(f"{k}_text", p_text(out[k]))   # underflowed: "< 1e-300", not a p-value of 0
-        return out
-    if isinstance(obj, (list, tuple)):
-        return [_rounded(v) for v in obj]
-    if isinstance(obj, (bool, np.bool_)):
-        return bool(obj)
-    if isinstance(obj, (int, np.integer)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        v = float(obj)
-        return None if not np.isfinite(v) else float(f"{v:.{SUMMARY_DIGITS}g}")
-    if obj is None or isinstance(obj, str):
-        return obj
-    return str(obj)
+def summary_text(result) -> str:
+    """``summary.txt``: the warnings, the answer, the verdict and the disagreements the answer depends on
+    (:func:`vrs_helpers.evaluate.presentation.render.render` as text)."""
+    from .presentation.render import render
+
+    return render(result, "text")
 
 
-rounded = _rounded   # the public name (vrs analyze LOGDIR's summary.json, app/logs_report)
-
-
-def summary_json(result: OwnAnalysis) -> str:
-    """``summary.json`` of an analysis: :meth:`OwnAnalysis.to_summary` with floats at 10 significant digits."""
-    return json.dumps(_rounded(result.to_summary()), indent=2)
-
-
-def summary_text(result: OwnAnalysis) -> str:
-    """``summary.txt``: the tests as a table, the verdict, the disagreements between readings and the notes."""
-    return "\n".join([result.to_frame().to_string(index=False), "", *result.verdict, *result.disagreements,
-                      *result.notes]) + "\n"
-
-
-def write_summary(result: OwnAnalysis, path, text_path=None) -> None:
+def write_summary(result, path, text_path=None) -> None:
     """Write :func:`summary_json` to ``path`` (and :func:`summary_text` to ``text_path``), each atomically: a
     temporary file beside it, then renamed."""
     import os
@@ -309,6 +282,8 @@ def analyze(data, response=None, system: str | None = None, item: str | None = N
     (:func:`vrs_helpers.evaluate.steps.plan_power`) for the observed system difference and, when given, for
     ``delta`` (in the response's units). Bad input raises :class:`AnalysisError` (``vrs`` exits 2).
     """
+    if isinstance(data, LogsSpec):
+        return analyze_logs(data)
     if isinstance(data, AnalysisSpec):
         spec = data
     else:
@@ -318,65 +293,47 @@ def analyze(data, response=None, system: str | None = None, item: str | None = N
                             n_sim=n_sim, seed=seed, delta=delta, lower_is_better=lower_is_better, dropna=dropna,
                             backend=backend, target_phi=target_phi, max_runs=max_runs, target_power=target_power,
                             human=human, human_labels=human_labels)
+    from .presentation.build import metrics_result, scores_result
+
     with connected(spec.backend) as client:
         spec = spec.validated(client=client)
-        results = {r: analyze_response(spec, r, client) for r in spec.response}
+        results = {r: recorded(analyze_response, spec, r, client) for r in spec.response}
+    label = spec.data_label or (str(spec.data) if isinstance(spec.data, (str, os.PathLike)) else "")
     if len(results) == 1:
-        return next(iter(results.values()))
-    return MetricsAnalysis.from_results(results, spec.alpha)
+        return scores_result(next(iter(results.values())), spec, label)
+    return metrics_result(MetricsAnalysis.from_results(results, spec.alpha), spec, label)
 
 
-def analyze_recorded(spec: AnalysisSpec, saved=None) -> tuple:
-    """``(analyze(spec), fit_warnings)``: the analysis with the warnings its fits raised recorded - their messages,
-    each once, in order - instead of shown (workbook 07 lists them with its notes).
+def analyze_logs(spec, read=None):
+    """The analysis of evaluation logs (a :class:`~vrs_helpers.evaluate.spec.LogsSpec`; ``read``: the logs read and
+    validated already, :func:`vrs_helpers.evaluate.tasks.read_logs`) as a
+    :class:`~vrs_helpers.evaluate.presentation.result.Result`: every task tested, adjusted across the tasks, the
+    harness's numbers beside ours (:func:`vrs_helpers.evaluate.tasks.analyze_logs`)."""
+    import warnings
 
-    ``saved``: a file of :func:`save_analysis` holding that pair for this very spec: ``vrs analyze`` computes it in
-    its own process while the report's kernel starts, and the report reads it instead of computing it again (the
-    same function on the same validated table). The file is loaded only when it is this run's own hand-over, signed
-    with the key ``vrs analyze`` gave this kernel (:mod:`vrs_helpers.evaluate.handover`; a file from anywhere else -
-    ``vrs run 07 -p analysis_file ...`` - is refused unread). A file made for another spec (other data, options or
-    seed) is an :class:`AnalysisError`. While the signed marker ``<saved>.pending`` names a running process (``vrs
-    analyze`` starts the report before its analysis is done) the file is waited for; without the file, once the
-    marker is gone or its process has ended, the analysis was not made (``vrs analyze`` failed or was stopped):
-    :class:`AnalysisError`."""
-    if saved:
-        import pickle
+    from .presentation.build import logs_result
+    from .tasks import run_logs
 
-        from . import handover
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        analysis = run_logs(spec, read)
+    return logs_result(analysis, spec.to_dict(), spec.data_label or spec.logs)
 
-        if not handover.wait_for(saved):
-            raise AnalysisError(f"no saved analysis at {saved}: the process that was making it stopped (its "
-                                "error says why); leave analysis_file empty to analyse the spec here.")
-        body = handover.read(saved)   # authenticated before anything is unpickled
-        key, pair = pickle.loads(body)
-        if key != _spec_key(spec):
-            raise AnalysisError(f"{saved} holds the analysis of another spec (other data or options); leave "
-                                "analysis_file empty to analyse this one.")
-        return pair
+
+def recorded(step, spec, response, client=None) -> OwnAnalysis:
+    """``step(spec, response, client)`` with the warnings its fits raise (a singular fit, a boundary estimate, a
+    failed convergence) recorded in the analysis' notes - each message once, in order - instead of shown: they are
+    part of the result a reader reads."""
     import warnings
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        analysis = analyze(spec)
-    return analysis, list(dict.fromkeys(str(w.message) for w in caught))
-
-
-def save_analysis(spec: AnalysisSpec, path, key: str) -> tuple:
-    """Compute :func:`analyze_recorded` of a validated in-memory ``spec`` whose ``data`` names its table's Parquet
-    file (as ``vrs analyze`` hands it to the report), write it to ``path`` with the spec it belongs to, signed with
-    the run's ``key`` (:func:`vrs_helpers.evaluate.handover.write`), and return it."""
-    import pickle
-
-    from . import handover
-
-    pair = analyze_recorded(spec)
-    handover.write(path, pickle.dumps((_spec_key(spec), pair), protocol=pickle.HIGHEST_PROTOCOL), key)
-    return pair
-
-
-def _spec_key(spec: AnalysisSpec) -> str:
-    """What identifies an analysis: the spec's JSON form (data file, options, families, tests, design)."""
-    return json.dumps(spec.replace(table=None).to_dict(), sort_keys=True)
+        result = step(spec, response, client)
+    for message in dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, UserWarning)):
+        note = f"fit: {message}"
+        if note not in result.notes:
+            result.notes.append(note)
+    return result
 
 
 def analyze_response(spec: AnalysisSpec, response: str, client=None) -> OwnAnalysis:

@@ -305,3 +305,76 @@ def connected(backend):
             client.close()
             if cluster is not None:
                 cluster.close()
+
+
+@dataclass(frozen=True, eq=False)
+class LogsSpec:
+    """What to analyse in a folder of evaluation logs (lm-evaluation-harness, Inspect, HELM, Every Eval Ever) and
+    how: beside :class:`AnalysisSpec`, which names a score table's columns, a logs spec names the logs and the few
+    choices the logs leave open (``vrs analyze LOGDIR``; :func:`vrs_helpers.evaluate.analysis.analyze`).
+
+    ``logs`` a folder, one log file or a run-folder pattern; ``format`` ``"auto"`` (detected) or a reader's name;
+    ``system`` a field of the logs that names the systems (None: the model name); ``cluster`` an item field to
+    cluster standard errors on; ``metric`` None (each task's primary metric), metrics, or ``task=metric`` entries;
+    ``adjust`` ``"holm"`` or ``"bh"`` across the tasks; the rest as :class:`AnalysisSpec`."""
+
+    logs: str = ""
+    format: str = "auto"
+    system: str | None = None
+    cluster: str | None = None
+    metric: tuple = ()
+    dropna: bool = False
+    adjust: str = "holm"
+    alpha: float = 0.05
+    baseline: str | None = None
+    test: str | None = None
+    n_sim: int = 1000
+    seed: int = 0
+    items: str = "random"
+    runs: str = "auto"
+    data_label: str = ""
+
+    def __post_init__(self):
+        put = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 - frozen: normalized once, here
+        if not str(self.logs or "").strip():
+            raise InputError("Give the logs: a folder of evaluation logs, one log file or a run-folder pattern.")
+        put("logs", str(self.logs))
+        put("metric", _names(self.metric, "metric"))
+        put("alpha", _fraction("alpha", self.alpha))
+        put("n_sim", _count("n_sim", self.n_sim))
+        put("seed", int(self.seed))
+        put("baseline", None if self.baseline in (None, "") else str(self.baseline))
+        put("system", self.system or None)
+        put("cluster", self.cluster or None)
+        adjust = str(self.adjust or "holm").strip().lower()
+        if adjust not in ("holm", "bh"):
+            raise InputError(f"adjust must be holm or bh; got {self.adjust!r}.")
+        put("adjust", adjust)
+        items = str(self.items or "random").strip().lower()
+        if items not in ITEMS:
+            raise InputError(f"items must be {' or '.join(ITEMS)}; got {self.items!r}.")
+        put("items", items)
+        runs = str(self.runs or "auto").strip().lower()
+        if runs not in RUNS:
+            raise InputError(f"runs must be {', '.join(RUNS)}; got {self.runs!r}.")
+        put("runs", runs)
+        put("test", registry.canonical(self.test) if self.test not in (None, "") else None)
+
+    def replace(self, **changes) -> LogsSpec:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        """The options as JSON values (report.ipynb writes them into its code cell)."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["metric"] = list(out["metric"])
+        return json.loads(json.dumps(out))
+
+    @classmethod
+    def from_dict(cls, d) -> LogsSpec:
+        """The spec of :meth:`to_dict` (a dict or a JSON string)."""
+        d = json.loads(d) if isinstance(d, str) else dict(d)
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise InputError(f"unknown logs option(s) {unknown}; options: {', '.join(sorted(known))}.")
+        return cls(**d)

@@ -435,6 +435,38 @@ def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
                         rankings=rankings, grid=grid, friedman=friedman)
 
 
+def read_logs(spec, echo=None):
+    """The logs of a :class:`~vrs_helpers.evaluate.spec.LogsSpec` read (:func:`~vrs_helpers.evaluate.readers.
+    load_eval_logs`) and every task validated with its own metric (:func:`validate_tasks`) before any analysis:
+    (logs, specs, skipped). ``echo``: called with the logs before the tasks are validated (so a run that fails
+    validation still says what it read). The baseline must be a system of the logs."""
+    from .readers import load_eval_logs
+
+    logs = load_eval_logs(spec.logs, format=spec.format, system=spec.system,
+                          item_fields=[spec.cluster] if spec.cluster else ())
+    if echo is not None:
+        echo(logs)
+    if spec.baseline is not None and spec.baseline not in logs.description.systems:
+        raise InputError(f"baseline {spec.baseline!r} is not a system of the logs; systems: "
+                         f"{', '.join(logs.description.systems)}.")
+    found, skipped = validate_tasks(logs, list(spec.metric) or None, dropna=spec.dropna)
+    return logs, found, skipped
+
+
+def run_logs(spec, read=None) -> LogsAnalysis:
+    """:func:`analyze_logs` of a :class:`~vrs_helpers.evaluate.spec.LogsSpec` (``read``: :func:`read_logs`' result
+    when the logs were read already), with a note per task whose rows with a missing score were dropped."""
+    logs, found, skipped = read if read is not None else read_logs(spec)
+    result = analyze_logs(logs, metric=list(spec.metric) or None, adjust=spec.adjust, alpha=spec.alpha,
+                          cluster=spec.cluster, baseline=spec.baseline, specs=found, test=spec.test,
+                          n_sim=spec.n_sim, seed=spec.seed, items=spec.items, skipped=skipped, runs=spec.runs)
+    for (task, m), s in found.items():
+        if s.design.n_dropped_nan:
+            result.notes.append(f"task {task} ({m}): {s.design.n_dropped_nan} rows with a missing score dropped "
+                                "(--dropna).")
+    return result
+
+
 DEGENERATE = ("constant", "single item", "single value", "no rows", "one item", "nothing to compare")
 
 

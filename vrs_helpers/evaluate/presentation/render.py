@@ -1,0 +1,153 @@
+"""One renderer: a :class:`~.result.Result` as a report, a pure function of its data, for score tables, several
+metrics and harness logs alike. ``vrs analyze`` writes its report.html, summary.txt and console lines with it,
+Jupyter displays a result with it (``_repr_html_``), and report.ipynb stores its outputs.
+
+- ``render(result, "page")`` - report.html (:func:`vrs_helpers.evaluate.presentation.html` and
+  :mod:`.logs_html`: the warnings about the data, the answer, the leaderboard and its forest plot, the readings,
+  the rest collapsed);
+- ``render(result, "fragment")`` - the same for Jupyter's display (no page around it);
+- ``render(result, "markdown")`` - the answer, the warnings, the leaderboard and the readings in Markdown;
+- ``render(result, "text")`` - the console and summary.txt: the warnings, the answer, the verdict lines, the
+  disagreements the answer depends on. Data printed to a terminal have their control characters escaped
+  (:func:`printable`).
+"""
+
+from __future__ import annotations
+
+import html as _html
+
+from ...literal import NO_MATH_CLASS, html_text, markdown_text
+from . import html
+from .logs_html import logs_body
+
+FORMATS = ("page", "fragment", "markdown", "text")
+
+
+def render(result, fmt: str = "page") -> str:
+    """``result`` (a :class:`~.result.Result` or its data) in ``fmt``: ``"page"``, ``"fragment"``, ``"markdown"``
+    or ``"text"``."""
+    data = result.data if hasattr(result, "data") else result
+    if fmt == "page":
+        return page(data)
+    if fmt == "fragment":
+        return f"<style>{html.CSS}</style>{body(data)}"
+    if fmt == "markdown":
+        return markdown(data)
+    if fmt == "text":
+        return text(data)
+    raise ValueError(f"fmt must be one of {', '.join(FORMATS)}; got {fmt!r}.")
+
+
+def title(data: dict) -> str:
+    if data.get("kind") == "logs":
+        fmt = (data.get("read") or {}).get("format", "")
+        return f"Evaluation logs{f' ({fmt})' if fmt else ''}: which model is better?"
+    d = data.get("data") or {}
+    what = d.get("response") or data.get("response") or ""
+    return f"Which system is better{f' on {what}' if what else ''}?"
+
+
+def body(data: dict) -> str:
+    """The report of any result, without the page around it."""
+    kind = data.get("kind")
+    head = f"<h1>{html_text(title(data))}</h1>" + html.about(data) + html.warnings_box(data) + html.answer_box(data)
+    main = (html.scores_body(data) if kind == "scores" else html.metrics_body(data) if kind == "metrics" else
+            logs_body(data))
+    tail = (html.details("How to read this", html.how_to_read(data))
+            + html.details("The options of this analysis", html.options_table(data)))
+    return f'<div class="vrs {NO_MATH_CLASS}">{head}{main}{tail}</div>'
+
+
+def page(data: dict) -> str:
+    """report.html: a standalone page (its style in the head, its figures inline; it loads nothing)."""
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>{_html.escape(title(data))}</title><style>{html.CSS}</style></head>"
+            f"<body>{body(data)}</body></html>\n")
+
+
+# ------------------------------------------------------------------------------------------ text and Markdown
+
+def printable(value) -> str:
+    """Text for a terminal: every control character (C0 and C1, DEL; a line break too) escaped as Python writes it
+    in a string literal, so that data can neither move the cursor, erase a line, set the window's title nor split a
+    line."""
+    out = []
+    for ch in str(value):
+        code = ord(ch)
+        if code < 0x20 or code == 0x7F or 0x80 <= code < 0xA0:
+            out.append(repr(ch)[1:-1])
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _board_lines(board: dict | None) -> list:
+    if not board or not board.get("rows") or len(board["rows"]) < 3:
+        return []
+    lines = [f"Leaderboard ({board.get('unit', 'estimate')} with its {board.get('interval', 'interval')}; rank "
+             "interval; systems sharing a letter are not separated):"]
+    for r in board["rows"]:
+        span = f"{r['rank_low']}" if r.get("rank_low") == r.get("rank_high") else f"{r['rank_low']}-{r['rank_high']}"
+        interval = f"[{html.num(r.get('ci_low'))}, {html.num(r.get('ci_high'))}]"
+        lines.append(f"  {r.get('rank')}. {r.get('system')}: {html.num(r.get('estimate'))} {interval}, rank {span}, "
+                     f"group {r.get('group')}")
+    return lines
+
+
+def _verdict_lines(data: dict) -> list:
+    answer = data.get("answer")
+    return [v for v in data.get("verdict") or [] if v != answer and not v.startswith("  ")
+            and not v.startswith("Ranking of the")]
+
+
+def text(data: dict) -> str:
+    """The console and summary.txt (every line :func:`printable`)."""
+    lines = [f"WARNING: {w}" for w in data.get("warnings") or []]
+    if data.get("answer"):
+        lines.append(data["answer"])
+    if data.get("kind") == "scores":
+        lines += _board_lines(data.get("leaderboard"))
+        lines += _verdict_lines(data)
+        lines += html.relevant_disagreements(data)
+    elif data.get("kind") == "metrics":
+        lines += [v for v in data.get("verdict") or [] if v.startswith("Holm across")]
+        for m, part in (data.get("metrics") or {}).items():
+            lines += [f"[{m}] {line}" for line in _board_lines(part.get("leaderboard")) + _verdict_lines(part)]
+    else:
+        lines += [v for v in data.get("verdict") or [] if v != data.get("answer")]
+    return "\n".join(printable(x) for x in lines) + "\n"
+
+
+def _md_table(rows: list, columns: list, headers: dict | None = None) -> str:
+    if not rows:
+        return ""
+    headers = headers or {}
+    head = "| " + " | ".join(headers.get(c, c) for c in columns) + " |"
+    rule = "|" + "|".join("---" for _ in columns) + "|"
+    body_ = ["| " + " | ".join(markdown_text(html.num(r.get(c)) if isinstance(r.get(c), (int, float)) else
+                                             r.get(c) if r.get(c) is not None else "") for c in columns) + " |"
+             for r in rows]
+    return "\n".join([head, rule, *body_])
+
+
+def markdown(data: dict) -> str:
+    """The answer, the warnings, the leaderboard and the readings in Markdown (names escaped)."""
+    out = [f"## {markdown_text(title(data))}"]
+    out += [f"> **Warning:** {markdown_text(w)}" for w in data.get("warnings") or []]
+    if data.get("answer"):
+        out.append(f"**{markdown_text(data['answer'])}**")
+    parts = {"": data} if data.get("kind") == "scores" else (data.get("metrics") or {})
+    for name, part in parts.items():
+        board = part.get("leaderboard") or {}
+        if name:
+            out.append(f"### {markdown_text(name)}")
+        rows = [{**r, "interval": f"[{html.num(r.get('ci_low'))}, {html.num(r.get('ci_high'))}]",
+                 "ranks": f"{r.get('rank_low')}-{r.get('rank_high')}"} for r in board.get("rows") or []]
+        out.append(_md_table(rows, ["rank", "system", "estimate", "interval", "ranks", "group"],
+                             {"estimate": board.get("unit", "estimate")}))
+        out += [f"- {markdown_text(v)}" for v in _verdict_lines(part)]
+    if data.get("kind") == "logs":
+        out.append(_md_table(data.get("tasks") or [], ["task", "metric", "method", "p_text", "p_adjusted_text",
+                                                      "decision"]))
+    return "\n\n".join(x for x in out if x) + "\n"
