@@ -14,8 +14,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from vrs_helpers.evaluate.analysis import AnalysisError, analyze
 
@@ -51,7 +49,7 @@ def two():
 
 
 def test_two_systems_against_lme4(two):
-    s, ref = two.to_summary(), LME4["two"]
+    s, ref = two.data, LME4["two"]
     _same_test(s["glrt"], ref["glrt"])
     _same_test(s["glrt_replications_random"]["lrt"], ref["glrt_replications_random"])
     for p in ("length", "domain"):
@@ -62,23 +60,23 @@ def test_two_systems_against_lme4(two):
 
 def test_two_systems_readings_disagree_and_say_so(two):
     # planted: a real difference of 0.02 but run SD 0.02 over 5 seeds: significant as replications, not beyond runs
-    assert two.glrt.p_value < 0.05 < two.glrt_replications_random.p_value
-    assert two.disagree and any(v.startswith("WARNING") for v in two.verdict)
-    assert two.to_summary()["readings_disagree"] is True
+    assert two.fits.glrt.p_value < 0.05 < two.fits.glrt_replications_random.p_value
+    assert two.fits.disagree and any(v.startswith("WARNING") for v in two.verdict)
+    assert two.data["readings_disagree"] is True
 
 
 def test_phi_and_decision_study_follow_definition_3_2(two):
-    vc = two.to_summary()["variance_components"]["base"]
+    vc = two.data["variance_components"]["base"]
     n = 5
     phi = vc["item"] / (vc["item"] + vc["seed"] / n + vc["Residual"] / n)   # absolute phi, item scores over 5 runs
-    assert two.reliability["base"].phi == pytest.approx(phi, rel=1e-12)
-    need = two.runs_needed["base"]["seed"]
+    assert two.fits.reliability["base"].phi == pytest.approx(phi, rel=1e-12)
+    need = two.fits.runs_needed["base"]["seed"]
     at = lambda k: vc["item"] / (vc["item"] + (vc["seed"] + vc["Residual"]) / k)  # noqa: E731
     assert at(need) >= 0.8 and (need == 1 or at(need - 1) < 0.8)
 
 
 def test_paired_resampling_p_never_zero(two):
-    paired = two.paired
+    paired = two.fits.paired
     assert set(paired["test"]) == {"paired bootstrap", "paired permutation"}
     assert (paired["p_value"] > 0).all()
     k = paired["n_resamples"].to_numpy()
@@ -90,19 +88,19 @@ def test_paired_resampling_p_never_zero(two):
 
 def test_three_systems_two_replication_columns_against_lme4():
     res = analyze(_load("three"), "score", "system", "item", replications=["seed", "lr"], n_resamples=199)
-    s, ref = res.to_summary(), LME4["three"]
+    s, ref = res.data, LME4["three"]
     _same_test(s["glrt"], ref["glrt"])
     _same_test(s["glrt_replications_random"]["lrt"], ref["glrt_replications_random"])
     for system in ("A", "B", "C"):
         _same_components(s["variance_components"][system], ref["variance_components"][system])
-    assert len(res.comparison.contrasts) == 3   # Tukey: all pairs of 3 systems
+    assert len(res.fits.comparison.contrasts) == 3   # Tukey: all pairs of 3 systems
 
 
 def test_awkward_column_names_are_mapped_back():
     df = _load("two").rename(columns={"score": "BLEU score", "seed": "random-seed", "item": "sentence id"})
     res = analyze(df, "BLEU score", "system", "sentence id", replications=["random-seed"], n_resamples=99,
                   items="fixed")
-    s = res.to_summary()
+    s = res.data
     _same_test(s["glrt_replications_random"]["lrt"], LME4["two"]["glrt_replications_random"])
     assert set(s["variance_components"]["base"]) == {"sentence id", "random-seed", "Residual"}
 
@@ -110,7 +108,7 @@ def test_awkward_column_names_are_mapped_back():
 def test_one_system_is_reliability_only():
     df = _load("two")
     res = analyze(df[df["system"] == "base"], "score", None, "item", replications=["seed"])
-    s = res.to_summary()
+    s = res.data
     assert s["glrt"] is None and s["glrt_replications_random"] is None
     _same_components(s["variance_components"]["all"], LME4["two"]["variance_components"]["base"])
 
@@ -130,7 +128,7 @@ def test_a_single_run_gives_no_variance_components():
     df = _load("two")
     one = df[(df["system"] == "new") | (df["seed"] == "seed0")]
     res = analyze(one, "score", "system", "item", replications=["seed"], n_resamples=99)
-    assert "base" not in res.variance_components and "new" in res.variance_components
+    assert "base" not in res.fits.variance_components and "new" in res.fits.variance_components
     assert any("not separable" in n for n in res.notes)
 
 
@@ -145,14 +143,14 @@ def test_three_seeds_random_reading_uses_the_small_sample_test():
                                ("satterthwaite", "Satterthwaite", "F test, Satterthwaite df")]:
         r = analyze(d, "score", "system", "item", replications=["seed"], n_resamples=199, items="fixed", runs="nested",
                     **({} if test == "kenward-roger" else {"test": test}))
-        s = r.to_summary()["glrt_replications_random"]
+        s = r.data["glrt_replications_random"]
         assert s["test"] == method and s["num_df"] == 1
         # summary.json states the df and the F test's p at 4 significant digits; the test object in full
         assert s["den_df"] == pytest.approx(ref[name]["system"]["DenDF"], rel=5e-4)
         assert s["p_value"] == pytest.approx(ref[name]["system"]["p"], rel=5e-4) and s["p_value"] > 0.05
-        assert r.random_test.F == pytest.approx(ref[name]["system"]["F"], rel=1e-4)
-        assert r.random_test.den_df == pytest.approx(ref[name]["system"]["DenDF"], rel=1e-4)
-        assert r.random_test.p_value == pytest.approx(ref[name]["system"]["p"], rel=1e-4)
+        assert r.fits.random_test.F == pytest.approx(ref[name]["system"]["F"], rel=1e-4)
+        assert r.fits.random_test.den_df == pytest.approx(ref[name]["system"]["DenDF"], rel=1e-4)
+        assert r.fits.random_test.p_value == pytest.approx(ref[name]["system"]["p"], rel=1e-4)
         assert s["lrt"]["p_value"] < 0.05   # the large-sample LRT would have said "differ"
         line = next(v for v in r.verdict if v.startswith("With a random effect per run"))
         assert "show no significant difference" in line and name in line
@@ -160,7 +158,7 @@ def test_three_seeds_random_reading_uses_the_small_sample_test():
     # MC SE 0.011, so four combined SEs are 0.05
     boot = analyze(d, "score", "system", "item", replications=["seed"], n_resamples=199, test="bootstrap", n_sim=999,
                    items="fixed", runs="nested")
-    sb = boot.to_summary()["glrt_replications_random"]
+    sb = boot.data["glrt_replications_random"]
     assert sb["test"] == "parametric bootstrap LRT" and sb["n_sim"] == 999
     ref_pb = json.loads((REF / "small_sample_lmertest.json").read_text())["pbmodcomp"]["p_PBtest"]
     assert sb["p_value"] == pytest.approx(ref_pb, abs=0.05)
@@ -168,8 +166,8 @@ def test_three_seeds_random_reading_uses_the_small_sample_test():
     assert boot.verdict[0] == boot.answer   # the answer first, then the book's reading, then this one
     chisq = analyze(d, "score", "system", "item", replications=["seed"], n_resamples=199, test="chisq",
                     items="fixed")
-    assert chisq.to_summary()["glrt_replications_random"]["test"] == "GLRT (chi-square)"
-    assert chisq.random_test.p_value < 0.05
+    assert chisq.data["glrt_replications_random"]["test"] == "GLRT (chi-square)"
+    assert chisq.fits.random_test.p_value < 0.05
     assert any("fewer than 3 runs" in n for n in r.notes) is False   # 3 runs: no such note
 
 
@@ -186,16 +184,16 @@ def test_conditional_reading_asks_both_questions():
     res = analyze(df, "score", "system", "item", replications=["seed"], properties=["domain"], baseline="base",
                   n_resamples=99)
     levels = df["domain"].nunique()
-    joint, inter = res.conditional["domain"].glrt, res.interactions["domain"]
+    joint, inter = res.fits.conditional["domain"].glrt, res.fits.interactions["domain"]
     assert joint.df == levels and inter.num_df == levels - 1
-    m = mixed.fit(f"score ~ system * domain + {res.comparison_random.formula.split(' + ', 1)[1]}",
+    m = mixed.fit(f"score ~ system * domain + {res.fits.comparison_random.formula.split(' + ', 1)[1]}",
                   df.assign(system=pd.Categorical(df["system"], ["base", "new"])))
     row = m.anova(type=3, ddf="kenward-roger").set_index("term").loc["system:domain"]
     assert inter.statistic == pytest.approx(row["F"], rel=1e-6)
     assert inter.den_df == pytest.approx(row["den_df"], rel=1e-6)
     said = [v for v in res.verdict if "domain" in v]
     assert "once domain is accounted for" in said[0] and "depends on domain" in said[1]
-    assert res.to_summary()["interaction"]["domain"]["num_df"] == levels - 1
+    assert res.data["interaction"]["domain"]["num_df"] == levels - 1
 
 
 def test_answer_opens_the_verdict_with_the_test_of_the_design():
@@ -204,7 +202,7 @@ def test_answer_opens_the_verdict_with_the_test_of_the_design():
     ref = json.loads((REF / "small_sample_lmertest.json").read_text())["models"]["three_seeds"]
     d = pd.read_csv(REF / "small_sample_three_seeds.csv.gz", dtype={"seed": str})
     r = analyze(d, "score", "system", "item", replications=["seed"], n_resamples=99, items="fixed", runs="nested")
-    s = r.to_summary()
+    s = r.data
     assert s["answer"] == r.verdict[0]
     assert s["answer"].startswith("Across runs, on these items: no evidence that base and new differ")
     assert f"p = {ref['Kenward-Roger']['system']['p']:.3g}" in s["answer"] and "3 run(s) per system" in s["answer"]
@@ -226,169 +224,6 @@ def test_a_system_that_is_always_correct_is_separated_and_not_reported_as_number
     assert all(c["estimate"] is None and c["p_value"] is None for c in s["contrasts"])
 
 
-def test_a_saved_analysis_is_the_analysis_of_its_spec_only(tmp_path, monkeypatch):
-    """vrs analyze hands the report the analysis it computed (save_analysis): the report reads back the same
-    readings and fit warnings that analyze_recorded computes itself, and a file made for another spec (another
-    seed) is refused instead of being shown for it."""
-    import warnings
-
-    from vrs_helpers.evaluate.handover import KEY_ENV
-
-    monkeypatch.setenv(KEY_ENV, "k" * 64)   # the key vrs analyze gives its report's kernel
-
-    from vrs_helpers.evaluate.analysis import analyze_recorded, save_analysis
-    from vrs_helpers.evaluate.spec import AnalysisSpec
-
-    rng = np.random.default_rng(5)
-    rows = [{"system": s, "seed": r, "item": i, "score": 0.3 * (s == "B") + rng.normal(0, 0.2) + 0.1 * i}
-            for s in "AB" for r in range(3) for i in range(12)]
-    spec = AnalysisSpec(pd.DataFrame(rows), "score", "system", "item", replications=["seed"],
-                        n_resamples=99).validated()
-    table = tmp_path / "scores.parquet"
-    spec.table.to_parquet(table)
-    handed = spec.replace(data=str(table))
-    saved = tmp_path / "analysis.pickle"
-    analysis, fit_warnings = save_analysis(handed, saved, "k" * 64)
-    in_report = AnalysisSpec.from_dict(handed.replace(table=None).to_dict()).validated()
-    got, got_warnings = analyze_recorded(in_report, saved=saved)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        direct = analyze(in_report)
-    assert got.verdict == analysis.verdict == direct.verdict and got_warnings == fit_warnings
-    assert got.glrt_replications_random.p_value == pytest.approx(direct.glrt_replications_random.p_value, rel=1e-9)
-    other = AnalysisSpec.from_dict({**handed.replace(table=None).to_dict(), "seed": 1}).validated()
-    with pytest.raises(AnalysisError, match="another spec"):
-        analyze_recorded(other, saved=saved)
-
-
-def test_a_pending_saved_analysis_is_waited_for_and_a_stopped_one_is_an_error(tmp_path, monkeypatch):
-    """vrs analyze starts the report before its analysis is done: while the marker beside the file names a running
-    process the report waits for the file (written later, here by a thread); once the marker is gone without a
-    file, or names a process that has ended (one killed before it could remove it), the analysis was not made - an
-    AnalysisError that says so, not a wait without end."""
-    import os
-    import subprocess
-    import sys
-    import threading
-    import time
-
-    from vrs_helpers.evaluate import handover
-    from vrs_helpers.evaluate.analysis import analyze_recorded, save_analysis
-    from vrs_helpers.evaluate.spec import AnalysisSpec
-
-    key = "a1" * 32
-    monkeypatch.setenv(handover.KEY_ENV, key)
-    rng = np.random.default_rng(2)
-    rows = [{"system": s, "item": i, "score": 0.2 * (s == "B") + rng.normal(0, 0.2)} for s in "AB" for i in range(15)]
-    spec = AnalysisSpec(pd.DataFrame(rows), "score", "system", "item", n_resamples=99).validated()
-    table = tmp_path / "scores.parquet"
-    spec.table.to_parquet(table)
-    handed = spec.replace(data=str(table))
-    saved = tmp_path / "analysis.pickle"
-    marker = handover.mark(saved, key)
-
-    def later():
-        try:
-            time.sleep(0.5)
-            save_analysis(handed, saved, key)
-        finally:
-            marker.unlink()
-
-    thread = threading.Thread(target=later)
-    thread.start()
-    in_report = AnalysisSpec.from_dict(handed.replace(table=None).to_dict()).validated()
-    got, _ = analyze_recorded(in_report, saved=saved)   # waits for the thread's file
-    thread.join()
-    assert got.verdict == analyze_recorded(in_report)[0].verdict
-    missing = tmp_path / "never.pickle"
-    handover.mark(missing, key)
-    threading.Timer(0.3, handover.marker(missing).unlink).start()
-    with pytest.raises(AnalysisError, match="no saved analysis"):
-        analyze_recorded(in_report, saved=missing)
-    ended = subprocess.Popen([sys.executable, "-c", "pass"])
-    ended.wait()
-    handover.write(handover.marker(missing), str(ended.pid).encode(), key)   # left by a process that is gone
-    started = time.perf_counter()
-    with pytest.raises(AnalysisError, match="no saved analysis"):
-        analyze_recorded(in_report, saved=missing)
-    assert time.perf_counter() - started < 5
-    # a marker naming a live process but not signed with the run's key (anybody can write one) is not waited for
-    handover.marker(missing).write_text(str(os.getpid()))
-    started = time.perf_counter()
-    with pytest.raises(AnalysisError, match="no saved analysis"):
-        analyze_recorded(in_report, saved=missing)
-    assert time.perf_counter() - started < 5
-
-
-class _Payload:
-    """A pickle that runs code when it is loaded: it creates the file named in its argument."""
-
-    def __init__(self, path):
-        self.path = str(path)
-
-    def __reduce__(self):
-        import pathlib
-
-        return (pathlib.Path.touch, (pathlib.Path(self.path),))
-
-
-@pytest.mark.parametrize("key", [None, "k" * 64])
-def test_an_analysis_file_from_anywhere_else_is_never_unpickled(tmp_path, monkeypatch, key):
-    """Issue 37 (3): `vrs run 07 -p analysis_file evil.pickle` ran the payload. Without the run's key (a kernel
-    vrs analyze did not start), or with a key the file was not signed with, the file is refused before any
-    unpickling: the payload's side effect never happens."""
-    import pickle
-
-    from vrs_helpers.evaluate import handover
-    from vrs_helpers.evaluate.analysis import analyze_recorded
-
-    if key is None:
-        monkeypatch.delenv(handover.KEY_ENV, raising=False)
-    else:
-        monkeypatch.setenv(handover.KEY_ENV, key)
-    ran = tmp_path / "payload-ran"
-    evil = tmp_path / "evil.pickle"
-    evil.write_bytes(pickle.dumps(_Payload(ran)))
-    signed_elsewhere = tmp_path / "signed.pickle"
-    handover.write(signed_elsewhere, pickle.dumps(_Payload(ran)), "another key")
-    for path in (evil, signed_elsewhere):
-        with pytest.raises(handover.HandoverError):
-            analyze_recorded(None, saved=path)
-    assert not ran.exists()
-    assert pickle.loads(pickle.dumps(_Payload(ran))) is None and ran.exists()   # the payload is real
-
-
-def test_a_handover_file_in_a_folder_others_can_write_is_refused(tmp_path):
-    """Signed or not, a hand-over file in a folder other users can write to is not read (they could swap it)."""
-    from vrs_helpers.evaluate import handover
-
-    shared = tmp_path / "shared"
-    shared.mkdir()
-    handover.write(shared / "a.pickle", b"body", "key")
-    assert handover.read(shared / "a.pickle", "key") == b"body"
-    shared.chmod(0o777)
-    with pytest.raises(handover.HandoverError, match="private folder"):
-        handover.read(shared / "a.pickle", "key")
-
-
-@settings(max_examples=200, deadline=None)
-@given(body=st.binary(max_size=200), flip=st.integers(min_value=0))
-def test_handover_signature_detects_any_change(body, flip):
-    """Property: a signed blob verifies with its key and fails after any single bit is flipped (tag or body) or
-    with another key."""
-    from vrs_helpers.evaluate import handover
-
-    blob = handover.sign(body, b"key")
-    assert handover.verify(blob, b"key") == body
-    with pytest.raises(handover.HandoverError):
-        handover.verify(blob, b"other key")
-    i = flip % (8 * len(blob))
-    changed = bytearray(blob)
-    changed[i // 8] ^= 1 << (i % 8)
-    with pytest.raises(handover.HandoverError):
-        handover.verify(bytes(changed), b"key")
-
-
 def test_vrs_analyze_applies_the_default_rule_of_compare_systems():
     """Issue 39's rules reach `vrs analyze`: without --test its runs-random reading is compare_systems' default (on
     this log, run SD 0, the t test on the run means), not the family's default test passed by name (which switched
@@ -406,6 +241,6 @@ def test_vrs_analyze_applies_the_default_rule_of_compare_systems():
         r = analyze(log, "score", "system", "item", replications=["run"], n_resamples=99)
         named = analyze(log, "score", "system", "item", replications=["run"], n_resamples=99, test="kenward-roger")
     assert c.test.method.startswith("t test on run means")
-    assert r.comparison_random.test.method == c.test.method
-    assert r.comparison_random.test.p_value == pytest.approx(c.test.p_value, rel=1e-9)
-    assert named.comparison_random.test.method == "F test, Kenward-Roger df"
+    assert r.fits.comparison_random.test.method == c.test.method
+    assert r.fits.comparison_random.test.p_value == pytest.approx(c.test.p_value, rel=1e-9)
+    assert named.fits.comparison_random.test.method == "F test, Kenward-Roger df"

@@ -144,9 +144,9 @@ def test_merge_labels_from_a_file_and_its_errors():
 def test_analyze_with_human_puts_the_corrected_verdict_first_and_in_the_summary():
     t = _table(n_items=200, labelled=40)
     result = analyze(_spec(t))
-    s = result.to_summary()
+    s = result.data
     assert result.verdict[0].startswith("Corrected for the judge") and s["answer"] == result.verdict[0]
-    assert s["judge"]["differences"]["B"]["PPI"]["p_value"] == result.judge.differences["B"]["PPI"].p_value
+    assert s["judge"]["differences"]["B"]["PPI"]["p_value"] == pytest.approx(result.fits.judge.differences["B"]["PPI"].p_value, rel=1e-9)
     assert any("judge's scores as they are" in line for line in result.verdict)
 
 
@@ -236,7 +236,7 @@ def test_analyze_with_runs_answers_with_the_runs_random_reading():
     t = _runs_table()
     result = analyze(AnalysisSpec(t, response="judge", system="system", item="item", human="human",
                                   replications=["seed"], n_resamples=200))
-    s = result.to_summary()
+    s = result.data
     assert s["judge"]["primary"] == "PPI, runs random"
     assert s["answer"].startswith("Corrected for the judge with human labels and the runs random")
 

@@ -287,19 +287,19 @@ def test_analysis_power_never_rests_on_a_zero_run_variance_unsaid():
         warnings.simplefilter("ignore")
         d = evaluation_log(3, runs=3, items=200, run_sd=0.0)
         r = analyze(d, "score", "system", "item", replications=["run"], delta=0.03, n_resamples=100)
-    col = r.power["columns"]["run"]
+    col = r.fits.power["columns"]["run"]
     assert col["sd_estimate"] == 0.0 and "upper confidence bound" in col["basis"]
     z = d.groupby(["system", "run"], observed=True)["score"].mean()
     ss = float(((z - z.groupby(level=0, observed=True).transform("mean")) ** 2).sum())
-    resid = float(r.comparison_random.model.variance_components["variance"]["Residual"])
+    resid = float(r.fits.comparison_random.model.variance_components["variance"]["Residual"])
     assert col["sd"] ** 2 == pytest.approx(ss / stats.chi2.ppf(0.2, 4) - resid / 200, rel=1e-9)
-    assert r.power["planned_with_upper_bound"] == ["run"] and "observed" not in r.power
+    assert r.fits.power["planned_with_upper_bound"] == ["run"] and "observed" not in r.fits.power
     said = [v for v in r.verdict if v.startswith("Power")]
     assert said and all("upper confidence bound" in v and "REML estimate of that run variance is 0" in v
                         for v in said)
-    mdd = r.power["minimum_detectable_difference"]
-    si = r.power["system_item_sd"]   # the model's (1|system:item) share (issue 28), 0 or not
-    vc = r.comparison_random.model.variance_components["variance"]
+    mdd = r.fits.power["minimum_detectable_difference"]
+    si = r.fits.power["system_item_sd"]   # the model's (1|system:item) share (issue 28), 0 or not
+    vc = r.fits.comparison_random.model.variance_components["variance"]
     assert si == pytest.approx(math.sqrt(vc.get("system:item", 0.0)))
     assert pw.f_test_power(mdd, 3, 200, col["sd"], math.sqrt(resid), system_item_sd=si) == pytest.approx(0.8,
                                                                                                         abs=1e-9)

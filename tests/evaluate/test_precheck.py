@@ -98,13 +98,14 @@ def test_what_a_header_cannot_tell_passes(tmp_path):
     precheck.check_table_input(tmp_path, ROLES)
 
 
-def test_vrs_analyze_answers_a_typo_before_its_kernel_starts(tmp_path, monkeypatch, capsys):
-    import vrs_helpers.app.kernel as kernel
+def test_vrs_analyze_answers_a_typo_before_any_analysis(tmp_path, monkeypatch, capsys):
+    import vrs_helpers.evaluate.analysis as analysis
 
-    def no_kernel():
-        raise AssertionError("the report kernel was started for bad input")
+    def no_analysis(*args, **kwargs):
+        raise AssertionError("the analysis was started for bad input")
 
-    monkeypatch.setattr(kernel, "report_kernel", no_kernel)
+    monkeypatch.setattr(analysis, "analyze", no_analysis)
+    monkeypatch.setattr(analysis, "analyze_logs", no_analysis)
     TABLE.to_csv(tmp_path / "scores.csv", index=False)
     out = ["--out", str(tmp_path / "report")]
     cases = [([str(tmp_path / "nofile.csv"), "--response", "score", "--item", "item"], "No file at"),

@@ -133,21 +133,21 @@ def test_twelve_systems_rank_as_emmeans_and_multcompview_say():
         warnings.simplefilter("ignore")
         a = analyze(data, "score", "system", "item", replications=["seed"], n_resamples=99,
                     runs="nested")   # the reference's model: each system's seeds its own
-    table = a.ranking.set_index("system")
+    table = a.fits.ranking.set_index("system")
     emm = {r["system"]: r for r in ref["emmeans"]}
     sim = {r["system"]: r for r in ref["means_mvt"]}
     for s, row in table.iterrows():
         assert row["estimate"] == pytest.approx(emm[s]["emmean"], abs=1e-6)
         assert row["ci_low"] == pytest.approx(sim[s]["lower.CL"], abs=2e-3)
         assert row["ci_high"] == pytest.approx(sim[s]["upper.CL"], abs=2e-3)
-    ours = {r["contrast"]: r["p_value"] for r in a.to_summary()["pairs"]}
-    rows = {r["contrast"]: r for r in a.to_summary()["pairs"]}
+    ours = {r["contrast"]: r["p_value"] for r in a.data["pairs"]}
+    rows = {r["contrast"]: r for r in a.data["pairs"]}
     for r in ref["tukey"]:
         assert rows[r["contrast"]]["lower"] == pytest.approx(r["lower.CL"], abs=1e-4)
         assert rows[r["contrast"]]["upper"] == pytest.approx(r["upper.CL"], abs=1e-4)
         assert ours[r["contrast"]] == pytest.approx(r["p.value"], abs=1e-4), r["contrast"]
         assert (ours[r["contrast"]] < 0.05) == (r["p.value"] < 0.05)
-    assert a.ranking["system"].tolist() == ref["order"]
+    assert a.fits.ranking["system"].tolist() == ref["order"]
     assert table["group"].to_dict() == ref["letters"]
     names = ref["order"]
     differ = np.zeros((12, 12), dtype=bool)
@@ -156,8 +156,8 @@ def test_twelve_systems_rank_as_emmeans_and_multcompview_say():
         i, j = (index[x] for x in r["contrast"].split(" - "))
         differ[i, j] = differ[j, i] = r["p.value"] < 0.05
     expected = rank_intervals([emm[n]["emmean"] for n in names], differ)
-    assert a.ranking["rank_low"].tolist() == expected["rank_low"].tolist()
-    assert a.ranking["rank_high"].tolist() == expected["rank_high"].tolist()
+    assert a.fits.ranking["rank_low"].tolist() == expected["rank_low"].tolist()
+    assert a.fits.ranking["rank_high"].tolist() == expected["rank_high"].tolist()
 
 
 def test_twelve_binary_systems_rank_as_glht_and_emmeans_say():
@@ -179,8 +179,8 @@ def test_twelve_binary_systems_rank_as_glht_and_emmeans_say():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         a = analyze(data, "score", "system", "item", replications=["seed"], n_resamples=99, test="max-t")
-    assert a.comparison_random.test.method.startswith("single-step max-|z|")
-    pairs = {r["contrast"]: r for r in a.to_summary()["pairs"]}
+    assert a.fits.comparison_random.test.method.startswith("single-step max-|z|")
+    pairs = {r["contrast"]: r for r in a.data["pairs"]}
     for r in ref["glht"]:
         hi, lo = r["contrast"].split(" - ")  # glht: later level first
         ours = pairs[f"{lo} - {hi}"]
@@ -195,7 +195,7 @@ def test_twelve_binary_systems_rank_as_glht_and_emmeans_say():
         half = (r["asymp.UCL"] - r["asymp.LCL"]) / 2
         assert ours["difference_low"] == pytest.approx(r["asymp.LCL"], abs=0.02 * half + 1e-3)
         assert ours["difference_high"] == pytest.approx(r["asymp.UCL"], abs=0.02 * half + 1e-3)
-    table = a.ranking.set_index("system")
+    table = a.fits.ranking.set_index("system")
     from scipy.special import expit
 
     for r, m in zip(ref["emmeans"], ref["means_mvt"], strict=True):
@@ -204,7 +204,7 @@ def test_twelve_binary_systems_rank_as_glht_and_emmeans_say():
         half = (m["asymp.UCL"] - m["asymp.LCL"]) / 2
         lo = expit(m["asymp.LCL"] - 0.02 * half - 2e-3), expit(m["asymp.LCL"] + 0.02 * half + 2e-3)
         assert lo[0] <= row["ci_low"] <= lo[1]
-    assert a.to_summary()["ranking_ci"] == "simultaneous"
+    assert a.data["ranking_ci"] == "simultaneous"
 
 
 def test_twelve_binary_systems_by_default_rank_as_emmeans_on_the_linear_model():
@@ -223,18 +223,18 @@ def test_twelve_binary_systems_by_default_rank_as_emmeans_on_the_linear_model():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         a = analyze(data, "score", "system", "item", replications=["seed"], n_resamples=99)
-    test = a.comparison_random.test
+    test = a.fits.comparison_random.test
     assert "linear model of the 0/1 scores" in test.method
     kr = ref["kenward_roger"]
     assert (test.F, test.den_df) == pytest.approx((kr["F"], kr["den_df"]), rel=1e-4)
     assert test.p_value == pytest.approx(kr["p_value"], rel=1e-3, abs=1e-12)
-    pairs = {r["contrast"]: r for r in a.to_summary()["pairs"]}
+    pairs = {r["contrast"]: r for r in a.data["pairs"]}
     for r in ref["tukey"]:
         ours = pairs[r["contrast"]]
         assert ours["p_value"] == pytest.approx(r["p.value"], abs=1e-4), r["contrast"]
         assert (ours["p_value"] < 0.05) == (r["p.value"] < 0.05)
-    table = a.ranking.set_index("system")
+    table = a.fits.ranking.set_index("system")
     for r in ref["emmeans"]:
         assert table.loc[r["system"], "estimate"] == pytest.approx(r["emmean"], abs=1e-6)
-    assert a.ranking["system"].tolist()[:1] == ref["order"][:1]
+    assert a.fits.ranking["system"].tolist()[:1] == ref["order"][:1]
     assert table["group"].to_dict() == ref["letters"]

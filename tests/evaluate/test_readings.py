@@ -77,20 +77,20 @@ def test_lower_is_better_is_the_same_comparison_mirrored(three_seeds, result):
     flipped = three_seeds.assign(score=-three_seeds["score"])
     r = analyze(flipped, "score", "system", "item", replications=["seed"], n_resamples=999, seed=2,
                 lower_is_better=True)
-    assert r.aso["new"].candidate_better.eps_min == pytest.approx(result.aso["new"].candidate_better.eps_min,
+    assert r.fits.aso["new"].candidate_better.eps_min == pytest.approx(result.fits.aso["new"].candidate_better.eps_min,
                                                                   abs=1e-12)
-    assert r.aso["new"].baseline_better.eps_min == pytest.approx(result.aso["new"].baseline_better.eps_min,
+    assert r.fits.aso["new"].baseline_better.eps_min == pytest.approx(result.fits.aso["new"].baseline_better.eps_min,
                                                                  abs=1e-12)
     for s in ("base", "new"):
-        mine, theirs = r.expected_max[s].table, result.expected_max[s].table
-        assert r.expected_max[s].best == "min"
+        mine, theirs = r.fits.expected_max[s].table, result.fits.expected_max[s].table
+        assert r.fits.expected_max[s].best == "min"
         assert np.allclose(mine["expected"], -theirs["expected"], atol=1e-12)
         assert np.allclose(mine["ci_low"], -theirs["ci_high"], atol=1e-12)
-    assert r.glrt.p_value == pytest.approx(result.glrt.p_value, rel=1e-9)
+    assert r.fits.glrt.p_value == pytest.approx(result.fits.glrt.p_value, rel=1e-9)
 
 
 def test_one_sentence_per_disagreeing_pair_of_readings(result):
-    frame = result.readings
+    frame = result.fits.readings
     decisions = {k: bool(part["differ"].any()) for k, part in frame.groupby("kind") if k != "conditional"}
     assert set(decisions) == {"replications", "random", "paired", "aso"}
     pairs = [(x, y) for x, y in itertools.combinations(IGNORES, 2) if decisions[x] != decisions[y]]
@@ -105,9 +105,9 @@ def test_one_sentence_per_disagreeing_pair_of_readings(result):
 
 
 def test_verdict_box_lists_every_reading(result):
-    page = verdict_html(result.readings, result.disagreements, caption="Data: test")
-    assert page.startswith("<div id='vrs-verdict'") and page.count("<tr>") == len(result.readings) + 1
-    for test in result.readings["test"]:
+    page = verdict_html(result.fits.readings, result.disagreements, caption="Data: test")
+    assert page.startswith("<div id='vrs-verdict'") and page.count("<tr>") == len(result.fits.readings) + 1
+    for test in result.fits.readings["test"]:
         assert test.split(" (")[0].replace("'", "&#x27;") in page
     assert "eps_min &lt; 0.2" in page and "Kenward-Roger" in page
 
@@ -115,8 +115,8 @@ def test_verdict_box_lists_every_reading(result):
 def test_one_run_of_the_baseline_gives_no_aso_and_says_why(three_seeds):
     one = three_seeds[(three_seeds["system"] == "new") | (three_seeds["seed"] == "s0")]
     r = analyze(one, "score", "system", "item", replications=["seed"], n_resamples=99)
-    assert r.aso == {} and any("ASO needs at least 2 runs" in n and "base has 1" in n for n in r.notes)
-    assert r.expected_max["base"].table["n"].tolist() == [1]
+    assert r.fits.aso == {} and any("ASO needs at least 2 runs" in n and "base has 1" in n for n in r.notes)
+    assert r.fits.expected_max["base"].table["n"].tolist() == [1]
 
 
 def test_several_metrics_holm_across_them(three_seeds):
@@ -149,7 +149,7 @@ def test_metric_options_are_checked(three_seeds):
     with pytest.raises(VRSError, match="not among the responses"):
         analyze(three_seeds, ["score"], "system", "item", lower_is_better=["ter"])
     one = analyze(three_seeds, ["score"], "system", "item", replications=["seed"], n_resamples=99)
-    assert "metrics" not in one.to_summary() and "aso" in one.to_summary()   # one metric: the single layout
+    assert "metrics" not in one.data and "aso" in one.data   # one metric: the single layout
 
 
 def test_three_systems_pairwise_readings_use_small_sample_df():
@@ -161,8 +161,8 @@ def test_three_systems_pairwise_readings_use_small_sample_df():
     counts = d.groupby("item")["score"].count()
     d = d[d["item"].isin(counts[counts == counts.max()].index)]
     r = analyze(d, "score", "system", "item", replications=["run"], n_resamples=99)
-    c = r.comparison_random.contrasts.set_index("contrast")
-    rows = r.readings[r.readings["kind"] == "random"].iloc[1:]  # the first row: the F test of all systems
+    c = r.fits.comparison_random.contrasts.set_index("contrast")
+    rows = r.fits.readings[r.fits.readings["kind"] == "random"].iloc[1:]  # the first row: the F test of all systems
     assert sorted(rows["comparison"]) == ["B vs A", "C vs A", "C vs B"]
     for _, row in rows.iterrows():
         b, a = row["comparison"].split(" vs ")
@@ -170,9 +170,9 @@ def test_three_systems_pairwise_readings_use_small_sample_df():
         assert row["test"] == "Tukey-adjusted contrast (t, Kenward-Roger df)"
         assert row["statistic"] == ref["t"] and row["p_value"] == ref["p_value"]
         assert float(row["df"]) == pytest.approx(ref["df"], rel=1e-3)
-        assert row["differ"] == (ref["p_value"] < r.alpha)
+        assert row["differ"] == (ref["p_value"] < r.fits.alpha)
     line = next(v for v in r.verdict if v.startswith("Pairwise, runs random"))
-    assert f"{int((c['p_value'] < r.alpha).sum())} of 3 pairs differ" in line and "family-wise" in line
+    assert f"{int((c['p_value'] < r.fits.alpha).sum())} of 3 pairs differ" in line and "family-wise" in line
 
 
 def test_a_separated_system_among_three_is_not_estimable_never_no_difference():
@@ -193,11 +193,11 @@ def test_a_separated_system_among_three_is_not_estimable_never_no_difference():
     line = next(v for v in a.verdict if v.startswith("Pairwise, runs random"))
     assert "S0 - S2: not estimable (S2 all correct)" in line and "S1 - S2: not estimable (S2 all correct)" in line
     assert "2 not estimable" in line and "S0 - S2: no difference" not in line and "nan" not in line
-    s2 = a.readings[a.readings["comparison"].str.contains("S2") & a.readings["kind"].isin(["replications", "random"])]
+    s2 = a.fits.readings[a.fits.readings["comparison"].str.contains("S2") & a.fits.readings["kind"].isin(["replications", "random"])]
     assert len(s2) and s2["differ"].isna().all() and s2["criterion"].str.startswith("not estimable").all()
     assert not any("nan" in s for s in a.disagreements)
     # every number of a not-estimable pair is blank, its intervals in accuracy points too (issue 38's columns)
-    pairs = pd.DataFrame(a.to_summary()["pairs"]).set_index("contrast")
+    pairs = pd.DataFrame(a.data["pairs"]).set_index("contrast")
     blank = [c for c in ("lower", "upper", "difference", "difference_low", "difference_high", "SE_given_theta")
              if c in pairs]
     assert len(blank) >= 5 and pairs.loc[["S0 - S2", "S1 - S2"], blank].isna().all().all()

@@ -35,11 +35,11 @@ def _analyze(d, runs):
 def test_shared_seeds_fitted_crossed_and_said(runs):
     a = _analyze(_shared(), runs)
     crossed, nested = R["shared_seeds"]["crossed"], R["shared_seeds"]["nested"]
-    assert a.comparison_random.runs == "crossed"
-    assert a.comparison_random.test.p_value == pytest.approx(crossed["p_value"], rel=1e-5)
+    assert a.fits.comparison_random.runs == "crossed"
+    assert a.fits.comparison_random.test.p_value == pytest.approx(crossed["p_value"], rel=1e-5)
     assert "(runs crossed: each run label is shared by the systems)" in a.answer
     assert any(n.startswith("runs crossed (seed)") for n in a.notes)
-    s = a.to_summary()["glrt_replications_random"]
+    s = a.data["glrt_replications_random"]
     assert s["runs"] == "crossed" and "(1|seed)" in s["formula"]
     # the shared-seed variance is positive here: no nested model beside it
     assert crossed["variances"]["seed"] > 0 and not any("with runs nested" in n for n in a.notes)
@@ -49,8 +49,8 @@ def test_shared_seeds_fitted_crossed_and_said(runs):
 def test_nested_runs_on_shared_labels_show_the_crossed_p():
     """--runs nested on shared labels: the note says nested and gives the crossed model's p."""
     a = _analyze(_shared(), "nested")
-    assert a.comparison_random.runs == "nested"
-    assert a.comparison_random.test.p_value == pytest.approx(R["shared_seeds"]["nested"]["p_value"], rel=1e-5)
+    assert a.fits.comparison_random.runs == "nested"
+    assert a.fits.comparison_random.test.p_value == pytest.approx(R["shared_seeds"]["nested"]["p_value"], rel=1e-5)
     assert any(n.startswith("runs nested (seed)") for n in a.notes)
     beside = f"with runs crossed the same test gives p = {R['shared_seeds']['crossed']['p_value']:.3g}"
     assert any(beside in n for n in a.notes)
@@ -60,7 +60,7 @@ def test_nested_runs_on_shared_labels_show_the_crossed_p():
 def test_own_run_labels_are_nested_under_auto():
     d = _shared()
     a = _analyze(d.assign(seed=d["system"] + "-" + d["seed"]), "auto")
-    assert a.comparison_random.runs == "nested" and not any("with runs crossed" in n for n in a.notes)
+    assert a.fits.comparison_random.runs == "nested" and not any("with runs crossed" in n for n in a.notes)
 
 
 def test_runs_option_is_checked():
@@ -112,16 +112,17 @@ def test_the_default_is_auto_everywhere(tmp_path, monkeypatch):
     auto; vrs analyze LOGDIR --runs passes the setting to the logs' analysis."""
     import inspect
 
-    from vrs_helpers.app import kernel, logs_report, runner
     from vrs_helpers.book.glrt import compare_systems
+    from vrs_helpers.evaluate import analysis
+    from vrs_helpers.evaluate.presentation.result import Result
 
     assert inspect.signature(compare_systems).parameters["runs"].default == "auto"
     assert inspect.signature(analyze).parameters["runs"].default == "auto"
     assert AnalysisSpec(_shared(), "score", "system", "item", replications=["seed"]).validated().runs == "auto"
     seen = []
-    monkeypatch.setattr(kernel, "report_kernel", lambda *a, **k: None)
-    monkeypatch.setattr(runner, "analyze_report", lambda spec, **k: seen.append(spec.runs) or {"verdict": []})
-    monkeypatch.setattr(logs_report, "logs_report", lambda *a, **k: seen.append(k["runs"]) or {"verdict": []})
+    empty = {"kind": "scores", "answer": "(not analysed)"}
+    monkeypatch.setattr(analysis, "analyze", lambda spec, **k: seen.append(spec.runs) or Result(empty))
+    monkeypatch.setattr(analysis, "analyze_logs", lambda spec, *a: seen.append(spec.runs) or Result(empty))
     table = tmp_path / "scores.csv"
     _shared().to_csv(table, index=False)
     logs = Path(__file__).resolve().parents[1] / "fixtures" / "harness_written" / "lm_eval" / "out"
@@ -136,10 +137,10 @@ def test_the_default_on_shared_seeds_is_crossed_and_said():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         a = analyze(_shared(), "score", "system", "item", replications=["seed"], n_resamples=99)
-    assert a.comparison_random.runs == "crossed"
-    assert a.comparison_random.test.p_value == pytest.approx(R["shared_seeds"]["crossed"]["p_value"], rel=1e-5)
+    assert a.fits.comparison_random.runs == "crossed"
+    assert a.fits.comparison_random.test.p_value == pytest.approx(R["shared_seeds"]["crossed"]["p_value"], rel=1e-5)
     assert "(runs crossed: each run label is shared by the systems)" in a.answer
-    assert a.to_summary()["glrt_replications_random"]["runs"] == "crossed"
+    assert a.data["glrt_replications_random"]["runs"] == "crossed"
 
 
 def test_the_default_gives_the_nested_p_where_the_shared_run_variance_is_zero():
@@ -155,8 +156,8 @@ def test_the_default_gives_the_nested_p_where_the_shared_run_variance_is_zero():
         a = analyze(d, "score", "system", "item", replications=["seed"], n_resamples=99)
         nested = compare_systems(d, "score", "system", "item", replications=["seed"], runs="nested",
                                  contrasts=False)
-    assert a.comparison_random.runs == "crossed"
-    assert float(a.comparison_random.model.variance_components["variance"]["seed"]) <= 1e-10
+    assert a.fits.comparison_random.runs == "crossed"
+    assert float(a.fits.comparison_random.model.variance_components["variance"]["seed"]) <= 1e-10
     want = f"the shared-run variance is estimated as zero: with runs nested the same test gives p = " \
            f"{nested.test.p_value:.3g}"
     assert any(n.startswith(want) for n in a.notes), a.notes

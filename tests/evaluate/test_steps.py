@@ -41,16 +41,16 @@ def test_names_with_a_colon_get_the_reliability_of_plain_names():
     plain = analyze(df, "score", "system", "item", replications=["seed"], n_resamples=99, items="fixed")
     odd = analyze(df.rename(columns=names), "score", "system", names["item"], replications=[names["seed"]],
                   n_resamples=99, items="fixed")
-    assert set(odd.reliability) == set(plain.reliability) and plain.reliability
-    for s, p in plain.reliability.items():
-        q = odd.reliability[s]
+    assert set(odd.fits.reliability) == set(plain.fits.reliability) and plain.fits.reliability
+    for s, p in plain.fits.reliability.items():
+        q = odd.fits.reliability[s]
         assert q.phi == pytest.approx(p.phi, rel=1e-9) and q.object == names["item"]
         assert q.n == {names["seed"]: p.n["seed"]}
         assert list(q.terms["component"]) == [names.get(c, c) for c in p.terms["component"]]
-        assert odd.runs_needed[s] == {names["seed"]: plain.runs_needed[s]["seed"]}
-        assert list(odd.decision[s]["factor"].unique()) == [names["seed"]]
-        assert odd.decision[s]["phi"].to_numpy() == pytest.approx(plain.decision[s]["phi"].to_numpy(), rel=1e-9)
-        assert set(odd.variance_components[s].index) == {names["item"], names["seed"], "Residual"}
+        assert odd.fits.runs_needed[s] == {names["seed"]: plain.fits.runs_needed[s]["seed"]}
+        assert list(odd.fits.decision[s]["factor"].unique()) == [names["seed"]]
+        assert odd.fits.decision[s]["phi"].to_numpy() == pytest.approx(plain.fits.decision[s]["phi"].to_numpy(), rel=1e-9)
+        assert set(odd.fits.variance_components[s].index) == {names["item"], names["seed"], "Residual"}
 
 
 def test_the_answer_points_to_the_power_planning_only_when_there_is_one():
@@ -68,5 +68,5 @@ def test_the_answer_points_to_the_power_planning_only_when_there_is_one():
         warnings.simplefilter("ignore")
         binary = analyze(d, "y", "system", "item", replications=["seed"], n_resamples=99, n_sim=19)
         cont = analyze(d, "z", "system", "item", replications=["seed"], n_resamples=99)
-    assert not binary.power and "no evidence" in binary.answer and "power planning" not in binary.answer
-    assert cont.power and "no evidence" in cont.answer and "(see the power planning)" in cont.answer
+    assert not binary.fits.power and "no evidence" in binary.answer and "power planning" not in binary.answer
+    assert cont.fits.power and "no evidence" in cont.answer and "(see the power planning)" in cont.answer

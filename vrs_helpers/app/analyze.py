@@ -178,8 +178,8 @@ def _analyze_logs(args) -> int:
                     metric=list(args.response or []), dropna=args.dropna, adjust=args.adjust, alpha=args.alpha,
                     baseline=args.baseline, test=args.test, n_sim=args.n_sim, seed=args.seed, items=args.items,
                     runs=args.runs, data_label=str(args.data))
-    read = read_logs(spec, echo=lambda lg: print(printable(f"Read {args.data}:\n") + "\n".join(
-        printable(line) for line in lg.describe().splitlines()), flush=True))
+    read = read_logs(spec, echo=lambda lg: print("\n".join(
+        printable(line) for line in [f"Read {args.data}:", *lg.describe().splitlines()]), flush=True))
     print("\n".join(printable(line) for line in analysed_lines(read[1], read[2]).splitlines()), flush=True)
     result = analyze_logs(spec, read)
     files = write_report(result, args.out, execute=args.execute)

@@ -110,11 +110,6 @@ def _cmd_run(args) -> int:
     from .runner import NotebookError, ParameterError, run_notebook, slug
 
     params = {name: _parse_value(value) for name, value in (args.param or [])}
-    if params.get("analysis_file"):   # issue 37: a file from anywhere must never reach pickle
-        print("error: analysis_file is how `vrs analyze` hands its analysis to its own report (signed with a key "
-              "only that run knows); `vrs run` does not read one. Leave it out: the workbook analyses its data "
-              "itself (or run `vrs analyze`).", file=sys.stderr)
-        return 2
     if args.inplace and params:
         print("error: --inplace stores the executed notebook as the committed one; it takes no -p parameters "
               "(the committed notebook shows the defaults, which reproduce the book).", file=sys.stderr)

@@ -41,7 +41,7 @@ EXPECTED_MAX_BOOT = 2000
 
 # reading -> (how the sentences name it, which sources of variation it models and which it ignores)
 IGNORES = {
-    "replications": ("the GLRT with the runs as replications (the book's reading)",
+    "replications": ("the GLRT with the runs as replications",
                      "ignores the run-to-run variance and the system-by-item variation (it treats the runs as fixed "
                      "replications)"),
     "random": ("the test with a random effect per run",

@@ -299,10 +299,18 @@ def conditional(result, w: Work) -> None:
         result.conditional[p] = c
 
 
+def against_baseline(w: Work) -> bool:
+    """Whether the readings against a baseline (the paired tests, ASO) are made: two systems (the pair itself), or
+    three or more with ``baseline`` given."""
+    return len(w.systems) == 2 or (len(w.systems) > 2 and w.spec.baseline is not None)
+
+
 def paired(result, w: Work) -> None:
     """The classic paired bootstrap and permutation tests (Algorithms 4.1/4.2) of every system against the
-    baseline on per-item means over runs; p = (c + 1) / (K + 1), never 0, the book's c / K beside it."""
-    if len(w.systems) < 2:
+    baseline on per-item means over runs; p = (c + 1) / (K + 1), never 0, the book's c / K beside it. With three or
+    more systems only when a baseline is given (:func:`against_baseline`): a comparison with the first system by
+    name answers nobody's question."""
+    if not against_baseline(w):
         return
     means = computed(w.d.groupby([w.sy, w.it], observed=True)[w.y].mean()).unstack(w.sy)
     rows = []
@@ -390,7 +398,7 @@ def verdict(result, w: Work) -> None:
     alpha, spec = result.alpha, w.spec
     if result.comparison is not None:
         g = result.glrt
-        result.verdict.append(f"Runs as replications clustered by item (the book's reading, 4.3): the systems "
+        result.verdict.append(f"Runs as replications clustered by item: the systems "
                               f"{verdict_text(g.p_value, alpha)} (GLRT {g.evidence()}); it ignores the run-to-run "
                               "variation and the variation of the system difference from item to item.")
         if result.comparison_random is not None:
@@ -432,13 +440,24 @@ def verdict(result, w: Work) -> None:
                                   f"{s} {r.phi:.3f} ({r.interpretation})" for s, r in result.reliability.items()) + ".")
         return
     for s, r in result.reliability.items():
-        need = result.runs_needed.get(s) or {}
-        more = "".join(f"; {k} level(s) of {f} would reach phi >= {spec.target_phi}" if k else
-                       f"; no number of levels of {f} up to {spec.max_runs} reaches phi >= {spec.target_phi}"
-                       for f, k in need.items())
-        result.verdict.append(f"Reliability of {s}: phi = {r.phi:.3f} ({r.interpretation}){more}.")
+        result.verdict.append(reliability_sentence(s, r, result.runs_needed.get(s) or {}, spec.target_phi,
+                                                   spec.max_runs))
     if len(w.systems) < 2:
         result.notes.append("one system: reliability only")
+
+
+def reliability_sentence(system, r, needed: dict, target: float, max_runs: int) -> str:
+    """One system's phi in words that agree with its numbers: the observed levels it rests on, its band (Koo & Li),
+    whether it reaches ``target``, and the levels of each replication column that would (``needed``)."""
+    levels = ", ".join(f"{v:g} level(s) of {f}" for f, v in r.n.items())
+    on = f" with {levels}" if levels else ""
+    reached = r.phi >= target
+    where = (f"reaching the target {target:g}" if reached else f"below the target {target:g}")
+    more = ""
+    if not reached:
+        more = "".join(f"; {k} level(s) of {f} would reach it" if k else
+                       f"; no number of levels of {f} up to {max_runs} reaches it" for f, k in needed.items())
+    return f"Reliability of {system}: phi = {r.phi:.3f}{on} ({r.interpretation} on Koo & Li's bands, {where}){more}."
 
 
 def pairwise_sentence(result) -> str | None:
@@ -690,7 +709,7 @@ def stochastic_order(result, w: Work) -> None:
     seed = w.spec.seed
     means = run_means(result.runs, w.system)
     result.expected_max = expected_best_by_system(means, result.higher_is_better, seed=seed)
-    if len(result.systems) >= 2:
+    if against_baseline(w):
         result.aso, notes = aso_readings(means, str(result.systems[0]), result.higher_is_better, seed=seed)
         result.notes.extend(notes)
         at = next((i for i, v in enumerate(result.verdict) if v.startswith("Reliability")), len(result.verdict))

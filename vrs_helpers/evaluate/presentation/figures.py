@@ -32,12 +32,13 @@ def _label(value, limit: int = LABEL_CHARS) -> str:
 
 
 def _figure(rows: int, extra: float = 0.0):
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
+    """A figure of its own (not pyplot's: nothing global to close) on the Agg canvas."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    return Figure(figsize=(WIDTH, 0.9 + extra + ROW_INCHES * max(rows, 1)), dpi=100)
+    fig = Figure(figsize=(WIDTH, 0.9 + extra + ROW_INCHES * max(rows, 1)), dpi=100)
+    FigureCanvasAgg(fig)
+    return fig
 
 
 def forest(board: dict, runs=None, title: str = "", xlabel: str | None = None):
@@ -112,7 +113,9 @@ def label_overlaps(fig) -> list:
     problems = []
     for ax in fig.axes:
         for axis in (ax.xaxis, ax.yaxis):
-            labels = [t for t in axis.get_ticklabels() if t.get_visible() and t.get_text()]
+            lo, hi = sorted(axis.get_view_interval())
+            labels = [t for t, at in zip(axis.get_ticklabels(), axis.get_ticklocs(), strict=False)
+                      if t.get_visible() and t.get_text() and lo - 1e-9 <= at <= hi + 1e-9]   # the drawn ones
             boxes = [t.get_window_extent(renderer) for t in labels]
             for i, (t, b) in enumerate(zip(labels, boxes, strict=True)):
                 if b.x0 < bounds.x0 - 1 or b.x1 > bounds.x1 + 1 or b.y0 < bounds.y0 - 1 or b.y1 > bounds.y1 + 1:

@@ -149,7 +149,7 @@ def leaderboard(board: dict | None, runs=None, title: str = "Leaderboard", level
     cols = ["rank", "system", "estimate", "interval", "rank interval", "letters"] + (["runs"] if has_runs else [])
     unit = board.get("unit") or "estimate"
     heads = {"estimate": unit, "interval": board.get("interval") or "interval"}
-    body = (f"<{level}>{html_text(title)}</{level}>"
+    body = ((f"<{level}>{html_text(title)}</{level}>" if title else "")
             + table([{k: v for k, v in r.items()} for r in rows], cols, heads, mark=lambda r: r.get("_best")))
     method = board.get("method")
     caption = ("Bold: the systems that cannot be separated from the best (rank interval starting at 1). Systems "

@@ -32,7 +32,7 @@ def _boards(data: dict) -> str:
     boards = data.get("leaderboards") or {}
     out = []
     for task, board in boards.items():
-        inner = leaderboard(board, None, f"Task {task}", "h3")
+        inner = leaderboard(board, None, "", "h3")
         out.append(details(f"Task {task}: leaderboard", inner, open_=len(boards) <= OPEN_TASKS))
     return "<h2>Per task</h2>" + "".join(out) if out else ""
 
