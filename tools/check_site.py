@@ -49,11 +49,12 @@ def find_browser(name: str | None = None) -> str | None:
 
 
 def run_browser(browser: str, page: Path, *, screenshot: Path | None = None, budget_ms: int = 20000,
-                shot_wait_ms: int = 8000, size: str = "1280,1000") -> tuple[str, list[str]]:
-    """(DOM after scripts ran, http(s) URLs the page requested) for ``page`` loaded offline."""
+                shot_wait_ms: int = 8000, size: str = "1280,1000", extra=()) -> tuple[str, list[str]]:
+    """(DOM after scripts ran, http(s) URLs the page requested) for ``page`` loaded offline (``extra``: more
+    Chromium flags)."""
     with tempfile.TemporaryDirectory(prefix="vrs-chromium-") as tmp:
         netlog = Path(tmp) / "net.json"
-        args = [browser, *QUIET, *OFFLINE, f"--user-data-dir={tmp}/profile", f"--window-size={size}"]
+        args = [browser, *QUIET, *OFFLINE, *extra, f"--user-data-dir={tmp}/profile", f"--window-size={size}"]
         url = page.resolve().as_uri()
         # the DOM after every script and timer ran (virtual time: fast), with the network log of the page
         dom = subprocess.run(args + [f"--log-net-log={netlog}", f"--virtual-time-budget={budget_ms}", "--dump-dom",

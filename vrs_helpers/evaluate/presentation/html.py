@@ -22,6 +22,7 @@ from . import figures
 
 GUIDE = "docs/verdict.md"   # the user guide's page on reading the verdict (vrs docs builds the guide as HTML)
 GUIDE_PAGE = "guide/verdict.html"
+HIDE = ' class="narrow-hide"'   # a column left out on a phone
 MAX_TABLE_ROWS = 200         # rows of a details table shown (the rest are in summary.json)
 
 CSS = """
@@ -43,12 +44,17 @@ CSS = """
 .vrs td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .vrs td.t{overflow-wrap:anywhere;min-width:7em}
 .vrs tr.best td{font-weight:600}
+.vrs table.board{width:auto;min-width:60%}
+.vrs table.board th{white-space:normal;vertical-align:bottom}
+.vrs .ci{font-size:.85em;color:#57606a;font-weight:400}
 .vrs .fig img{display:block;width:100%;max-width:750px;min-width:520px;height:auto}
 .vrs .caption{color:#57606a;font-size:.9em;margin:.2em 0 1em}
 .vrs details{margin:.5em 0;border:1px solid #d0d7de;border-radius:6px;padding:.3em .8em}
 .vrs summary{cursor:pointer;font-weight:600;padding:.2em 0}
 .vrs .yes{color:#1a7f37;font-weight:600}.vrs .no{color:#57606a}
 .vrs code{background:#f6f8fa;padding:0 3px;border-radius:3px}
+@media (max-width:640px){.vrs th,.vrs td{padding:2px 3px}.vrs td.t{min-width:3em}.vrs .narrow-hide{display:none}
+  .vrs{padding:0 6px 30px}.vrs .answer{font-size:1.02em;padding:8px 10px}}
 """
 
 
@@ -138,31 +144,40 @@ def _rank_text(r: dict) -> str:
 
 
 def leaderboard(board: dict | None, runs=None, title: str = "Leaderboard", level: str = "h2") -> str:
-    """The leaderboard table and its forest plot."""
+    """The leaderboard table (each estimate with its interval under it, so that it stays narrow on a phone) and
+    its forest plot."""
     if not board or not board.get("rows"):
         return ""
-    rows = [{"rank": r.get("rank"), "system": r.get("system"), "estimate": r.get("estimate"),
-             "interval": f"[{num(r.get('ci_low'))}, {num(r.get('ci_high'))}]", "rank interval": _rank_text(r),
-             "letters": r.get("group"), "runs": r.get("runs"), "_best": r.get("rank_low") == 1}
-            for r in board["rows"]]
-    has_runs = any(r.get("runs") for r in rows)
-    cols = ["rank", "system", "estimate", "interval", "rank interval", "letters"] + (["runs"] if has_runs else [])
+    rows = board["rows"]
     unit = board.get("unit") or "estimate"
-    heads = {"estimate": unit, "interval": board.get("interval") or "interval"}
-    body = ((f"<{level}>{html_text(title)}</{level}>" if title else "")
-            + table([{k: v for k, v in r.items()} for r in rows], cols, heads, mark=lambda r: r.get("_best")))
+    has_runs = any(r.get("runs") for r in rows)
+    head = ["rank", "system", f"{unit} [{board.get('interval') or 'interval'}]", "rank interval", "letters"]
+    head += ["runs"] if has_runs else []
+    body = []
+    for r in rows:
+        cls = ' class="best"' if r.get("rank_low") == 1 else ""
+        cells = [f'<td class="n">{num(r.get("rank"))}</td>', f'<td class="t">{html_text(r.get("system"))}</td>',
+                 f'<td class="n">{num(r.get("estimate"))}<br><span class="ci">[{num(r.get("ci_low"))}, '
+                 f'{num(r.get("ci_high"))}]</span></td>', f'<td class="n">{html_text(_rank_text(r))}</td>',
+                 f'<td class="t"><code>{html_text(r.get("group") or "")}</code></td>']
+        cells += [f'<td class="n narrow-hide">{num(r.get("runs"))}</td>'] if has_runs else []
+        body.append(f"<tr{cls}>{''.join(cells)}</tr>")
+    out = ((f"<{level}>{html_text(title)}</{level}>" if title else "")
+           + '<div class="scroll"><table class="board"><thead><tr>'
+           + "".join(f"<th{HIDE if h == 'runs' else ''}>{html_text(h)}</th>" for h in head)
+           .replace(" [", "<br>[", 1) + f"</tr></thead><tbody>{''.join(body)}</tbody>"
+           "</table></div>")
     method = board.get("method")
     caption = ("Bold: the systems that cannot be separated from the best (rank interval starting at 1). Systems "
                "sharing a letter are not separated; the rank interval holds the ranks each system can hold"
                + (f" ({method})." if method else "."))
-    body += f'<p class="caption">{html_text(caption)}</p>'
-    fig = figures.forest(board, runs)
-    shown = len(board["rows"])
-    cut = (f" The {figures.MAX_ROWS} best of {shown} are drawn." if shown > figures.MAX_ROWS else "")
-    body += figure(fig, f"Each system's {unit} with its {board.get('interval', 'interval')} (bar; blue: not "
-                        f"separated from the best), the runs' means (circles), rank interval and letters at the right."
-                   + cut)
-    return body
+    out += f'<p class="caption">{html_text(caption)}</p>'
+    shown = len(rows)
+    cut = f" The {figures.MAX_ROWS} best of {shown} are drawn." if shown > figures.MAX_ROWS else ""
+    out += figure(figures.forest(board, runs),
+                  f"Each system's {unit} with its {board.get('interval', 'interval')} (bar; blue: not separated "
+                  "from the best), the runs' means (circles), rank interval and letters at the right." + cut)
+    return out
 
 
 def readings_table(data: dict) -> str:
