@@ -31,6 +31,11 @@ def _label(value, limit: int = LABEL_CHARS) -> str:
     return plot_text(text if len(text) <= limit else text[:limit - 1] + "\u2026")
 
 
+def sized(rows: int):
+    """An empty figure of the report's width with room for ``rows`` labelled rows."""
+    return _figure(rows)
+
+
 def _figure(rows: int, extra: float = 0.0):
     """A figure of its own (not pyplot's: nothing global to close) on the Agg canvas."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg

@@ -6,7 +6,8 @@ intervals, what was read and the notes."""
 from __future__ import annotations
 
 from ...literal import html_text
-from .html import bullets, details, leaderboard, table
+from . import figures
+from .html import bullets, details, figure, leaderboard, table
 
 OPEN_TASKS = 6   # up to this many tasks, each task's leaderboard is open; beyond, collapsed
 
@@ -35,6 +36,22 @@ def _boards(data: dict) -> str:
         inner = leaderboard(board, None, "", "h3")
         out.append(details(f"Task {task}: leaderboard", inner, open_=len(boards) <= OPEN_TASKS))
     return "<h2>Per task</h2>" + "".join(out) if out else ""
+
+
+def _across(data: dict) -> str:
+    """Five or more tasks: Friedman's test of the systems' ranks over the tasks and the critical-difference
+    diagram (Demsar 2006)."""
+    f = data.get("friedman")
+    if not f:
+        return ""
+    from ..many_tasks import cd_diagram
+
+    fig = figures.sized(len(f.get("mean_ranks") or {}) + 2)
+    cd_diagram(f, ax=fig.add_subplot(1, 1, 1))
+    fig.tight_layout()
+    return ("<h2>Across the tasks</h2>" + figure(fig, f"Mean ranks over {f.get('n_tasks')} tasks (1 = best); "
+                                                 "systems joined by a bar are within the Nemenyi critical difference "
+                                                 f"({f.get('critical_difference', float('nan')):.3g})."))
 
 
 def _grid(data: dict) -> str:
@@ -70,7 +87,7 @@ def _harness(data: dict) -> str:
 def logs_body(data: dict) -> str:
     read = data.get("read") or {}
     verdict = [v for v in data.get("verdict") or [] if v != data.get("answer")]
-    return ("".join([_tasks(data), _pooled(data), _boards(data), _grid(data),
+    return ("".join([_tasks(data), _pooled(data), _boards(data), _across(data), _grid(data),
                      details("Every verdict in words", bullets(verdict)), _harness(data),
                      details("What was read", f"<pre>{html_text(read.get('text', ''))}</pre>"),
                      details("Notes", bullets(data.get("notes") or []))]))
