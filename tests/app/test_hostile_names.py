@@ -27,8 +27,8 @@ NAME = st.lists(PIECE, min_size=1, max_size=4).map("".join)
 # what the exported notebook page is made of (nbconvert's lab template, pandas' tables, the verdict box, figures)
 PAGE_TAGS = {"html", "head", "meta", "title", "style", "script", "body", "main", "div", "span", "p", "a", "b", "i",
              "em", "strong", "code", "pre", "h1", "h2", "h3", "h4", "ul", "ol", "li", "table", "thead", "tbody",
-             "tr", "th", "td", "img", "br", "sub", "sup", "figure", "figcaption"}
-PAGE_ATTRIBUTES = {"class", "id", "style", "href", "src", "alt", "type", "charset", "name", "content", "lang",
+             "tr", "th", "td", "img", "br", "sub", "sup", "figure", "figcaption", "details", "summary"}
+PAGE_ATTRIBUTES = {"class", "id", "style", "href", "src", "alt", "type", "charset", "name", "content", "lang", "open",
                    "border", "tabindex", "scoped", "data-mime-type", "data-jp-theme-light", "data-jp-theme-name"}
 PAGE_SCRIPTS = [{"type": "text/x-mathjax-config"}, {"src": "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe"}]
 # where MathJax 2 (tex2jax) looks for no math: these elements and any element of class tex2jax_ignore
@@ -80,9 +80,12 @@ def _words(text: str) -> str:
     return " ".join(text.split())
 
 
-def assert_names_are_text(page: Page, names, scripts=None):
+def assert_names_are_text(page: Page, names, scripts=None, math=None):
     """No element, attribute or script from the names; each name in the body's text as it is (white space as a
-    browser collapses it); no name where MathJax looks for math (when the page loads MathJax: ``scripts`` None)."""
+    browser collapses it); no name where MathJax looks for math (``math``; default: when the page loads MathJax,
+    ``scripts`` None; vrs analyze's report loads none, but the same HTML is Jupyter's display of a result, which
+    MathJax typesets)."""
+    math = scripts is None if math is None else math
     tags = {t for t, _ in page.elements}
     assert tags <= PAGE_TAGS, tags - PAGE_TAGS
     attributes = {k for _, a in page.elements for k in a}
@@ -97,7 +100,7 @@ def assert_names_are_text(page: Page, names, scripts=None):
     body, scanned = _words("".join(page.body)), [_words(s) for s in page.scanned]
     for n in names:
         assert _words(n) in body, n
-        if scripts is None and any(m in n for m in MATH_STARTS):
+        if math and any(m in n for m in MATH_STARTS):
             assert not any(_words(n) in s for s in scanned), n
 
 
@@ -141,12 +144,12 @@ def test_hostile_names_in_a_score_table_are_text_in_the_report(tmp_path_factory,
     code = _analyze(_scores(systems, items, columns), columns, out)
     assert code == 0, capsys.readouterr().err
     page = _read(out / "report.html")
-    assert_names_are_text(page, systems + columns[:2] + columns[3:])
+    assert_names_are_text(page, systems + columns[:2] + columns[3:], scripts=[], math=True)
 
 
 def test_hostile_task_and_model_names_in_logs_are_text_in_the_report(tmp_path, capsys):
     """`vrs analyze LOGDIR`: lm-evaluation-harness logs whose model and task names are markup (a task name is a
-    file name there: no "/"). The report is workbook 09's page, which loads MathJax like a score table's."""
+    file name there: no "/")."""
     from vrs_helpers.evaluate.readers.writers import simulate_binary, write_lm_eval
 
     models = ["<script>alert(1)</script>", r"$\href{javascript:x}{y}$ *a*"]
@@ -157,7 +160,7 @@ def test_hostile_task_and_model_names_in_logs_are_text_in_the_report(tmp_path, c
     code = cli.main(["analyze", str(tmp_path / "logs"), "--test", "chisq", "--out", str(out)])
     assert code == 0, capsys.readouterr().err
     page = _read(out / "report.html")
-    assert_names_are_text(page, models + tasks)   # workbook 09's page: MathJax's scripts, the names kept from it
+    assert_names_are_text(page, models + tasks, scripts=[], math=True)
 
 
 @pytest.mark.parametrize("bad", ["<b>x</b>", "<script>x</script>"])
@@ -214,19 +217,32 @@ def _check_site():
 
 @pytest.mark.skipif(_check_site().find_browser() is None, reason="no Chromium on PATH")
 def test_mathjax_in_chromium_typesets_no_name(tmp_path, capsys):
-    """The report opened in Chromium (offline, MathJax 2.7 run): MathJax typesets the workbook's own formulas and
-    nothing from the names; no element from the names in the DOM the scripts leave."""
+    """The report's HTML under MathJax, as Jupyter shows a result (its display typesets math): the report with
+    MathJax 2.7 added, opened in Chromium offline, typesets a formula beside the report (the control) and nothing
+    from the names; no element from the names in the DOM the scripts leave."""
     import re
+
+    from vrs_helpers.app.mathjax import MATHJAX_CONFIG
+    from vrs_helpers.app.report import copy_mathjax
 
     names = [r"$\href{javascript:x}{y}$", "<img src=x onerror=alert(1)>", r"\(zq\) $$wq$$", "<script>alert(2)</script>",
              "item", "run", "score"]
     systems, columns = _distinct(names[:2], 2), [names[2] + "·c", names[3] + "·c", "run", "score"]
     out = tmp_path / "report"
     assert _analyze(_scores(systems, ["i1", "i2", "i3", "i4"], columns), columns, out) == 0, capsys.readouterr().err
+    copy_mathjax(tmp_path)
+    typeset = tmp_path / "typeset.html"
+    head = ('<script type="text/x-mathjax-config">MathJax.Hub.Config({tex2jax: {inlineMath: [["$", "$"], '
+            '["\\\\(", "\\\\)"]], processEscapes: true}});</script>'
+            f'<script src="mathjax/MathJax.js?config={MATHJAX_CONFIG}"></script>')
+    page = (out / "report.html").read_text(encoding="utf-8")
+    typeset.write_text(page.replace("</head>", head + "</head>", 1).replace("<body>", "<body><p>$\\phi_{control}$</p>",
+                                                                              1), encoding="utf-8")
     check = _check_site()
-    dom, requested = check.run_browser(check.find_browser(), out / "report.html")
+    dom, requested = check.run_browser(check.find_browser(), typeset)
     assert requested == [] and "</html>" in dom
     tex = re.findall(r'<script type="math/tex[^"]*"[^>]*>(.*?)</script>', dom, re.S)
-    assert tex and not [t for t in tex if re.search(r"href|zq|wq|javascript", t)], tex
+    assert any("control" in t for t in tex), tex   # MathJax ran
+    assert not [t for t in tex if re.search(r"href|zq|wq|javascript", t)], tex
     assert not re.search(r"<img[^>]*onerror|<script>alert", dom)
     assert "&lt;script&gt;alert(2)&lt;/script&gt;·c" in dom and r"$\href{javascript:x}{y}$·0" in dom

@@ -37,7 +37,7 @@ def write_report(result, out_dir, *, execute: bool = False) -> dict:
     try:
         try:
             result.write(work / "summary.json")
-            (work / "summary.txt").write_text(render(result, "text"), encoding="utf-8")
+            (work / "summary.txt").write_text(render(result, "summary"), encoding="utf-8")
             (work / "report.html").write_text(render(result, "page"), encoding="utf-8")
             nb = report_notebook(result)
             if execute:

@@ -206,7 +206,7 @@ def summary_text(result) -> str:
     (:func:`vrs_helpers.evaluate.presentation.render.render` as text)."""
     from .presentation.render import render
 
-    return render(result, "text")
+    return render(result, "summary")
 
 
 def write_summary(result, path, text_path=None) -> None:

@@ -447,7 +447,7 @@ def read_logs(spec, echo=None):
     if echo is not None:
         echo(logs)
     if spec.baseline is not None and spec.baseline not in logs.description.systems:
-        raise InputError(f"baseline {spec.baseline!r} is not a system of the logs; systems: "
+        raise InputError(f"--baseline {spec.baseline!r} is not a system of the logs; systems: "
                          f"{', '.join(logs.description.systems)}.")
     found, skipped = validate_tasks(logs, list(spec.metric) or None, dropna=spec.dropna)
     return logs, found, skipped

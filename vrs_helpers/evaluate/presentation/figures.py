@@ -83,8 +83,8 @@ def forest(board: dict, runs=None, title: str = "", xlabel: str | None = None):
         for side in ("top", "right"):
             a.spines[side].set_visible(False)
     unit = board.get("unit") or "estimate"
-    ax.set_xlabel(xlabel or f"{unit} with its {board.get('interval', 'interval')}"
-                  + ("; circles: the runs" if runs else ""), fontsize=9)
+    ax.set_xlabel(_label(xlabel or f"{unit} with its {board.get('interval', 'interval')}"
+                         + ("; circles: the runs" if runs else ""), 100), fontsize=9)
     ax.grid(axis="x", alpha=0.3)
     ax.tick_params(axis="x", labelsize=8)
     header = "rank   letters"

@@ -21,7 +21,6 @@ from ...outcomes import p_text
 from . import figures
 
 GUIDE = "docs/verdict.md"   # the user guide's page on reading the verdict (vrs docs builds the guide as HTML)
-GUIDE_PAGE = "guide/verdict.html"
 HIDE = ' class="narrow-hide"'   # a column left out on a phone
 MAX_TABLE_ROWS = 200         # rows of a details table shown (the rest are in summary.json)
 
@@ -294,9 +293,8 @@ def how_to_read(data: dict) -> str:
             "run (and per system and item), so that it holds for runs and items like these; without runs, the runs "
             "as replications. The leaderboard's intervals are in the family of its decisions: two systems whose "
             "intervals overlap can still differ, read the letters. The other readings ignore some source of "
-            "variation, named beside each. The user guide explains every line: "
-            f"<code>{_html.escape(GUIDE)}</code> (<code>vrs docs</code> builds it; in the report site "
-            f"<a href=\"{_html.escape(GUIDE_PAGE)}\">{_html.escape(GUIDE_PAGE)}</a>).</p>")
+            "variation, named beside each. The user guide explains every line: its page <i>The verdict and how to "
+            f"read it</i> (<code>{_html.escape(GUIDE)}</code>; <code>vrs docs</code> builds the guide as HTML).</p>")
 
 
 def about(data: dict) -> str:

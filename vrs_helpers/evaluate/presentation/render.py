@@ -7,9 +7,9 @@ Jupyter displays a result with it (``_repr_html_``), and report.ipynb stores its
   the rest collapsed);
 - ``render(result, "fragment")`` - the same for Jupyter's display (no page around it);
 - ``render(result, "markdown")`` - the answer, the warnings, the leaderboard and the readings in Markdown;
-- ``render(result, "text")`` - the console and summary.txt: the warnings, the answer, the verdict lines, the
-  disagreements the answer depends on. Data printed to a terminal have their control characters escaped
-  (:func:`printable`).
+- ``render(result, "text")`` - the console: the warnings, the answer, the verdict lines, the disagreements the
+  answer depends on. Data printed to a terminal have their control characters escaped (:func:`printable`);
+- ``render(result, "summary")`` - summary.txt: the same lines and the tables behind them as plain text.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from ...literal import NO_MATH_CLASS, html_text, markdown_text
 from . import html
 from .logs_html import logs_body
 
-FORMATS = ("page", "fragment", "markdown", "text")
+FORMATS = ("page", "fragment", "markdown", "text", "summary")
 
 
 def render(result, fmt: str = "page") -> str:
@@ -35,6 +35,8 @@ def render(result, fmt: str = "page") -> str:
         return markdown(data)
     if fmt == "text":
         return text(data)
+    if fmt == "summary":
+        return summary_text(data)
     raise ValueError(f"fmt must be one of {', '.join(FORMATS)}; got {fmt!r}.")
 
 
@@ -116,6 +118,52 @@ def text(data: dict) -> str:
             lines += [f"[{m}] {line}" for line in _board_lines(part.get("leaderboard")) + _verdict_lines(part)]
     else:
         lines += [v for v in data.get("verdict") or [] if v != data.get("answer")]
+    return "\n".join(printable(x) for x in lines) + "\n"
+
+
+def _text_table(rows: list, columns=None) -> list:
+    import pandas as pd
+
+    if not rows:
+        return []
+    frame = pd.DataFrame(rows)
+    cols = [c for c in (columns or list(frame.columns)) if c in frame.columns]
+    return frame[cols].to_string(index=False).splitlines()
+
+
+def summary_text(data: dict) -> str:
+    """summary.txt: :func:`text`, then the tables a reader may want in plain text."""
+    lines = text(data).splitlines()
+    kind = data.get("kind")
+    parts = {"": data} if kind == "scores" else (data.get("metrics") or {}) if kind == "metrics" else {}
+    for name, part in parts.items():
+        tests = [{**r, "p": r.get("p_value")} for r in part.get("readings") or []
+                 if r.get("comparison") == "all systems" or len(part.get("systems") or []) == 2]
+        if tests:
+            lines += ["", f"Readings{f' ({name})' if name else ''}:"]
+            lines += _text_table(tests, ["comparison", "reading", "test", "statistic", "df", "p", "differ"])
+        lines += [f"Disagreement: {d}" for d in part.get("disagreements") or []]
+        lines += [f"Note: {n}" for n in part.get("notes") or []]
+    if kind == "logs":
+        adjust = (data.get("adjust") or {}).get("description", "")
+        lines += ["", f"Every task ({adjust}):"]
+        lines += _text_table(data.get("tasks") or [], ["task", "metric", "status", "n_items", "method", "evidence",
+                                                       "p_text", "p_adjusted_text", "decision"])
+        for title_, key in (("Checked against the logs (ours beside the harness's aggregates)",
+                             "checked_against_logs"),
+                            ("The harness's numbers (reproduced from the per-item logs)", "harness"),
+                            ("Miller (2024) error bars", "miller"), ("Paired differences", "paired"),
+                            ("McNemar's test", "mcnemar")):
+            rows = [{k: v for k, v in r.items() if k != "ignores"} for r in data.get(key) or []]
+            if rows:
+                lines += ["", f"{title_}:", *_text_table(rows)]
+        ignores = {"mixed model (ours)": data.get("mixed_model_ignores")}
+        for key in ("harness", "miller", "paired", "mcnemar"):
+            rows = data.get(key) or []
+            if rows and rows[0].get("ignores"):
+                ignores[str(rows[0].get("harness") or rows[0].get("method") or key)] = rows[0]["ignores"]
+        lines += ["", "What each ignores:", *[f"- {k}: {v}" for k, v in ignores.items() if v]]
+        lines += [f"Note: {n}" for n in data.get("notes") or []]
     return "\n".join(printable(x) for x in lines) + "\n"
 
 
