@@ -356,36 +356,6 @@ def test_vrs_reads_notebooks_without_the_iri_parser():
     assert out.stdout.strip() in ("None", "absent")
 
 
-def test_prestarted_kernel_runs_the_notebook_as_a_fresh_one(tmp_path):
-    """A kernel started ahead (vrs analyze starts it while it reads the data) runs the notebook in the notebook's
-    folder, with the preloaded modules imported and no name of its own in the namespace, the cells numbered as in
-    a fresh kernel; it is shut down after the run, and a kernel in another folder is refused (and shut down too)."""
-    from vrs_helpers.app.kernel import PrestartedKernel, notebook_imports
-
-    nb = _write_nb(tmp_path / "k.ipynb", [
-        "import os\nimport sys\nfrom json import dumps\nprint(os.getcwd(), 'fractions' in sys.modules, x)",
-        "print(sorted(k for k in dir() if 'vrs' in k or not k.startswith('_') and k not in ('In', 'Out', 'exit', "
-        "'quit', 'get_ipython', 'open')))"])
-    assert notebook_imports(nb) == ["os", "sys", "json"]
-    fresh = runner.run_notebook(nb, {"x": 5}, out_dir=tmp_path / "fresh", html_dir=None)
-    kernel = PrestartedKernel(tmp_path, preload=["fractions", "no_such_module_vrs"])
-    warm = runner.run_notebook(nb, {"x": 5}, out_dir=tmp_path / "warm", html_dir=None, kernel=kernel)
-    assert kernel._stopping is not None   # the run stops it, in the background; wait for that here
-    kernel._stopping.join(timeout=60)
-    assert not kernel.manager().has_kernel                                 # shut down after the run
-    cells = [nbformat.read(str(r.output), as_version=4).cells for r in (fresh, warm)]
-    assert [c.get("execution_count") for c in cells[0]] == [c.get("execution_count") for c in cells[1]]
-    outputs = [[o.get("text") for c in cs for o in c.get("outputs", [])] for cs in cells]
-    assert outputs[1] == [f"{tmp_path.resolve()} True 5\n", "['dumps', 'os', 'sys', 'x']\n"]
-    assert outputs[0] == [f"{tmp_path.resolve()} False 5\n", outputs[1][1]]   # a fresh kernel had not loaded it
-    elsewhere = PrestartedKernel(tmp_path / "warm")
-    with pytest.raises(ValueError, match="not in the notebook's folder"):
-        runner.run_notebook(nb, {"x": 5}, out_dir=tmp_path / "x", html_dir=None, kernel=elsewhere)
-    assert elsewhere._stopping is not None
-    elsewhere._stopping.join(timeout=60)
-    assert not elsewhere.manager().has_kernel
-
-
 def test_a_kernel_asked_to_stop_is_not_interrupted_first(monkeypatch):
     """jupyter_client interrupts a kernel before asking it to shut down, and ipykernel logs that interrupt as
     "ERROR | KeyboardInterrupt caught in kernel" on the run's stderr (vrs reproduce showed 6-7 of them per run).
