@@ -146,7 +146,8 @@ def test_analyze_with_human_puts_the_corrected_verdict_first_and_in_the_summary(
     result = analyze(_spec(t))
     s = result.data
     assert result.verdict[0].startswith("Corrected for the judge") and s["answer"] == result.verdict[0]
-    assert s["judge"]["differences"]["B"]["PPI"]["p_value"] == pytest.approx(result.fits.judge.differences["B"]["PPI"].p_value, rel=1e-9)
+    ours = result.fits.judge.differences["B"]["PPI"].p_value
+    assert s["judge"]["differences"]["B"]["PPI"]["p_value"] == pytest.approx(ours, rel=1e-9)
     assert any("judge's scores as they are" in line for line in result.verdict)
 
 

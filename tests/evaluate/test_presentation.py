@@ -120,7 +120,7 @@ def test_words_agree_with_numbers_on_reliability(two):
     """phi below the target is said to be below it, with the levels it rests on (issue 51: '0.794 (good); 4
     level(s) ... would reach 0.8' read as a contradiction)."""
     lines = [v for v in two.verdict if v.startswith("Reliability of")]
-    for line, (s, rel) in zip(lines, two.data["reliability"].items(), strict=True):
+    for line, rel in zip(lines, two.data["reliability"].values(), strict=True):
         phi = rel["phi"]
         assert f"phi = {phi:.3f} with 3 level(s) of seed" in line
         assert ("below the target 0.8" in line) == (phi < 0.8) and ("would reach it" in line) == (phi < 0.8)

@@ -193,7 +193,8 @@ def test_a_separated_system_among_three_is_not_estimable_never_no_difference():
     line = next(v for v in a.verdict if v.startswith("Pairwise, runs random"))
     assert "S0 - S2: not estimable (S2 all correct)" in line and "S1 - S2: not estimable (S2 all correct)" in line
     assert "2 not estimable" in line and "S0 - S2: no difference" not in line and "nan" not in line
-    s2 = a.fits.readings[a.fits.readings["comparison"].str.contains("S2") & a.fits.readings["kind"].isin(["replications", "random"])]
+    readings = a.fits.readings
+    s2 = readings[readings["comparison"].str.contains("S2") & readings["kind"].isin(["replications", "random"])]
     assert len(s2) and s2["differ"].isna().all() and s2["criterion"].str.startswith("not estimable").all()
     assert not any("nan" in s for s in a.disagreements)
     # every number of a not-estimable pair is blank, its intervals in accuracy points too (issue 38's columns)
