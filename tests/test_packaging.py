@@ -81,3 +81,17 @@ def test_readme_scorecard_counts_are_the_baseline():
     assert f"{len(book)} book rows: {counts(book, ('true', 'explained', 'false'))}" in readme
     assert f"{len(ref)} reference rows: {counts(ref, ('true', 'false'))}" in readme
     assert set(ref["match"]) <= {"true", "false"}   # nothing explains a reference row
+
+
+def test_every_subpackage_ships_in_the_wheel():
+    """Every folder of vrs_helpers with an __init__.py is a package pyproject.toml lists (an explicit list, because
+    the workbooks, book tables and guide are mapped in from other folders): a new subpackage left out of it would be
+    missing from the wheel."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:   # Python 3.10
+        import tomli as tomllib
+    root = Path(__file__).resolve().parent.parent
+    listed = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(root).parts) for p in (root / "vrs_helpers").rglob("__init__.py")}
+    assert found <= listed, sorted(found - listed)

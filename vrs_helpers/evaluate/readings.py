@@ -188,6 +188,21 @@ def expected_best_by_system(means: dict, higher_is_better: bool = True, seed: in
 
 # ------------------------------------------------------------------------------------------------ readings
 
+def reliability_sentence(system, r, needed: dict, target: float, max_runs: int) -> str:
+    """One system's phi in words that agree with its numbers: the observed levels it rests on, its band (Koo & Li),
+    whether it reaches ``target``, and the levels of each replication column that would (``needed``)."""
+    levels = ", ".join(f"{v:g} level(s) of {f}" for f, v in r.n.items())
+    on = f" with {levels}" if levels else ""
+    reached = r.phi >= target
+    where = (f"reaching the target {target:g}" if reached else f"below the target {target:g}")
+    more = ""
+    if not reached:
+        more = "".join(f"; {k} level(s) of {f} would reach it" if k else
+                       f"; no number of levels of {f} up to {max_runs} reaches it" for f, k in needed.items())
+    return f"Reliability of {system}: phi = {r.phi:.3f}{on} ({r.interpretation} on Koo & Li's bands, {where}){more}."
+
+
+
 def _row(comparison, kind, reading, test, statistic, df, p, criterion, differ) -> dict:
     return {"comparison": comparison, "kind": kind, "reading": reading, "test": test,
             "statistic": None if statistic is None else float(statistic), "df": df,

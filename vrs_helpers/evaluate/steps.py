@@ -33,7 +33,7 @@ from ..book.significance import bootstrap_test, permutation_test, resampling_tes
 from ..errors import VRSError
 from ..outcomes import P_FLOOR, p_text
 from .ranking import decision_intervals, ranking_sentence, ranking_table
-from .readings import aso_readings, disagreements, expected_best_by_system, run_means
+from .readings import aso_readings, disagreements, expected_best_by_system, reliability_sentence, run_means
 from .scores import computed
 
 _SAFE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -444,20 +444,6 @@ def verdict(result, w: Work) -> None:
                                                    spec.max_runs))
     if len(w.systems) < 2:
         result.notes.append("one system: reliability only")
-
-
-def reliability_sentence(system, r, needed: dict, target: float, max_runs: int) -> str:
-    """One system's phi in words that agree with its numbers: the observed levels it rests on, its band (Koo & Li),
-    whether it reaches ``target``, and the levels of each replication column that would (``needed``)."""
-    levels = ", ".join(f"{v:g} level(s) of {f}" for f, v in r.n.items())
-    on = f" with {levels}" if levels else ""
-    reached = r.phi >= target
-    where = (f"reaching the target {target:g}" if reached else f"below the target {target:g}")
-    more = ""
-    if not reached:
-        more = "".join(f"; {k} level(s) of {f} would reach it" if k else
-                       f"; no number of levels of {f} up to {max_runs} reaches it" for f, k in needed.items())
-    return f"Reliability of {system}: phi = {r.phi:.3f}{on} ({r.interpretation} on Koo & Li's bands, {where}){more}."
 
 
 def pairwise_sentence(result) -> str | None:
