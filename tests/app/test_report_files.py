@@ -134,3 +134,24 @@ def test_the_report_reads_at_1300_and_400_px(tmp_path):
         m = module.measure(out / "report.html", shutil.which("chromium"), width)
         assert m["window"] == width and module.problems(m) == [], m
         assert m["order"][:5] == ["h1", "vrs-answer", "h2", "table", "img"]
+
+
+def test_logs_whose_runs_are_identical_get_a_verdict_that_says_so_first(tmp_path, capsys):
+    """Issue 51: runs with the same score on every item but different logged aggregates (one run's records written
+    for another) - the answer's first sentence names the problem, above everything, in the report and the console."""
+    from vrs_helpers.evaluate.readers.writers import simulate_binary, write_lm_eval
+
+    t = simulate_binary(1, systems=("m-a", "m-b"), tasks=("arith",), items=40, runs=3, run_sd=0.3)
+    write_lm_eval(t, tmp_path / "logs")
+    first, second = (next((tmp_path / "logs" / f"seed{r}" / "m-a").glob("samples_*.jsonl")) for r in (1, 2))
+    second.write_text(first.read_text())   # seed 2's records are seed 1's; its results file keeps its own mean
+    out = tmp_path / "report"
+    assert cli.main(["analyze", str(tmp_path / "logs"), "--out", str(out)]) == 0
+    console = capsys.readouterr().out
+    result = Result.from_json(out / "summary.json")
+    assert result.answer.startswith("The logs look broken: runs 1, 2 of m-a in task arith have the same score on "
+                                    "every item but different logged aggregates") and result.data["broken"]
+    page = (out / "report.html").read_text()
+    assert page.index('class="warn"') < page.index('id="vrs-answer"') < page.index("<table")
+    assert 'class="answer broken"' in page
+    assert console.index("WARNING: The logs look broken") < console.index(result.answer)

@@ -97,10 +97,14 @@ def logs_warnings(checked: pd.DataFrame) -> tuple[list, list]:
         return "; ".join(shown) + (f" and {len(rows) - MAX_NAMED} more" if len(rows) > MAX_NAMED else "")
 
     if kinds["identical runs"]:
-        rows = kinds["identical runs"]
-        text = (f"The logs look broken: {len(rows)} run(s) have the same score on every item as another run of "
-                f"the same model but a different logged aggregate ({where(rows)}): the per-item records of one run "
-                "were written for another, so the per-item scores are not those of the runs.")
+        groups = {}
+        for r in kinds["identical runs"]:
+            groups.setdefault((str(r["system"]), str(r["task"])), []).append(str(r["run"]))
+        named = [f"runs {', '.join(runs)} of {system} in task {task}" for (system, task), runs in groups.items()]
+        shown = "; ".join(named[:MAX_NAMED]) + (f" and {len(named) - MAX_NAMED} more" if len(named) > MAX_NAMED else "")
+        text = (f"The logs look broken: {shown} have the same score on every item but different logged aggregates: "
+                "the per-item records of one run were written for another, so the per-item scores are not those of "
+                "the runs.")
         warnings.append(text)
         broken.append(text)
     if kinds["percent scale"]:

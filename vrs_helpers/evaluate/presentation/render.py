@@ -7,8 +7,8 @@ Jupyter displays a result with it (``_repr_html_``), and report.ipynb stores its
   the rest collapsed);
 - ``render(result, "fragment")`` - the same for Jupyter's display (no page around it);
 - ``render(result, "markdown")`` - the answer, the warnings, the leaderboard and the readings in Markdown;
-- ``render(result, "text")`` - the console: the warnings, the answer, the verdict lines, the disagreements the
-  answer depends on. Data printed to a terminal have their control characters escaped (:func:`printable`);
+- ``render(result, "text")`` - the console: the warnings, the answer, the leaderboard and the verdict lines (the
+  disagreements between readings are in the report and summary.txt). Data printed to a terminal have their control characters escaped (:func:`printable`);
 - ``render(result, "summary")`` - summary.txt: the same lines and the tables behind them as plain text.
 """
 
@@ -111,7 +111,6 @@ def text(data: dict) -> str:
     if data.get("kind") == "scores":
         lines += _board_lines(data.get("leaderboard"))
         lines += _verdict_lines(data)
-        lines += html.relevant_disagreements(data)
     elif data.get("kind") == "metrics":
         lines += [v for v in data.get("verdict") or [] if v.startswith("Holm across")]
         for m, part in (data.get("metrics") or {}).items():
