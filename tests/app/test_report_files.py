@@ -149,8 +149,9 @@ def test_logs_whose_runs_are_identical_get_a_verdict_that_says_so_first(tmp_path
     assert cli.main(["analyze", str(tmp_path / "logs"), "--out", str(out)]) == 0
     console = capsys.readouterr().out
     result = Result.from_json(out / "summary.json")
-    assert result.answer.startswith("The logs look broken: runs 1, 2 of m-a in task arith have the same score on "
-                                    "every item but different logged aggregates") and result.data["broken"]
+    first_sentence = result.answer.split(": the per-item records")[0]
+    assert first_sentence == ("The logs look broken: runs fewshot_seed=1, fewshot_seed=2 of m-a in task arith have "
+                              "the same score on every item but different logged aggregates") and result.data["broken"]
     page = (out / "report.html").read_text()
     assert page.index('class="warn"') < page.index('id="vrs-answer"') < page.index("<table")
     assert 'class="answer broken"' in page

@@ -8,7 +8,8 @@ Jupyter displays a result with it (``_repr_html_``), and report.ipynb stores its
 - ``render(result, "fragment")`` - the same for Jupyter's display (no page around it);
 - ``render(result, "markdown")`` - the answer, the warnings, the leaderboard and the readings in Markdown;
 - ``render(result, "text")`` - the console: the warnings, the answer, the leaderboard and the verdict lines (the
-  disagreements between readings are in the report and summary.txt). Data printed to a terminal have their control characters escaped (:func:`printable`);
+  disagreements between readings are in the report and summary.txt). Data printed to a terminal have their
+  control characters escaped (:func:`printable`);
 - ``render(result, "summary")`` - summary.txt: the same lines and the tables behind them as plain text.
 """
 
