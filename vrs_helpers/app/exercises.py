@@ -1,0 +1,236 @@
+"""Exercises a student can check: ``check("3.1", answer)`` says right or wrong, with a hint.
+
+Every exercise of the book workbooks has an id (``"3.1"``: workbook 03, exercise 1) and an entry in
+:data:`EXERCISES`: the right answer, the precision a right answer needs (stated in the exercise: "to 3 decimals"),
+what a right answer looks like, a hint for a wrong one and hints for the mistakes one can recognise (α where π was
+asked, a one-sided p-value where a two-sided one was). In a workbook an exercise is a Markdown cell tagged
+``exercise``, its solution a code cell tagged ``solution`` (removed from the student copy, see
+:mod:`vrs_helpers.app.student`) and its public check a code cell tagged ``exercise-check``: ``check("3.1",
+alpha_by_hand)``. The check never raises: it shows *right*, *not yet* with the hint, or *no answer yet* while the
+answer is still ``...`` (the student copy's placeholder), so that a student copy runs from top to bottom.
+
+**Hidden tests** (``check(..., hidden=True)``, and :func:`grade` for a lecturer) ask more than the public check: the
+answer to 6 significant digits (it was computed, not typed from the hint or rounded) and of the right kind (numbers,
+not text). They are in this module, so a student who reads the package's source can read them; they are hidden
+from the notebooks, as otter-grader's hidden tests are hidden from its student notebooks (see the lecturer's page
+of the guide, ``docs/teaching.md``, for why the workbooks use this checker and not otter-grader).
+
+Each answer was computed by the workbook's solution cell, whose ``assert`` statements check it against a closed form
+or an independent computation; ``tests/app/test_exercises.py`` executes every student copy with the solutions put in
+the answer cells (every public and hidden check passes) and with a wrong answer (every public check says so).
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import html
+import json
+import math
+import numbers
+from dataclasses import dataclass, field
+from pathlib import Path
+
+EXERCISE_MIME = "application/vnd.vrs.exercise+json"
+CHECK_TAG = "exercise-check"   # the cell of an exercise's public check (kept in student copies)
+HIDDEN_RTOL = 1e-6             # the hidden test: the answer to 6 significant digits
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One exercise: its right ``answer`` (a number or a tuple of numbers), the absolute ``tolerance`` the public
+    check allows (the precision the exercise asks for), what a right answer ``looks_like``, a ``hint`` for a wrong
+    answer, and ``mistakes``: (value, hint) pairs for wrong answers one can recognise."""
+
+    id: str
+    title: str
+    answer: float | tuple
+    tolerance: float
+    looks_like: str
+    hint: str
+    mistakes: tuple = field(default_factory=tuple)
+
+    @property
+    def size(self) -> int:
+        return len(self.answer) if isinstance(self.answer, tuple) else 1
+
+
+# The answers are what each workbook's solution cell computes with the default parameters (its asserts check them
+# against a closed form or an independent computation); the tolerances are the precision each exercise asks for.
+EXERCISES: dict[str, Exercise] = {e.id: e for e in [
+]}
+
+
+@dataclass
+class Result:
+    """What a check says: ``status`` is ``"right"``, ``"wrong"`` or ``"no answer"``; ``hidden`` the status of the
+    hidden tests (None when they were not run)."""
+
+    id: str
+    status: str
+    message: str
+    hidden: str | None = None
+
+    def __bool__(self) -> bool:
+        return self.status == "right" and self.hidden in (None, "right")
+
+    def __repr__(self) -> str:
+        mark = {"right": "✓", "wrong": "✗", "no answer": "…"}[self.status]
+        extra = f" Hidden tests: {self.hidden}." if self.hidden is not None else ""
+        return f"{mark} Exercise {self.id}: {self.message}{extra}"
+
+    def _repr_html_(self) -> str:
+        colour = {"right": "#1a7f37", "wrong": "#cf222e", "no answer": "#57606a"}[self.status]
+        return (f"<div style='border-left:4px solid {colour};padding-left:6px'>"
+                f"{html.escape(repr(self))}</div>")
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {"text/plain": repr(self), "text/html": self._repr_html_(),
+                EXERCISE_MIME: {"id": self.id, "status": self.status, "hidden": self.hidden}}
+
+
+def _numbers(answer, size: int) -> list[float] | None:
+    """The answer as ``size`` floats (a number, or a tuple/list/array of numbers), or None when it is not that."""
+    try:
+        import numpy as np
+
+        if isinstance(answer, np.ndarray):
+            answer = answer.tolist()
+    except ImportError:   # pragma: no cover - numpy ships with the package
+        pass
+    items = list(answer) if isinstance(answer, (tuple, list)) else [answer]
+    if len(items) != size:
+        return None
+    out = []
+    for x in items:
+        if isinstance(x, bool) or not isinstance(x, numbers.Real):
+            return None
+        out.append(float(x))
+    return out
+
+
+def _unanswered(answer) -> bool:
+    items = answer if isinstance(answer, (tuple, list)) else [answer]
+    return any(x is Ellipsis or x is None for x in items)
+
+
+def _close(got: list[float], want: list[float], tol: float) -> bool:
+    return all(math.isfinite(g) and abs(g - w) <= tol for g, w in zip(got, want, strict=True))
+
+
+def check(exercise_id: str, answer, *, hidden: bool = False) -> Result:
+    """Check a student's ``answer`` to exercise ``exercise_id`` (e.g. ``"3.1"``): *right* when every number is within
+    the exercise's precision of the right answer, else *not yet* with a hint (the hint of a recognised mistake
+    first); ``...`` or None is *no answer yet*. ``hidden``: also the lecturer's hidden tests (6 significant digits).
+    Never raises for an answer, whatever it is; an unknown id is a :class:`KeyError` naming the known ones."""
+    if exercise_id not in EXERCISES:
+        raise KeyError(f"no exercise {exercise_id!r}; the exercises are {', '.join(EXERCISES)}.")
+    ex = EXERCISES[exercise_id]
+    want = list(ex.answer) if isinstance(ex.answer, tuple) else [ex.answer]
+    if _unanswered(answer):
+        return Result(ex.id, "no answer", f"no answer yet. A right answer: {ex.looks_like}",
+                      "no answer" if hidden else None)
+    got = _numbers(answer, ex.size)
+    if got is None:
+        return Result(ex.id, "wrong", f"not yet: the answer should be {ex.looks_like}", "wrong" if hidden else None)
+    if _close(got, want, ex.tolerance):
+        secret = None
+        if hidden:
+            secret = "right" if all(math.isclose(g, w, rel_tol=HIDDEN_RTOL, abs_tol=1e-12)
+                                    for g, w in zip(got, want, strict=True)) else "wrong (not to 6 digits)"
+        return Result(ex.id, "right", "right.", secret)
+    for value, why in ex.mistakes:
+        wrong = list(value) if isinstance(value, tuple) else [value]
+        if len(wrong) == len(got) and _close(got, wrong, ex.tolerance):
+            return Result(ex.id, "wrong", f"not yet: {why}", "wrong" if hidden else None)
+    return Result(ex.id, "wrong", f"not yet: {ex.hint}", "wrong" if hidden else None)
+
+
+# --------------------------------------------------------------------------------------------- notebooks, grading
+
+def _tags(cell) -> list[str]:
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
+def check_call(source: str) -> tuple[str, list[str]] | None:
+    """The exercise id and the answer's variable names of a public check cell (``check("3.1", alpha)`` or
+    ``check("4.2", (phi, n))``), or None when the cell is not one such call."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Expr):
+        return None
+    call = tree.body[0].value
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "check"
+            and len(call.args) == 2 and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str)):
+        return None
+    target = call.args[1]
+    names = target.elts if isinstance(target, ast.Tuple) else [target]
+    if not all(isinstance(n, ast.Name) for n in names):
+        return None
+    return call.args[0].value, [n.id for n in names]
+
+
+def placeholder_source(check_source: str) -> str | None:
+    """The answer cell a student copy puts before a public check: each answer variable set to ``...``."""
+    found = check_call(check_source)
+    if found is None:
+        return None
+    exercise_id, names = found
+    ex = EXERCISES.get(exercise_id)
+    what = f"  # your answer: {ex.looks_like}" if ex else "  # your answer"
+    return "\n".join(f"{n} = ..." for n in names[:-1]) + ("\n" if len(names) > 1 else "") + f"{names[-1]} = ...{what}"
+
+
+def graded_notebook(nb, answers: dict[str, str] | None = None):
+    """A copy of ``nb`` whose public checks also run the hidden tests; ``answers`` (exercise id -> code) replaces
+    the answer cell before an exercise's check (tests put the solution or a wrong value there)."""
+    out = copy.deepcopy(nb)
+    for i, cell in enumerate(out.cells):
+        found = check_call(cell.source) if CHECK_TAG in _tags(cell) else None
+        if found is None:
+            continue
+        exercise_id, names = found
+        target = names[0] if len(names) == 1 else f"({', '.join(names)})"
+        cell.source = f"check({exercise_id!r}, {target}, hidden=True)"
+        if answers and exercise_id in answers and i > 0 and "answer" in _tags(out.cells[i - 1]):
+            out.cells[i - 1].source = answers[exercise_id]
+    return out
+
+
+def results_of(nb) -> list[dict]:
+    """The exercise checks an executed notebook shows, in order (``id``, ``status``, ``hidden``)."""
+    found = []
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {}).get(EXERCISE_MIME)
+            if data is not None:
+                found.append(json.loads(data) if isinstance(data, str) else dict(data))
+    return found
+
+
+def grade(notebook: str | Path, answers: dict[str, str] | None = None, timeout: int = 900) -> list[dict]:
+    """Execute a student's notebook with the hidden tests (:func:`graded_notebook`) and return what every check
+    says. A cell that fails does not stop the run (the student's error is part of the grade): its exercise shows
+    the status its check reached, or none."""
+    import tempfile
+
+    import nbformat
+
+    from .runner import run_notebook
+
+    src = Path(notebook)
+    nb = graded_notebook(nbformat.read(str(src), as_version=4), answers)
+    for cell in nb.cells:   # a student's error stops nothing: every cell runs
+        if cell.cell_type == "code":
+            cell.metadata.setdefault("tags", [])
+            if "raises-exception" not in cell.metadata["tags"]:
+                cell.metadata["tags"].append("raises-exception")
+    with tempfile.TemporaryDirectory(prefix="vrs-grade-") as tmp:
+        work = Path(tmp) / src.name
+        nbformat.write(nb, str(work))
+        result = run_notebook(work, out_dir=tmp, html_dir=None, output_name=f"graded-{src.name}",
+                              raise_on_error=False)
+        executed = nbformat.read(str(result.output), as_version=4)
+    return results_of(executed)
