@@ -58,6 +58,26 @@ class Exercise:
 # The answers are what each workbook's solution cell computes with the default parameters (its asserts check them
 # against a closed form or an independent computation); the tolerances are the precision each exercise asks for.
 EXERCISES: dict[str, Exercise] = {e.id: e for e in [
+    Exercise("3.1", "α by hand from the coincidence matrix", 0.640625, 5e-4,
+             "one number, nominal α of the twelve items, between -1 and 1, to 3 decimals (e.g. 0.123)",
+             "build o_ck from both ordered pairs of every unit (24 values), e_ck = n_c (n_k - [c = k]) / (n - 1), "
+             "and α = 1 - (sum of o_ck off the diagonal) / (sum of e_ck off the diagonal).",
+             ((0.625, "0.625 is Scott's π (chance drawn with replacement); α's urn draws without replacement: "
+                      "e_ck = n_c (n_k - [c = k]) / (n - 1)."),
+              (0.75, "0.75 is the percent agreement; α corrects it for the agreement expected by chance."))),
+    Exercise("3.2", "three chance models on one table", (0.5847176079734219, 0.5931651749389747), 5e-4,
+             "two numbers, (π, κ), each to 3 decimals (e.g. (0.512, 0.534))",
+             "p_o is the share of items on the diagonal of the 2x2 table; π's p_e sums the squared pooled marginals "
+             "((row + column) / 2), κ's p_e sums the products of each rater's own marginals.",
+             (((0.5931651749389747, 0.5847176079734219), "π and κ are swapped: κ uses each rater's own marginals, π "
+                                                         "the pooled ones."),)),
+    Exercise("3.3", "how much disagreement can the raters afford?", (10, 2), 1e-9,
+             "two whole numbers of disagreements, (at prevalence 0.5, at prevalence 0.95), e.g. (7, 1)",
+             "for each prevalence, compute α for 0, 1, 2, ... disagreements (two_rater_table(100, prevalence, k)) and "
+             "keep the largest k with α >= 0.8.",
+             (((11, 3), "these are the first numbers of disagreements at which α falls below 0.8; the exercise asks "
+                        "for the largest at which α is still at least 0.8."),
+              ((90, 98), "these are percent agreements; give the numbers of disagreements."))),
 ]}
 
 
