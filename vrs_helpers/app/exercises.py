@@ -45,7 +45,7 @@ class Exercise:
     id: str
     title: str
     answer: float | tuple
-    tolerance: float
+    tolerance: float | tuple   # one for every number, or one per number
     looks_like: str
     hint: str
     mistakes: tuple = field(default_factory=tuple)
@@ -58,6 +58,26 @@ class Exercise:
 # The answers are what each workbook's solution cell computes with the default parameters (its asserts check them
 # against a closed form or an independent computation); the tolerances are the precision each exercise asks for.
 EXERCISES: dict[str, Exercise] = {e.id: e for e in [
+    Exercise("1.1", "a correlation of two binary variables is φ", (-0.13682942734084708, 0.23200366804218248), 5e-4,
+             "two numbers, (φ, share), φ between -1 and 1 and the share of entailed pairs among the hypotheses with a "
+             "negation between 0 and 1, each to 3 decimals (e.g. (0.123, 0.456))",
+             "tabulate hyp-has-neg (rows) against entailment (columns); φ = (n11 n00 - n10 n01) / sqrt(n1. n0. n.1 "
+             "n.0), and the share is n11 / n1..",
+             (((0.1368, 0.232), "the sign of φ: a negation goes *against* entailment, so n10 n01 outweighs n11 n00."),
+              ((-0.1368, 0.354), "the second number is the share of entailed pairs among *all* pairs; the exercise "
+                                 "asks for the share among the hypotheses with a negation."))),
+    Exercise("1.2", "a number on \"substantially\", by hand", (25.7225142548101, 0.07654400243342943), (5e-3, 5e-4),
+             "two numbers, (z, width): Fisher's z for cos-sim (to 2 decimals) and the width 2 z_0.975 SE of the "
+             "delta-method interval (to 3 decimals)",
+             "z = (artanh r1 - artanh r2) / sqrt(1/(n1 - 3) + 1/(n2 - 3)) with r1 in domain (n1 = 9,815 pairs) and r2 "
+             "out of domain (n2 = 3,000); the width is 2 x 1.96 x sqrt((1 - r1^2)^2/n1 + (1 - r2^2)^2/n2)."),
+    Exercise("1.3", "which transformations are permissible?", (0, 0.769), 5e-4,
+             "two numbers, (changed predictions, accuracy): a whole number and an accuracy between 0 and 1 to 3 "
+             "decimals",
+             "fit inv.depth5_tree() on the training patients with f1 replaced by 3 f1 + 7 and count the test "
+             "predictions that differ; then map every patient ID through one random permutation of the IDs (the "
+             "same map for training and test patients) and score the retrained tree on the test patients.",
+             (((0, 0.834), "0.834 is the accuracy with the original IDs; relabel the IDs before retraining."),)),
     Exercise("3.1", "α by hand from the coincidence matrix", 0.640625, 5e-4,
              "one number, nominal α of the twelve items, between -1 and 1, to 3 decimals (e.g. 0.123)",
              "build o_ck from both ordered pairs of every unit (24 values), e_ck = n_c (n_k - [c = k]) / (n - 1), "
@@ -134,8 +154,9 @@ def _unanswered(answer) -> bool:
     return any(x is Ellipsis or x is None for x in items)
 
 
-def _close(got: list[float], want: list[float], tol: float) -> bool:
-    return all(math.isfinite(g) and abs(g - w) <= tol for g, w in zip(got, want, strict=True))
+def _close(got: list[float], want: list[float], tol) -> bool:
+    tols = list(tol) if isinstance(tol, tuple) else [tol] * len(want)
+    return all(math.isfinite(g) and abs(g - w) <= t for g, w, t in zip(got, want, tols, strict=True))
 
 
 def check(exercise_id: str, answer, *, hidden: bool = False) -> Result:
