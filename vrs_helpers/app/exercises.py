@@ -49,6 +49,7 @@ class Exercise:
     looks_like: str
     hint: str
     mistakes: tuple = field(default_factory=tuple)
+    hidden_tolerance: float | tuple | None = None   # the hidden test's absolute tolerance; None: 6 digits
 
     @property
     def size(self) -> int:
@@ -78,6 +79,20 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
              "predictions that differ; then map every patient ID through one random permutation of the IDs (the "
              "same map for training and test patients) and score the retrained tree on the test patients.",
              (((0, 0.834), "0.834 is the accuracy with the original IDs; relabel the IDs before retraining."),)),
+    Exercise("2.1", "D² is deviance explained", (0.847457627118644, 0.847457627118644), (0.03, 5e-4),
+             "two numbers, (D² of your fit, D² in the population), both between 0 and 1; the first within 0.03 of the "
+             "population value, the second to 3 decimals",
+             "D² = 1 - RSS/TSS from the fit's residuals; in the population the model explains Var sin(2πx) = 1/2 of "
+             "the total variance 1/2 + 0.3^2.",
+             (((0.847457627118644, 0.5), "0.5 is the explained variance, not its share of the total 0.5 + 0.09."),
+              ((0.847457627118644, 0.152542372881356), "that is the unexplained share, 1 - D².")),
+             hidden_tolerance=(0.03, 1e-9)),
+    Exercise("2.2", "a label made by a rule", (0.9593094140882245, 2), (0.02, 1e-9),
+             "two numbers, (D² of c*, nullified features): D² between 0 and 1 to 2 decimals, and a whole number",
+             "run circularity_test(patients, 'sofa', ['bili', 'albumin', 'age'], k=20): c* should be bilirubin alone; "
+             "count the features outside c* whose nullification says True.",
+             (((1.0, 2), "D² = 1 is the lookup table of the SOFA bands; a smooth GAM cannot jump at the thresholds, so "
+                         "its D² stays below 1."),), hidden_tolerance=(0.02, 1e-9)),
     Exercise("3.1", "α by hand from the coincidence matrix", 0.640625, 5e-4,
              "one number, nominal α of the twelve items, between -1 and 1, to 3 decimals (e.g. 0.123)",
              "build o_ck from both ordered pairs of every unit (24 values), e_ck = n_c (n_k - [c = k]) / (n - 1), "
@@ -176,7 +191,9 @@ def check(exercise_id: str, answer, *, hidden: bool = False) -> Result:
         return Result(ex.id, "wrong", f"not yet: the answer should be {ex.looks_like}", "wrong" if hidden else None)
     if _close(got, want, ex.tolerance):
         secret = None
-        if hidden:
+        if hidden and ex.hidden_tolerance is not None:
+            secret = "right" if _close(got, want, ex.hidden_tolerance) else "wrong (hidden tolerance)"
+        elif hidden:
             secret = "right" if all(math.isclose(g, w, rel_tol=HIDDEN_RTOL, abs_tol=1e-12)
                                     for g, w in zip(got, want, strict=True)) else "wrong (not to 6 digits)"
         return Result(ex.id, "right", "right.", secret)
