@@ -113,6 +113,23 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
              (((11, 3), "these are the first numbers of disagreements at which α falls below 0.8; the exercise asks "
                         "for the largest at which α is still at least 0.8."),
               ((90, 98), "these are percent agreements; give the numbers of disagreements."))),
+    Exercise("4.1", "φ by hand", (0.7881573038311287, 0.7992659582335649), 5e-4,
+             "two numbers, (φ, E ρ²), each between 0 and 1, to 3 decimals (e.g. (0.712, 0.745))",
+             "divide rater, sentence:rater by n_r; instantiation, sentence:instantiation by n_i; rater:instantiation "
+             "and the residual by n_r n_i. φ adds all of them to the error; E ρ² only those with 'sentence:' and the "
+             "residual.",
+             (((0.7992659582335649, 0.7881573038311287), "φ and E ρ² are swapped: the relative coefficient counts fewer error components, so "
+                                 "it is the larger one."),)),
+    Exercise("4.2", "a decision study in closed form", (3, 30), 1e-9,
+             "two whole numbers of raters, (Post Edit, Marking)",
+             "with one instantiation A = σ²_instantiation + σ²_sentence:instantiation, B = σ²_rater + "
+             "σ²_sentence:rater + σ²_rater:instantiation + σ²_residual; φ >= 0.8 needs B / n_r <= σ²_s (1 - 0.8) / "
+             "0.8 - A: round n_r up."),
+    Exercise("4.3", "Algorithm 3.1 without resampling", (0.7799539321717182, 0.9502313709075009), (5e-5, 5e-4),
+             "two numbers, (E[max] at B = 10, share at B = M): an accuracy to 4 decimals and a share between 0 and 1 "
+             "to 3 decimals",
+             "sort the M accuracies; E[max] = sum_i x_(i) [(i/M)^B - ((i-1)/M)^B]; k is the number of scores equal to "
+             "the maximum."),
 ]}
 
 
