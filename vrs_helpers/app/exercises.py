@@ -130,6 +130,22 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
              "to 3 decimals",
              "sort the M accuracies; E[max] = sum_i x_(i) [(i/M)^B - ((i-1)/M)^B]; k is the number of scores equal to "
              "the maximum."),
+    Exercise("5.1", "the Z test of section 4.1 by hand", (0.04550026389635842, 96), (5e-5, 1e-9),
+             "two numbers, (two-sided p-value, number of items): a p-value to 4 decimals and a whole number",
+             "Z = (15 - 25) / (50 / sqrt(100)); the two-sided p is 2 Φ(-|Z|) = erfc(|Z| / sqrt 2); |Z| = 10 sqrt(n) / "
+             "50 stays below 1.96 while n < (1.96 x 5)^2.",
+             (((0.022750131948179212, 96), "0.0228 is the left-tailed p-value; the two-sided one doubles it."),
+              ((0.04550026389635842, 97), "97 items already reach |Z| >= 1.96: the largest n that is not significant "
+                                          "is one less."))),
+    Exercise("5.2", "Table 4.1's averaged design by hand", (0.5170368211322549, 94.8380944902614), (5e-4, 0.05),
+             "two numbers, (p-value of the F test, sentence share in %): a p-value to 3 decimals and a percentage "
+             "to 1 decimal",
+             "F = ((RSS0 - RSS1) / 2) / (RSS1 / (n - 3)) with n the number of sentence x system averages; the share "
+             "is the 'percent' of 'sentence_id' in the mixed model's variance components."),
+    Exercise("5.3", "type-I error of the averaged test under run variation", (0.6037925881542296, 0.05), (5e-4, 0.045),
+             "two numbers, (closed-form rejection rate, simulated rate of the run-means test), both between 0 and 1",
+             "the paired test's SE is σ_d / sqrt(n); the run offsets add 2τ²/3 to the variance of the mean difference; "
+             "reject when |t| exceeds t_0.975 with n - 1 df.", hidden_tolerance=(1e-6, 0.045)),
 ]}
 
 
