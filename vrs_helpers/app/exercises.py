@@ -146,6 +146,25 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
              "two numbers, (closed-form rejection rate, simulated rate of the run-means test), both between 0 and 1",
              "the paired test's SE is σ_d / sqrt(n); the run offsets add 2τ²/3 to the variance of the mean difference; "
              "reject when |t| exceeds t_0.975 with n - 1 df.", hidden_tolerance=(1e-6, 0.045)),
+    Exercise("6.1", "eq. 10 and 13 by hand", (0.23070876559999998, 39.099837159932676), (5e-5, 0.05),
+             "two numbers, (p_R, Var^M / Var^D): a rate between 0 and 1 to 4 decimals and a factor to 1 decimal",
+             "p_R = p_O precision + (1 - p_O) FOR; both variances divide by N - 1 = 23,678, so their ratio is "
+             "p_R (1 - p_R) / (p_O (1 - p_O)).",
+             (((0.00456, 1.0), "p_O is the observed rate; the real positive rate adds the toxic outputs the "
+                               "classifier missed, (1 - p_O) FOR."),)),
+    Exercise("6.2", "how good must the metric model be?", 0.011727597648993917, 5e-6,
+             "one number, the largest false omission rate, a rate between 0 and 1 to 5 decimals",
+             "with precision 1, r = p + (1 - p) f for each system; solve sum r (1 - r) = (N - 1) (d / 1.96)^2 for f "
+             "and keep the smallest positive root."),
+    Exercise("6.3", "paired outputs, eq. 20, by simulation", 4.401639735597272e-07, 2e-7,
+             "one number, the simulated covariance of the two true-label means (of the order of 1e-7)",
+             "draw 40,000 multinomial tables of the four cells of the joint distribution, then the true labels "
+             "(binomial with P(R = 1 | O = 1) = precision, P(R = 1 | O = 0) = FOR) per cell and system; "
+             "np.cov of the two means.", hidden_tolerance=2e-7),
+    Exercise("6.4", "how many labels?", (792, 1035), 1e-9,
+             "two whole numbers of labelled items, (with the judge, humans only)",
+             "estimate σ (the SD of C's human labels) and ρ (the correlation of C's judge and human scores on the "
+             "labelled items) and use judge.ppi_labels_needed(2000, σ, ρ, half_width=0.03)."),
 ]}
 
 
