@@ -186,3 +186,16 @@ def test_a_book_workbook_reads_as_prose_with_short_code(path):
                  and not {"parameters", CHECK_TAG} & set(c.metadata.get("tags", [])))
     assert _calls_a_helper(first.source), f"{path.name}: the first code cell neither loads data nor calls a helper"
     assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")
+
+
+@pytest.mark.parametrize("path", BOOK_WORKBOOKS, ids=lambda p: p.stem)
+def test_check_cells_are_collapsed_in_jupyterlab_too(path):
+    """The check cells of the book workbooks open collapsed in JupyterLab (``jupyter.source_hidden``, and for code
+    ``outputs_hidden``: JupyterLab's own cell metadata), as on the report site; every workbook has some."""
+    nb = nbformat.read(str(path), as_version=4)
+    checks = [c for c in nb.cells if CHECK_TAG in c.metadata.get("tags", [])]
+    assert len(checks) >= 5, path.name
+    for c in checks:
+        hidden = c.metadata.get("jupyter", {})
+        assert hidden.get("source_hidden") is True, (path.name, c.source[:60])
+        assert c.cell_type == "markdown" or hidden.get("outputs_hidden") is True, (path.name, c.source[:60])

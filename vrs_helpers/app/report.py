@@ -10,7 +10,7 @@
   from ``mathjax/`` (copied from the ``jupyter-server-mathjax`` package, MathJax 2.7), require.js, mermaid and the
   widget manager (which the workbooks do not use) are left out; a header links back to the report and the API;
   cells tagged ``check`` (the scorecard's checks, the numbers the prose states) are collapsed in a ``<details>``
-  element, which a link to one of its checks opens;
+  element (consecutive ones in one), which a link to one of its checks opens;
 - ``api/``: the API reference generated from the docstrings with pdoc (:func:`build_api_docs`);
 - ``guide/``: the user guide, ``docs/*.md`` rendered with its links checked (:mod:`vrs_helpers.app.guide`).
 
@@ -225,10 +225,15 @@ window.addEventListener('hashchange',vrsOpenTarget);document.addEventListener('D
 </script>
 {%- endblock html_head_js_mathjax -%}
 {%- block any_cell scoped -%}
-{%- if '""" + CHECK_CELL_TAG + r"""' in cell.metadata.get('tags', []) -%}
+{%- set tag = '""" + CHECK_CELL_TAG + r"""' -%}
+{%- if tag in cell.metadata.get('tags', []) -%}
+{%- if not (loop.previtem and tag in loop.previtem.metadata.get('tags', [])) -%}
 <details class="vrs-check-cell"><summary>""" + CHECK_CELL_SUMMARY + r"""</summary>
+{%- endif %}
 {{ super() }}
+{%- if not (loop.nextitem and tag in loop.nextitem.metadata.get('tags', [])) %}
 </details>
+{%- endif -%}
 {%- else -%}
 {{ super() }}
 {%- endif -%}
