@@ -227,7 +227,8 @@ def test_grade_runs_the_hidden_tests(tmp_path):
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     cells = [("parameters", "seed = 1"), ("", "from vrs_helpers.app.exercises import check"),
              ("answer", "alpha_by_hand = 0.640625"), (exercises.CHECK_TAG, 'check("3.1", alpha_by_hand)'),
-             ("answer", "1 / 0"), ("answer", "at_half, at_95 = 10, 3"), (exercises.CHECK_TAG, 'check("3.3", (at_half, at_95))')]
+             ("answer", "1 / 0"), ("answer", "at_half, at_95 = 10, 3"),
+             (exercises.CHECK_TAG, 'check("3.3", (at_half, at_95))')]
     for tag, source in cells:
         cell = nbformat.v4.new_code_cell(source)
         if tag:

@@ -118,8 +118,9 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
              "divide rater, sentence:rater by n_r; instantiation, sentence:instantiation by n_i; rater:instantiation "
              "and the residual by n_r n_i. φ adds all of them to the error; E ρ² only those with 'sentence:' and the "
              "residual.",
-             (((0.7992659582335649, 0.7881573038311287), "φ and E ρ² are swapped: the relative coefficient counts fewer error components, so "
-                                 "it is the larger one."),)),
+             (((0.7992659582335649, 0.7881573038311287),
+               "φ and E ρ² are swapped: the relative coefficient counts fewer error components, so it is the larger "
+               "one."),)),
     Exercise("4.2", "a decision study in closed form", (3, 30), 1e-9,
              "two whole numbers of raters, (Post Edit, Marking)",
              "with one instantiation A = σ²_instantiation + σ²_sentence:instantiation, B = σ²_rater + "
@@ -321,26 +322,17 @@ def results_of(nb) -> list[dict]:
 
 
 def grade(notebook: str | Path, answers: dict[str, str] | None = None, timeout: int = 900) -> list[dict]:
-    """Execute a student's notebook with the hidden tests (:func:`graded_notebook`) and return what every check
-    says. A cell that fails does not stop the run (the student's error is part of the grade): its exercise shows
-    the status its check reached, or none."""
-    import tempfile
-
+    """Execute a student's notebook with the hidden tests (:func:`graded_notebook`) in its own folder and return
+    what every check says. A cell that fails does not stop the run (the student's error is part of the grade): its
+    exercise shows the status its check reached, or none."""
     import nbformat
+    from nbclient import NotebookClient
 
-    from .runner import run_notebook
+    from .kernel import KERNEL_ARGUMENTS, KERNEL_NAME, kernel_manager_class
 
     src = Path(notebook)
     nb = graded_notebook(nbformat.read(str(src), as_version=4), answers)
-    for cell in nb.cells:   # a student's error stops nothing: every cell runs
-        if cell.cell_type == "code":
-            cell.metadata.setdefault("tags", [])
-            if "raises-exception" not in cell.metadata["tags"]:
-                cell.metadata["tags"].append("raises-exception")
-    with tempfile.TemporaryDirectory(prefix="vrs-grade-") as tmp:
-        work = Path(tmp) / src.name
-        nbformat.write(nb, str(work))
-        result = run_notebook(work, out_dir=tmp, html_dir=None, output_name=f"graded-{src.name}",
-                              raise_on_error=False)
-        executed = nbformat.read(str(result.output), as_version=4)
-    return results_of(executed)
+    client = NotebookClient(nb, timeout=timeout, kernel_name=KERNEL_NAME, allow_errors=True,
+                            kernel_manager_class=kernel_manager_class(), extra_arguments=KERNEL_ARGUMENTS,
+                            resources={"metadata": {"path": str(src.resolve().parent)}})
+    return results_of(client.execute())

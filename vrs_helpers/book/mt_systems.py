@@ -91,7 +91,8 @@ def configuration_average_tests(grid: pd.DataFrame, n_resamples: int = 10_000, s
     return pd.DataFrame(rows)
 
 
-def grids_side_by_side(partial_grid: pd.DataFrame, partial_result, full_grid: pd.DataFrame, full_result) -> pd.DataFrame:
+def grids_side_by_side(partial_grid: pd.DataFrame, partial_result, full_grid: pd.DataFrame,
+                       full_result) -> pd.DataFrame:
     """The scheme contrasts per length class of ``compare_systems`` on the partial and the full grid, one below
     the other."""
     side = pd.concat([partial_result.contrasts.assign(grid=f"partial ({len(partial_grid):,} rows)"),

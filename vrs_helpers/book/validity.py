@@ -254,9 +254,10 @@ def correctness_correlations(features: pd.DataFrame, entailed, n_correct, runs: 
     """Each template's correlation with the share of ``runs`` models that got a pair right, on the entailed and on
     the other pairs (book Figures 2.4, 2.5)."""
     share, entailed = np.asarray(n_correct) / runs, np.asarray(entailed) == 1
-    return pd.DataFrame({
-        "entailed pairs": feature_label_correlations(features[entailed], share[entailed]).set_index("feature")["r"],
-        "non-entailed pairs": feature_label_correlations(features[~entailed], share[~entailed]).set_index("feature")["r"]})
+    def r(rows):
+        return feature_label_correlations(features[rows], share[rows]).set_index("feature")["r"]
+
+    return pd.DataFrame({"entailed pairs": r(entailed), "non-entailed pairs": r(~entailed)})
 
 
 def table_2_2(pairs: pd.DataFrame, runs: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
