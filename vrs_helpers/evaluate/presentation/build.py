@@ -24,25 +24,38 @@ MAX_NAMED = 3   # broken runs named in a sentence (the rest counted)
 def identical_runs(table: pd.DataFrame, response: str, system: str, item: str, runs) -> list[tuple]:
     """[(system, run, earlier run)] for every run of a system whose scores equal an earlier run's on every item (the
     same items, the same scores): a copied run, or a conversion that wrote one run's records for another. ``runs``:
-    the replication columns (none: nothing to compare)."""
+    the replication columns (none: nothing to compare). One pass over the rows: each run's (item, score) rows are
+    hashed and their hashes summed (a sum does not depend on the rows' order), so two runs with the same rows have
+    the same sum and count; runs whose sums agree are then compared row by row."""
     runs = list(runs)
     if not runs or not len(table):
         return []
     keys = [system, *runs]
-    ordered = table.sort_values([*keys, item], kind="stable")
-    digest = ordered.groupby(keys, observed=True, sort=False).apply(
-        lambda g: hash((tuple(g[item].astype(str)), tuple(np.round(g[response].to_numpy(float), 12)))),
-        include_groups=False)
+    rows = pd.DataFrame({"item": table[item].to_numpy(), "score": np.round(table[response].to_numpy(float), 12)})
+    hashed = pd.DataFrame({"h": pd.util.hash_pandas_object(rows, index=False).to_numpy(), "n": 1})
+    for k in keys:
+        hashed[k] = table[k].to_numpy()
+    sums = hashed.groupby(keys, observed=True, sort=True).agg(h=("h", "sum"), n=("n", "sum"))
     out = []
-    for s, part in digest.groupby(level=0, observed=True, sort=False):
+    for s, part in sums.groupby(level=0, observed=True, sort=False):
         seen = {}
-        for key, h in part.items():
-            label = ", ".join(str(v) for v in (key[1:] if isinstance(key, tuple) else ()))
-            if h in seen:
-                out.append((str(s), label, seen[h]))
-            else:
-                seen[h] = label
+        for key, (h, n) in zip(part.index, part[["h", "n"]].itertuples(index=False), strict=True):
+            label = ", ".join(str(v) for v in key[1:])
+            first = seen.get((h, n))
+            if first is None:
+                seen[(h, n)] = (label, key)
+            elif _same_rows(table, keys, first[1], key, item, response):
+                out.append((str(s), label, first[0]))
     return out
+
+
+def _same_rows(table: pd.DataFrame, keys: list, a: tuple, b: tuple, item: str, response: str) -> bool:
+    def rows(key):
+        mask = np.logical_and.reduce([(table[k] == v).to_numpy() for k, v in zip(keys, key, strict=True)])
+        part = table.loc[mask, [item, response]]
+        return sorted(zip(part[item].astype(str), np.round(part[response].to_numpy(float), 12), strict=True))
+
+    return rows(a) == rows(b)
 
 
 def _named(pairs: list[tuple]) -> str:
