@@ -11,7 +11,7 @@ import pytest
 
 from vrs_helpers import registry
 from vrs_helpers.app import cli
-from vrs_helpers.evaluate import spec as spec_module
+from vrs_helpers.evaluate import scores as scores_module
 from vrs_helpers.evaluate.analysis import analyze, summary_json
 from vrs_helpers.evaluate.scores import InputError
 from vrs_helpers.evaluate.spec import AnalysisSpec
@@ -55,13 +55,13 @@ def test_names_are_normalized_once():
 
 def test_the_data_is_validated_once(monkeypatch):
     calls = []
-    real = spec_module.validate
+    real = scores_module.validate
 
     def counting(*args, **kwargs):
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(spec_module, "validate", counting)
+    monkeypatch.setattr(scores_module, "validate", counting)
     res = analyze(_log(), ["y"], "system", "item", replications=["seed"], n_resamples=99)
     assert len(calls) == 1 and res.fits.family == "gaussian"
     # a spec that is already validated is not validated again (workbook 07 gets it from vrs analyze)
@@ -82,7 +82,7 @@ def test_the_spec_travels_to_the_workbook_without_a_second_validation(tmp_path, 
     def refuse(*args, **kwargs):
         raise AssertionError("validated twice")
 
-    monkeypatch.setattr(spec_module, "validate", refuse)
+    monkeypatch.setattr(scores_module, "validate", refuse)
     again = AnalysisSpec.from_dict(d).validated()
     assert again.is_validated and again.design.design == s.design.design and again.data_label == "my log"
     (tmp_path / "spec.json").write_text(json.dumps(d))
@@ -144,3 +144,36 @@ def test_repeats_are_part_of_the_spec():
     with pytest.raises(InputError, match="repeat a \\(system, run, item\\)"):
         spec.replace(repeats=()).validated()
     assert analyze(v).fits.glrt.df == 1
+
+
+def test_options_are_declared_once():
+    """Issue 51: every option of the two specs is declared once (vrs_helpers.evaluate.options): each spec field has
+    its entry, `vrs analyze --help` lists one flag per option with that entry's help, the CLI builds both specs from
+    the parsed arguments with the same names, and the runs and items choices are the engine's."""
+    import argparse
+    import dataclasses
+
+    from vrs_helpers.book.glrt import ITEMS, RUNS
+    from vrs_helpers.evaluate import options
+    from vrs_helpers.evaluate.spec import LogsSpec
+
+    assert (options.ITEMS, options.RUNS) == (ITEMS, RUNS)
+    for cls in (AnalysisSpec, LogsSpec):
+        declared = {f.name for f in dataclasses.fields(cls) if "option" in f.metadata}
+        assert declared >= {f.name for f in dataclasses.fields(cls)} - {"data", "logs", "table", "design", "families",
+                                                                        "family_notes", "tests"}
+    parser = argparse.ArgumentParser()
+    options.add_arguments(parser, AnalysisSpec, LogsSpec)
+    flags = [a.option_strings[0] for a in parser._actions if a.option_strings and a.option_strings[0] != "-h"]
+    assert len(flags) == len(set(flags)) == len(options.spec_options(AnalysisSpec, LogsSpec))
+    args = parser.parse_args(["--response", "bleu", "chrf", "--replication", "seed", "--replication", "lr",
+                              "--alpha", "0.01", "--runs", "nested", "--adjust", "bh", "--dropna"])
+    table = options.spec_arguments(AnalysisSpec, args)
+    assert table["response"] == ["bleu", "chrf"] and table["replications"] == ["seed", "lr"]
+    assert table["alpha"] == 0.01 and table["runs"] == "nested" and table["dropna"] is True
+    logs = options.spec_arguments(LogsSpec, args)
+    assert logs["metric"] == ["bleu", "chrf"] and logs["adjust"] == "bh" and "replications" not in logs
+    spec = AnalysisSpec(_log(), item="item", system="system", **{k: v for k, v in table.items()
+                                                                 if k not in ("response", "replications")},
+                        response="y", replications=["seed"])
+    assert spec.alpha == 0.01 and spec.runs == "nested"

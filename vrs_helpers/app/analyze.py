@@ -101,7 +101,7 @@ def check_input(args) -> None:
                 ",", "\t", "parquet"):   # no harness writes its logs as CSV, TSV or Parquet
             raise precheck.InputError(name_the_columns(args.data))
         return
-    if args.test is not None and not args.replication:
+    if args.test is not None and not args.replications:
         raise registry.TestChoiceError(f"--test {args.test} chooses the test of the runs-random reading, which "
                                        "needs replication columns (the runs): give them with --replication COL, or "
                                        "leave --test out.")
@@ -111,8 +111,8 @@ def check_input(args) -> None:
     if args.dask is not None:
         return   # a Parquet dataset read on the cluster
     roles = [("response", r) for r in args.response] + [("system", args.system), ("item", args.item)]
-    roles += [("replication", c) for c in args.replication or []] + [("repeat", c) for c in args.repeat or []]
-    roles += [("property", c) for c in args.property or []]
+    roles += [("replication", c) for c in args.replications or []] + [("repeat", c) for c in args.repeats or []]
+    roles += [("property", c) for c in args.properties or []]
     if args.human_labels is not None:
         if not Path(args.human_labels).is_file():
             raise precheck.InputError(f"No file of human labels at {args.human_labels}. Give a CSV/TSV/Parquet/"
@@ -140,6 +140,7 @@ def _absolute(data: str) -> str:
 
 def _analyze(args) -> int:
     from ..evaluate.analysis import analyze
+    from ..evaluate.options import spec_arguments
     from ..evaluate.presentation.render import render
     from ..evaluate.scores import InputError
     from ..evaluate.spec import AnalysisSpec
@@ -149,13 +150,8 @@ def _analyze(args) -> int:
     if not args.response or not args.item:
         raise InputError(name_the_columns(args.data))
     # the spec checks the options as it is built, and is validated against the data once (analyze)
-    spec = AnalysisSpec(args.data if args.dask is not None else _absolute(args.data), response=args.response,
-                        system=args.system, item=args.item, replications=args.replication or [],
-                        repeats=args.repeat or [], properties=args.property or [], baseline=args.baseline,
-                        family=args.family, test=args.test, items=args.items, runs=args.runs, alpha=args.alpha,
-                        n_resamples=args.n_resamples, n_sim=args.n_sim, seed=args.seed, delta=args.delta,
-                        lower_is_better=args.lower_is_better or [], dropna=args.dropna, backend=args.dask,
-                        data_label=str(args.data), human=args.human, human_labels=args.human_labels)
+    spec = AnalysisSpec(args.data if args.dask is not None else _absolute(args.data),
+                        **spec_arguments(AnalysisSpec, args), data_label=str(args.data))
     result = analyze(spec)
     files = write_report(result, args.out, execute=args.execute)
     print(render(result, "text"), end="")
@@ -167,6 +163,7 @@ def _analyze_logs(args) -> int:
     """``vrs analyze LOGDIR``: read and describe the logs, validate every task, then analyse them and write the
     report."""
     from ..evaluate.analysis import analyze_logs
+    from ..evaluate.options import spec_arguments
     from ..evaluate.presentation.render import printable, render
     from ..evaluate.scores import InputError
     from ..evaluate.spec import LogsSpec
@@ -174,10 +171,7 @@ def _analyze_logs(args) -> int:
 
     if args.dask is not None:
         raise InputError(DASK_TABLE_ONLY + ".")
-    spec = LogsSpec(_absolute(args.data), format=args.format, system=args.system, cluster=args.cluster,
-                    metric=list(args.response or []), dropna=args.dropna, adjust=args.adjust, alpha=args.alpha,
-                    baseline=args.baseline, test=args.test, n_sim=args.n_sim, seed=args.seed, items=args.items,
-                    runs=args.runs, data_label=str(args.data))
+    spec = LogsSpec(_absolute(args.data), **spec_arguments(LogsSpec, args), data_label=str(args.data))
     read = read_logs(spec, echo=lambda lg: print("\n".join(
         printable(line) for line in [f"Read {args.data}:", *lg.describe().splitlines()]), flush=True))
     print("\n".join(printable(line) for line in analysed_lines(read[1], read[2]).splitlines()), flush=True)
@@ -200,89 +194,24 @@ def analysed_lines(specs, skipped) -> str:
     return "\n".join(lines + skipped_lines(skipped))
 
 
-def test_name(text: str) -> str:
-    """A --test value: its registered name when it is a name or an alias (argparse then lists the choices)."""
-    try:
-        return registry.canonical(text)
-    except registry.TestChoiceError:
-        return text
-
-
 def add_parser(sub) -> None:
-    """The ``analyze`` subcommand's options."""
-    p = sub.add_parser("analyze", help="analyse your own evaluation results (workbook 07): significance across "
-                       "runs, conditional on data properties, reliability; writes report.html and summary.json",
+    """The ``analyze`` subcommand: its analysis options are the fields of the two specs
+    (:mod:`vrs_helpers.evaluate.options`), then the report's own (``--out``, ``--execute``)."""
+    from ..evaluate.options import add_arguments
+    from ..evaluate.spec import AnalysisSpec, LogsSpec
+
+    p = sub.add_parser("analyze", help="analyse your own evaluation results: the answer, the leaderboard, "
+                       "significance across runs, conditional on data properties, reliability; writes report.html, "
+                       "report.ipynb and summary.json",
                        description="Per-item scores of systems over training runs: one row per system, run and "
                        "item. DATA is a CSV, TSV, Parquet or JSON-lines file, or a run-folder pattern with named "
                        "fields such as 'runs/{system}/seed={seed}/scores.tsv' (quote it); or a folder of "
                        "evaluation logs (lm-evaluation-harness, Inspect, HELM, Every Eval Ever), read without "
                        "further options.")
     p.add_argument("data")
-    p.add_argument("--response", nargs="+", metavar="COL",
-                   help="the score column; several (--response bleu chrf comet): each metric analysed, the system "
-                        "verdicts Holm-corrected across them, summary.json keyed by metric. With evaluation logs: "
-                        "the metric(s) to analyse, for every task that has them, or task=metric for one task "
-                        "(default: each task's primary metric as its harness marks it)")
-    p.add_argument("--format", default="auto",
-                   help="DATA is a folder of evaluation logs of this format: lm-eval, inspect, helm or "
-                        "every-eval-ever (default auto: detected; a score table otherwise)")
-    p.add_argument("--adjust", default="holm", choices=["holm", "bh"],
-                   help="evaluation logs with several tasks: adjust the per-task p-values by Holm (default) or "
-                        "Benjamini-Hochberg")
-    p.add_argument("--cluster", default=None, metavar="FIELD",
-                   help="evaluation logs: an item field (Inspect sample metadata, lm-eval doc field) to cluster the "
-                        "standard errors on (Inspect's stderr(cluster=...), Miller's clustered SE)")
-    p.add_argument("--lower-is-better", nargs="+", metavar="COL", default=None,
-                   help="response(s) for which lower scores are better (TER, error rates): the direction of ASO and "
-                        "of the expected best of n runs")
-    p.add_argument("--system", default=None, help="the system column (omit for one system: reliability only)")
-    p.add_argument("--item", default=None, help="the test-item column (not needed for evaluation logs)")
-    p.add_argument("--replication", action="append", metavar="COL",
-                   help="a column identifying a run within a system (seed, meta-parameter); repeatable")
-    p.add_argument("--repeat", action="append", metavar="COL",
-                   help="a column telling independent draws for the same item within a run apart (Inspect epochs, "
-                        "several sampled answers per question): a (system, run, item) then has one row per repeat; "
-                        "repeatable")
-    p.add_argument("--property", action="append", metavar="COL",
-                   help="a data property of the items (numeric: slope; otherwise per level); repeatable")
-    p.add_argument("--baseline", default=None, help="the reference system of the paired tests")
-    p.add_argument("--human", default=None, metavar="COL",
-                   help="the response is a judge's (LLM judge, classifier) score and COL holds human labels on some "
-                        "rows (empty elsewhere): the verdict is corrected for the judge (PPI++, PPI, MBM)")
-    p.add_argument("--human-labels", default=None, metavar="FILE",
-                   help="human labels in a separate table keyed by item (and system, replication columns), the "
-                        "label in the column --human (default 'human')")
+    add_arguments(p, AnalysisSpec, LogsSpec)
     p.add_argument("--out", default="vrs-report", help="output folder (default: vrs-report)")
-    p.add_argument("--dropna", action="store_true",
-                   help="drop rows with a missing score, or an empty system, item, replication, repeat or property "
-                        "cell, instead of failing (the report says how many)")
-    p.add_argument("--alpha", type=float, default=0.05)
-    p.add_argument("--n-resamples", type=int, default=10_000)
-    p.add_argument("--test", default=None, type=test_name, choices=registry.names(), help=registry.help_text())
-    p.add_argument("--items", default="random", choices=["random", "fixed"],
-                   help="random (default): the runs-random model gets a system-by-item intercept (1|system:item) "
-                        "when items have several runs per system, and the verdict is about items like these; "
-                        "fixed: without it, a statement about these items only (liberal when systems and items "
-                        "interact)")
-    p.add_argument("--runs", default="auto", choices=["auto", "nested", "crossed"],
-                   help="auto (default): crossed when every run label is used by two or more systems, else nested; "
-                        "nested: each system's runs are its own, (1|system:R); crossed: a run label (the same seed, "
-                        "few-shot draw or prompt for every system) names one run condition shared by the systems, "
-                        "(1|R) + (1|system:R), and its shift cancels in the difference. The answer says which")
-    p.add_argument("--n-sim", type=int, default=1000, help="simulations of --test bootstrap (default 1000; the "
-                   "default test of binary scores)")
-    p.add_argument("--family", default="auto", choices=["auto", *registry.FAMILIES],
-                   help="binomial: 0/1 scores (correct/incorrect) as logistic GLMMs, phi on the latent scale; auto "
-                        "(default): binomial when every score is 0 or 1, with a note")
-    p.add_argument("--delta", type=float, default=None,
-                   help="a system difference (in score units) to plan for: power of the runs-random test and runs "
-                        "per system needed for power 0.8, beside the smallest difference the design detects")
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--execute", action="store_true",
                    help="execute report.ipynb in a Jupyter kernel before it is written (its outputs then come from "
                         "the kernel's run of the analysis; without it they are the same renderer's, written directly)")
-    p.add_argument("--dask", default=None, metavar="ADDRESS",
-                   help="for a Parquet dataset larger than memory: the fits, per-run and per-item tables and "
-                        "resampling batches on a Dask cluster (scheduler address or 'local'); writes summary.json "
-                        "and summary.txt, no notebook report (pip install 'vrs-workbooks[dask]')")
     p.set_defaults(func=cmd_analyze)

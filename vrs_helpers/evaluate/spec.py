@@ -20,17 +20,21 @@ import json
 import math
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from .. import registry
-from ..book.glrt import ITEMS, RUNS
 from ..registry import TestChoiceError
-from .metrics import MetricsError, metric_directions
+from .files import InputError
+from .options import ITEMS, RUNS, option
 from .precheck import count as _count
 from .precheck import fraction as _fraction
 from .precheck import names as _names
-from .scores import DataSummary, InputError, computed, load_scores, validate
+
+if TYPE_CHECKING:
+    from .scores import DataSummary
+
+# pandas, the score table's checks and the metrics are imported where they are used: `vrs --help` builds its
+# options from the specs' fields and should not wait for them
 
 FAMILY_CHOICES = ("auto", *registry.FAMILIES)
 
@@ -51,31 +55,31 @@ class AnalysisSpec:
     memory) or a Dask client, scheduler address or ``"local"``."""
 
     data: object = field(default=None, repr=False)  # a table can be large: data_label names it
-    response: tuple = ()
-    system: str | None = None
-    item: str = ""
-    replications: tuple = ()
-    repeats: tuple = ()
-    properties: tuple = ()
-    baseline: str | None = None
-    family: str = "auto"
-    test: str | None = None
-    items: str = "random"
-    runs: str = "auto"
-    alpha: float = 0.05
-    n_resamples: int = 10_000
-    n_sim: int = 1000
-    seed: int = 0
-    delta: float | None = None
-    lower_is_better: object = ()
-    dropna: bool = False
-    backend: object = None
-    target_phi: float = 0.8
-    max_runs: int = 1000
-    target_power: float = 0.8
-    data_label: str = ""
-    human: str | None = None          # the column of human labels (issue 43): the response is a judge's score
-    human_labels: str | None = None   # or a file of them keyed by item (and system, runs), merged into the table
+    response: tuple = option("response")
+    system: str | None = option("system")
+    item: str = option("item")
+    replications: tuple = option("replications")
+    repeats: tuple = option("repeats")
+    properties: tuple = option("properties")
+    baseline: str | None = option("baseline")
+    family: str = option("family")
+    test: str | None = option("test")
+    items: str = option("items")
+    runs: str = option("runs")
+    alpha: float = option("alpha")
+    n_resamples: int = option("n_resamples")
+    n_sim: int = option("n_sim")
+    seed: int = option("seed")
+    delta: float | None = option("delta")
+    lower_is_better: object = option("lower_is_better")
+    dropna: bool = option("dropna")
+    backend: object = option("backend")
+    target_phi: float = option("target_phi")
+    max_runs: int = option("max_runs")
+    target_power: float = option("target_power")
+    data_label: str = option("data_label")
+    human: str | None = option("human")          # the column of human labels (issue 43): the response is a judge's
+    human_labels: str | None = option("human_labels")   # or a file of them keyed by item (and system, runs)
     # set by validated(): the clean table, its design, and per response the family, its note and the test
     table: object = field(default=None, repr=False)
     design: DataSummary | None = field(default=None, repr=False)
@@ -146,6 +150,8 @@ class AnalysisSpec:
     @property
     def directions(self) -> dict:
         """{response: True if higher scores are better}."""
+        from .metrics import MetricsError, metric_directions
+
         try:
             return metric_directions(list(self.response), self.lower_is_better if isinstance(
                 self.lower_is_better, bool) else list(self.lower_is_better))
@@ -172,6 +178,10 @@ class AnalysisSpec:
         test (``families``, ``tests``). ``data`` replaces the spec's source; ``client``: the Dask client of
         ``backend`` (the table is then a dask DataFrame). A spec that is already validated is returned as it is
         (its table loaded from its Parquet file when it came through :meth:`from_dict`)."""
+        import pandas as pd
+
+        from .scores import computed, load_scores, validate
+
         if self.is_validated:
             if self.table is not None:
                 return self
@@ -263,11 +273,17 @@ class AnalysisSpec:
         if unknown:
             raise InputError(f"unknown analysis option(s) {unknown}; options: {', '.join(sorted(known))}.")
         spec = cls(**d)
-        return spec.replace(design=DataSummary(**design)) if design else spec
+        if not design:
+            return spec
+        from .scores import DataSummary
+
+        return spec.replace(design=DataSummary(**design))
 
 
 def _dask_table(source, client):
     """A dask DataFrame of ``source``: a dask DataFrame, a pandas one, or a Parquet file or folder."""
+    import pandas as pd
+
     from ..dask_support import require_dask
 
     require_dask()
@@ -319,20 +335,20 @@ class LogsSpec:
     ``adjust`` ``"holm"`` or ``"bh"`` across the tasks; the rest as :class:`AnalysisSpec`."""
 
     logs: str = ""
-    format: str = "auto"
-    system: str | None = None
-    cluster: str | None = None
-    metric: tuple = ()
-    dropna: bool = False
-    adjust: str = "holm"
-    alpha: float = 0.05
-    baseline: str | None = None
-    test: str | None = None
-    n_sim: int = 1000
-    seed: int = 0
-    items: str = "random"
-    runs: str = "auto"
-    data_label: str = ""
+    format: str = option("format")
+    system: str | None = option("system")
+    cluster: str | None = option("cluster")
+    metric: tuple = option("metric")
+    dropna: bool = option("dropna")
+    adjust: str = option("adjust")
+    alpha: float = option("alpha")
+    baseline: str | None = option("baseline")
+    test: str | None = option("test")
+    n_sim: int = option("n_sim")
+    seed: int = option("seed")
+    items: str = option("items")
+    runs: str = option("runs")
+    data_label: str = option("data_label")
 
     def __post_init__(self):
         put = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 - frozen: normalized once, here
