@@ -173,7 +173,6 @@ def test_options_are_declared_once():
     assert table["alpha"] == 0.01 and table["runs"] == "nested" and table["dropna"] is True
     logs = options.spec_arguments(LogsSpec, args)
     assert logs["metric"] == ["bleu", "chrf"] and logs["adjust"] == "bh" and "replications" not in logs
-    spec = AnalysisSpec(_log(), item="item", system="system", **{k: v for k, v in table.items()
-                                                                 if k not in ("response", "replications")},
-                        response="y", replications=["seed"])
+    spec = AnalysisSpec(_log(), **{**table, "response": "y", "system": "system", "item": "item",
+                                   "replications": ["seed"]})
     assert spec.alpha == 0.01 and spec.runs == "nested"
