@@ -80,7 +80,7 @@ def test_a_failure_while_the_report_is_written_keeps_the_previous_report(tmp_pat
     notebook's writing) leaves the previous report as it was and no work folder in the temporary folder."""
     from vrs_helpers.evaluate.presentation import notebook
 
-    def broken(result):
+    def broken(result, fragment=None):
         raise OSError(5, "Input/output error")
 
     monkeypatch.setattr(notebook, "report_notebook", broken)
@@ -133,7 +133,7 @@ def test_an_interruption_while_the_report_is_written_keeps_the_previous_one(tmp_
     def interrupt(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(render, "page", interrupt)
+    monkeypatch.setattr(render, "body", interrupt)
     csv = tmp_path / "s.csv"
     _log(n_items=6).to_csv(csv, index=False)
     out = tmp_path / "report"

@@ -29,7 +29,7 @@ def write_report(result, out_dir, *, execute: bool = False) -> dict:
     import nbformat
 
     from ..evaluate.presentation.notebook import executed, report_notebook
-    from ..evaluate.presentation.render import render
+    from ..evaluate.presentation.render import page_and_fragment, render
     from .publish import DiskFullError, disk_full, disk_full_error, publish, work_dir
 
     out = Path(out_dir)
@@ -38,8 +38,9 @@ def write_report(result, out_dir, *, execute: bool = False) -> dict:
         try:
             result.write(work / "summary.json")
             (work / "summary.txt").write_text(render(result, "summary"), encoding="utf-8")
-            (work / "report.html").write_text(render(result, "page"), encoding="utf-8")
-            nb = report_notebook(result)
+            page, fragment = page_and_fragment(result)
+            (work / "report.html").write_text(page, encoding="utf-8")
+            nb = report_notebook(result, fragment)
             if execute:
                 nb = executed(nb, str(work))
             nbformat.write(nb, str(work / "report.ipynb"))

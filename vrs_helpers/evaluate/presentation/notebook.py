@@ -25,9 +25,10 @@ def analysis_code(result) -> str:
             "result")
 
 
-def report_notebook(result):
-    """The notebook of ``result`` (nbformat 4): a Markdown cell saying what it is, the code cell of
-    :func:`analysis_code` with the renderer's output stored under it, and a cell writing summary.json."""
+def report_notebook(result, fragment: str | None = None):
+    """The notebook of ``result`` (nbformat 4): a Markdown cell saying what it is and the code cell of
+    :func:`analysis_code` with the renderer's output stored under it (``fragment``: that output, when it was drawn
+    already)."""
     import nbformat
 
     nb = nbformat.v4.new_notebook()
@@ -41,7 +42,8 @@ def report_notebook(result):
     code = nbformat.v4.new_code_cell(analysis_code(result))
     code.execution_count = 1
     code.outputs = [nbformat.v4.new_output("execute_result", data={
-        "text/html": render(result, "fragment"), "text/plain": repr(result)}, execution_count=1)]
+        "text/html": render(result, "fragment") if fragment is None else fragment, "text/plain": repr(result)},
+        execution_count=1)]
     nb.cells = [intro, code]
     return nb
 

@@ -61,12 +61,20 @@ def body(data: dict) -> str:
     return f'<div class="vrs {NO_MATH_CLASS}">{head}{main}{tail}</div>'
 
 
-def page(data: dict) -> str:
-    """report.html: a standalone page (its style in the head, its figures inline; it loads nothing)."""
+def page(data: dict, drawn: str | None = None) -> str:
+    """report.html: a standalone page (its style in the head, its figures inline; it loads nothing). ``drawn``: the
+    body, when it was drawn already (:func:`page_and_fragment`)."""
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>{_html.escape(title(data))}</title><style>{html.CSS}</style></head>"
-            f"<body>{body(data)}</body></html>\n")
+            f"<body>{body(data) if drawn is None else drawn}</body></html>\n")
+
+
+def page_and_fragment(result) -> tuple[str, str]:
+    """``render(result, "page")`` and ``render(result, "fragment")`` with the body (its figures) drawn once."""
+    data = result.data if hasattr(result, "data") else result
+    drawn = body(data)
+    return page(data, drawn), f"<style>{html.CSS}</style>{drawn}"
 
 
 # ------------------------------------------------------------------------------------------ text and Markdown
