@@ -183,3 +183,27 @@ def test_a_verdict_on_copied_runs_says_so_first():
 def test_names_reach_the_console_with_their_control_characters_escaped():
     assert printable("A\x1b[1A\x1b[2KALL GOOD") == "A\\x1b[1A\\x1b[2KALL GOOD"
     assert printable("x\ny\x07\x9b") == "x\\ny\\x07\\x9b"
+
+
+def test_with_human_labels_the_leaderboard_is_the_corrected_one():
+    """Words agree with numbers: with a judge whose error favours B, the answer is the corrected reading (no
+    difference) and so is the leaderboard - PPI means with their intervals, the two systems not separated - not the
+    judge's own accuracies (B ahead, separated)."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for k, s in enumerate("AB"):
+        truth = (rng.random(300) < 0.6).astype(float)
+        judge = np.where(truth == 1, rng.random(300) > 0.05, rng.random(300) < 0.05 + 0.3 * k).astype(float)
+        rows += [{"system": s, "item": f"i{i:03d}", "judge": judge[i], "human": truth[i] if i < 60 else np.nan}
+                 for i in range(300)]
+    r = analyze(pd.DataFrame(rows), "judge", "system", "item", human="human", n_resamples=200)
+    assert r.answer.startswith("Corrected for the judge") and "no evidence that A and B differ" in r.answer
+    board = r.data["leaderboard"]
+    assert board["corrected"] and "corrected for the judge" in board["unit"]
+    means = r.data["judge"]["means"]
+    for row in board["rows"]:
+        ppi = means[row["system"]]["PPI"]
+        assert (row["estimate"], row["ci_low"], row["ci_high"]) == (ppi["estimate"], ppi["lower"], ppi["upper"])
+        assert (row["rank_low"], row["rank_high"], row["group"]) == (1, 2, "a")
+    naive = r.fits.comparison.means.set_index("system")
+    assert naive["probability"]["B"] > naive["probability"]["A"]   # the judge alone puts B ahead

@@ -179,10 +179,51 @@ def _runs_table(own) -> list:
     return records(out)
 
 
+def _judge_board(own) -> dict | None:
+    """With human labels the leaderboard is the corrected one: each system's mean by the verdict's reading (PPI)
+    with its interval. Two systems: the rank interval and letters from the corrected difference; more: the
+    comparisons are against the baseline only (the judge table), so no rank interval or letters are claimed."""
+    j = own.judge
+    primary = j.primary
+    rows = []
+    for s in (str(x) for x in j.systems):
+        e = (j.means.get(s) or {}).get(primary) or (j.means.get(s) or {}).get("PPI")
+        if e is not None:
+            rows.append({"system": s, "estimate": e.estimate, "ci_low": e.lower, "ci_high": e.upper})
+    if len(rows) < 2:
+        return None
+    sign = 1.0 if own.higher_is_better else -1.0
+    rows.sort(key=lambda r: -sign * r["estimate"])
+    for i, r in enumerate(rows, 1):
+        r["rank"] = i
+    base = str(j.systems[0])
+    if len(rows) == 2:
+        other = next(r["system"] for r in rows if r["system"] != base)
+        d = (j.differences.get(other) or {}).get(primary)
+        differ = d is not None and d.p_value < own.alpha
+        for i, r in enumerate(rows, 1):
+            r.update(rank_low=i if differ else 1, rank_high=i if differ else 2, group="ab"[i - 1] if differ else "a")
+        method = f"{primary} difference"
+    else:
+        for r in rows:
+            r.update(rank_low=None, rank_high=None, group="")
+        method = f"{primary} means; the comparisons are against the baseline {base} (the judge's table)"
+    unit = "accuracy" if own.family == "binomial" else f"mean {own.response}"
+    return {"unit": f"{unit}, corrected for the judge", "interval": f"{100 * (1 - own.alpha):g} % CI",
+            "method": method, "rows": records(pd.DataFrame(rows)), "higher_is_better": bool(own.higher_is_better),
+            "corrected": True}
+
+
 def _leaderboard(own) -> dict | None:
     """Every system with its estimate and interval, rank interval and letters, best first: the ranking (three or
-    more systems), or the pair's means from the design's model."""
+    more systems), or the pair's means from the design's model; with human labels the corrected means
+    (:func:`_judge_board`)."""
     from ..ranking import ranking_table
+
+    if getattr(own, "judge", None) is not None:
+        board = _judge_board(own)
+        if board is not None:
+            return board
 
     unit = "accuracy" if own.family == "binomial" else f"mean {own.response}"
     table = own.ranking

@@ -57,7 +57,7 @@ def forest(board: dict, runs=None, title: str = "", xlabel: str | None = None):
     est = np.array([_num(r.get("estimate")) for r in rows])
     lo = np.array([_num(r.get("ci_low")) for r in rows])
     hi = np.array([_num(r.get("ci_high")) for r in rows])
-    best = [int(r.get("rank_low") or 0) == 1 for r in rows]
+    best = [r.get("rank_low") == 1 for r in rows]
     colours = [BEST if b else OTHER for b in best]
     for yi, a, b, c in zip(y, lo, hi, colours, strict=True):
         if np.isfinite(a) and np.isfinite(b):
@@ -74,8 +74,8 @@ def forest(board: dict, runs=None, title: str = "", xlabel: str | None = None):
     ax.set_yticks(y, [_label(r.get("system")) for r in rows], fontsize=9)
     right = ax.twinx()
     right.set_ylim(ax.get_ylim())
-    spans = [str(r.get("rank_low")) if r.get("rank_low") == r.get("rank_high") else
-             f"{r.get('rank_low')}-{r.get('rank_high')}" for r in rows]
+    spans = ["-" if r.get("rank_low") is None else str(r.get("rank_low")) if r.get("rank_low") == r.get("rank_high")
+             else f"{r.get('rank_low')}-{r.get('rank_high')}" for r in rows]
     right.set_yticks(y, [f"{s:>7}  {_label(r.get('group') or '', 12)}" for s, r in zip(spans, rows, strict=True)],
                      fontsize=8, family="monospace")
     right.tick_params(length=0)

@@ -139,6 +139,8 @@ def answer_box(data: dict) -> str:
 
 def _rank_text(r: dict) -> str:
     lo, hi = r.get("rank_low"), r.get("rank_high")
+    if lo is None or hi is None:
+        return "-"
     return f"{lo}" if lo == hi else f"{lo}-{hi}"
 
 
@@ -175,7 +177,8 @@ def leaderboard(board: dict | None, runs=None, title: str = "Leaderboard", level
     cut = f" The {figures.MAX_ROWS} best of {shown} are drawn." if shown > figures.MAX_ROWS else ""
     out += figure(figures.forest(board, runs),
                   f"Each system's {unit} with its {board.get('interval', 'interval')} (bar; blue: not separated "
-                  "from the best), the runs' means (circles), rank interval and letters at the right." + cut)
+                  "from the best)" + (", the runs' means (circles)" if runs else "")
+                  + ", rank interval and letters at the right." + cut)
     return out
 
 
@@ -327,10 +330,12 @@ def options_table(data: dict) -> str:
 def scores_body(data: dict, heading: str = "h2") -> str:
     """The sections of one response's report (after its title)."""
     systems = data.get("systems") or []
-    out = [leaderboard(data.get("leaderboard"), data.get("runs"),
+    board = data.get("leaderboard") or {}
+    out = [leaderboard(board, None if board.get("corrected") else data.get("runs"),
                        "Leaderboard" if len(systems) >= 3 else "The systems", heading)]
     out.append(_judge(data))
-    out.append(f"<{heading}>The readings</{heading}>" + readings_table(data))
+    judged = " of the judge's scores as they are" if data.get("judge") else ""
+    out.append(f"<{heading}>The readings{judged}</{heading}>" + readings_table(data))
     relevant = relevant_disagreements(data)
     if relevant:
         out.append('<div class="warn"><b>Readings that disagree on the answer</b>' + bullets(relevant) + "</div>")
