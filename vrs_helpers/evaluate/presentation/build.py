@@ -278,15 +278,26 @@ def metrics_result(analysis, spec, label: str = "") -> Result:
     summary = analysis.to_summary()
     warnings = list(dict.fromkeys(w for p in parts.values() for w in p["warnings"]))
     broken = [w for p in parts.values() for w in p["warnings"] if p["broken"]][:1]
-    decided = {row["metric"]: row for row in summary["holm"]["families"].get("runs_random", [])} or \
-        {row["metric"]: row for row in summary["holm"]["families"].get("runs_as_replications", [])}
+    families = summary["holm"]["families"]
+    family = "runs_random" if families.get("runs_random") else "runs_as_replications"
+    decided = {row["metric"]: row for row in families.get(family, [])}
     lines = []
     for m, p in parts.items():
-        row = decided.get(m)
-        holm = f" (Holm-adjusted p = {row['p_holm']:.3g} across the {len(parts)} metrics)" if row else ""
-        lines.append(f"{m}: {p.get('answer') or 'no comparison'}{holm}")
+        row, k = decided.get(m), len(p.get("systems") or [])
+        what = "the two systems" if k == 2 else f"the {k} systems"
+        if row is None:
+            lines.append(f"{m}: no comparison")
+            continue
+        said = f"{what} differ" if row["differ"] else f"no evidence that {what} differ"
+        best = (p.get("leaderboard") or {}).get("rows") or []
+        if row["differ"] and best:
+            tied = [r["system"] for r in best[1:] if r.get("rank_low") == 1]
+            said += f", best {best[0]['system']}" + (f" (tied: {', '.join(map(str, tied))})" if tied else "")
+        lines.append(f"{m}: {said} (p = {row['p_value']:.3g}, Holm-adjusted p = {row['p_holm']:.3g})")
+    reading = "runs as a random effect" if family == "runs_random" else "runs as replications"
+    answer = f"Across the {len(parts)} metrics ({reading}, Holm-adjusted): " + "; ".join(lines) + "."
     summary.update({"schema": SCHEMA, "kind": "metrics", "metrics": parts,
-                    "answer": with_broken(" ".join(lines), broken), "warnings": warnings, "broken": bool(broken),
+                    "answer": with_broken(answer, broken), "warnings": warnings, "broken": bool(broken),
                     "data": {**_describe(spec, label, ", ".join(parts))}, "spec": spec_options(spec),
                     "baseline": spec.baseline})
     return Result(rounded(summary), fits=analysis)
