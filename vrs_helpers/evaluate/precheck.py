@@ -26,7 +26,17 @@ import os
 import re
 from pathlib import Path
 
-from .files import InputError, base_suffix, check_not_spreadsheet, not_utf8, open_text
+from .files import (
+    RAISE_IT,
+    InputError,
+    base_suffix,
+    check_inflation,
+    check_not_spreadsheet,
+    format_size,
+    max_input_bytes,
+    not_utf8,
+    open_text,
+)
 
 TABLE_SUFFIXES = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".jsonl": "jsonl", ".ndjson": "jsonl",
                   ".parquet": "parquet", ".pq": "parquet"}
@@ -36,21 +46,30 @@ _FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 table_suffix = base_suffix   # the suffix that tells a table's kind (``.csv`` for ``scores.csv.gz``), lower case
 
 
-def iter_json_lines(path, error: type = None):
+def iter_json_lines(path, error: type = None, whole: bool = True):
     """(line number, record) for every non-empty line of a JSON-lines file (compressed or not, :func:`~.files.
     open_text`); a line that is not a JSON object is an error (``error``, default :class:`InputError`) naming the
-    file and the line."""
+    file and the line, and so are a line longer than 1/16 of the input bound (:func:`~.files.max_input_bytes`), a
+    line nested deeper than the JSON parser goes, and a damaged compressed file. ``whole``: the records are kept (a
+    table, a log), so a compressed file is first checked to inflate within the bound (:func:`~.files.
+    check_inflation`); a reader that looks at a few records only passes False."""
     import json
 
     error = error or InputError
     path = Path(path)
+    longest = max(max_input_bytes() // 16, 1 << 16)
     try:
+        if whole:
+            check_inflation(path)
         handle = open_text(path)
     except (OSError, InputError) as exc:
         raise error(str(exc) if isinstance(exc, InputError) else f"Could not read {path}: {exc}") from exc
     with handle:
         try:
-            for number, line in enumerate(handle, start=1):
+            for number, line in enumerate(iter(lambda: handle.readline(longest + 1), ""), start=1):
+                if len(line) > longest and not line.endswith("\n"):
+                    raise error(f"{path}, line {number}: longer than {format_size(longest)} (1/16 of the bound on "
+                                f"an input file): not a JSON-lines record. If it is one, {RAISE_IT}.")
                 text = line.strip()
                 if not text:
                     continue
@@ -59,12 +78,20 @@ def iter_json_lines(path, error: type = None):
                 except json.JSONDecodeError as exc:
                     raise error(f"{path}, line {number}: not valid JSON ({exc.msg} at column {exc.colno}: "
                                 f"{text[:60]!r}). A JSON-lines file has one JSON object per line.") from None
+                except RecursionError:
+                    raise error(f"{path}, line {number}: JSON nested deeper than the parser follows (about 1,000 "
+                                "levels): not a record of scores. Check the file (a damaged or hostile log?).") \
+                        from None
                 if not isinstance(record, dict):
                     raise error(f"{path}, line {number}: a JSON {type(record).__name__}, not an object "
                                 "({...}). A JSON-lines file has one JSON object per line.")
                 yield number, record
         except UnicodeDecodeError:
             raise error(not_utf8(path)) from None
+        except InputError as exc:   # a damaged or inflating compressed file (files.open_binary)
+            if isinstance(exc, error):
+                raise
+            raise error(str(exc)) from None
         except (OSError, EOFError) as exc:   # a damaged compressed file
             raise error(f"Could not read {path}: {exc}") from None
 
@@ -184,14 +211,20 @@ def _delimited_header(path: Path, sep: str):
     if handle is None:
         return None
     with handle:
-        line = handle.readline()
-    fields = next(csv.reader([line], delimiter=sep), [])
+        line = handle.readline(1 << 20)
+    try:
+        fields = next(csv.reader([line], delimiter=sep), [])
+    except csv.Error:   # a NUL byte, a field beyond csv's limit: the full read says what is wrong
+        return None
     if len(fields) == 1:
         found = [d for d in (",", "\t", ";", "|") if d != sep and d in fields[0]]
         if len(found) > 1:
             return None   # read_delimited names the delimiters
         if found:
-            fields = next(csv.reader([line], delimiter=found[0]), [])
+            try:
+                fields = next(csv.reader([line], delimiter=found[0]), [])
+            except csv.Error:
+                return None
     fields = [f.rstrip("\r\n") for f in fields]
     if not fields or any(not f for f in fields) or len(set(fields)) != len(fields):
         return None   # pandas renames empty and repeated names
@@ -202,7 +235,7 @@ def _jsonl_columns(path: Path, wanted) -> list | None:
     """The keys of a JSON-lines file's records: those of the first record when it has every ``wanted`` column,
     else of all records (pandas takes their union)."""
     keys: dict = {}
-    for i, (_, record) in enumerate(iter_json_lines(path)):
+    for i, (_, record) in enumerate(iter_json_lines(path, whole=False)):
         keys.update(dict.fromkeys(record))
         if i == 0 and all(c in keys for c in wanted):
             break

@@ -13,6 +13,7 @@ columns and says what to do about anything that would make a wrong number.
 from __future__ import annotations
 
 import contextlib
+import os
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,14 +60,19 @@ def _read_table(path: Path) -> pd.DataFrame:
 def _reading(path):
     """What goes wrong while a table file is read, as the user's error: not UTF-8 (where, and what to do), or
     unreadable (pandas' or the system's reason)."""
+    import lzma
+    import zipfile
+    import zlib
+
     try:
         yield
     except UnicodeDecodeError:
         raise InputError(not_utf8(path)) from None
-    except (ValueError, OSError, EOFError, pd.errors.ParserError) as exc:
+    except (ValueError, OSError, EOFError, pd.errors.ParserError, lzma.LZMAError, zlib.error,
+            zipfile.BadZipFile, RecursionError) as exc:
         if isinstance(exc, InputError):
             raise
-        raise InputError(f"Could not read {path}: {exc}") from exc
+        raise InputError(f"Could not read {path}: {type(exc).__name__}: {exc}") from exc
 
 
 def _read_csv(path, sep: str) -> pd.DataFrame:
@@ -385,6 +391,48 @@ def check_near_duplicates(table, keys) -> None:
                              "data (e.g. trim the spaces); if not, give them names that differ in more than that.")
 
 
+#: the most systems one analysis compares (every pair: k (k - 1) / 2 of them, with k x k and pairs x k matrices);
+#: ``VRS_MAX_SYSTEMS`` (``vrs analyze --max-systems``) raises it
+MAX_SYSTEMS = 500
+ENV_MAX_SYSTEMS = "VRS_MAX_SYSTEMS"
+#: from this many systems on, fewer than :data:`MIN_ROWS_PER_SYSTEM` rows per system is taken for a wrong column
+PLAUSIBLE_SYSTEMS, MIN_ROWS_PER_SYSTEM = 20, 3
+
+
+def max_systems() -> int:
+    """The most systems an analysis takes: ``VRS_MAX_SYSTEMS`` or :data:`MAX_SYSTEMS`."""
+    text = os.environ.get(ENV_MAX_SYSTEMS, "").strip()
+    if not text:
+        return MAX_SYSTEMS
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 2:
+        raise InputError(f"{ENV_MAX_SYSTEMS} (--max-systems) must be a whole number of at least 2, got {text!r}.")
+    return value
+
+
+def check_system_count(n_systems: int, n_rows: int, column: str | None) -> None:
+    """Issue 50: before any model is fitted, a number of systems the analysis cannot be meant for is an error that
+    says so - an id column of the rows or items given as the system (50,000 "systems" of 2 rows each would build
+    matrices of k x k and every pair's contrast: gigabytes, and hours), or more systems than
+    :func:`max_systems`."""
+    what = f"The system column {column!r}" if column else "The data"
+    if n_systems >= PLAUSIBLE_SYSTEMS and n_rows < MIN_ROWS_PER_SYSTEM * n_systems:
+        raise InputError(f"{what} has {n_systems:,} different labels for {n_rows:,} rows ({n_rows / n_systems:.1f} "
+                         "rows per system): is --system the right column? A system is a model or configuration "
+                         "whose scores are compared, scored on every item (and run); an id of the rows or items is "
+                         "not one. Name the column of the systems with --system (e.g. --system model).")
+    limit = max_systems()
+    if n_systems > limit:
+        pairs = n_systems * (n_systems - 1) // 2
+        raise InputError(f"{what} has {n_systems:,} systems: the analysis compares every pair of them ({pairs:,} "
+                         f"pairs), which needs more memory and time than it is made for beyond {limit:,} systems. "
+                         "Analyse a subset (a family of models, the top of a leaderboard), or raise the bound with "
+                         f"--max-systems N (or {ENV_MAX_SYSTEMS}=N) if the machine has the memory.")
+
+
 def validate(df, *, response, system: str | None = None, item: str, replications=(),
              properties=(), dropna: bool = False, repeats=(), human=None) -> tuple[pd.DataFrame, DataSummary]:
     """Check the roles of the columns of a score table and return (a clean copy, a :class:`DataSummary`).
@@ -474,6 +522,7 @@ def validate(df, *, response, system: str | None = None, item: str, replications
     if lazy:   # the labels of a dask table: those of its cells (computed above)
         check_near_duplicates(frame, key_roles)
     systems = sorted(frame[sys_col].unique())
+    check_system_count(len(systems), int(frame["n"].sum()), system)   # before any model or pair is built
     if frame[item].nunique() < 2:
         raise InputError(f"The data hold a single item ({item} = {frame[item].iloc[0]!r}): the variation between "
                          "items, and any comparison that generalizes over them, needs at least 2 items. Check the "
