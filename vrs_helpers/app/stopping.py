@@ -98,7 +98,7 @@ class Watchdog:
     itself (module docstring). ``message(signum)``: the line to print when it has to. Use as a context manager in
     the main thread; elsewhere, or where ``signal.set_wakeup_fd`` is taken or missing, it does nothing."""
 
-    def __init__(self, message=None, grace: float = 1.5):
+    def __init__(self, message=None, grace: float = 1.0):
         self.message = message or (lambda signum: stop_message(signum))
         self.grace = grace
         self._cleanups: list = []

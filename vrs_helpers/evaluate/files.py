@@ -234,10 +234,9 @@ def read_text(path) -> str:
 
 def check_text_file(path) -> None:
     """A file to be read as text: not a spreadsheet (:func:`check_not_spreadsheet`), a ``.zip`` holding one file,
-    a compressed file that inflates within the bound and is not damaged (:func:`check_inflation`), and no NUL bytes
-    at its start (binary data); otherwise an error that says what to do."""
+    no NUL bytes at its start (binary data), and a compressed file that inflates within the bound and is not damaged
+    (:func:`check_inflation`); otherwise an error that says what to do."""
     check_not_spreadsheet(path)
-    check_inflation(path)
     try:
         with open_binary(path) as handle:
             head = handle.read(1 << 16)
@@ -250,6 +249,7 @@ def check_text_file(path) -> None:
         where = f"byte {at + 1}" + (" of its decompressed text" if compression(path) else "")
         raise InputError(f"{path} holds binary data (a NUL byte at {where}), not a text table. Give the "
                          "CSV/TSV/JSON-lines file itself (UTF-8 text), or a Parquet file.")
+    check_inflation(path)
 
 
 def check_not_spreadsheet(path) -> None:
