@@ -287,13 +287,13 @@ def _input_bounds(args):
 
 def _analyze_bounded(args) -> int:
     from .logs_report import check_out_dir
-    from .publish import lock_out_dir, sweep_debris, sweep_stale
+    from .publish import lock_out_dir, own_temporary_files, sweep_debris, sweep_stale
     from .stopping import on_forced_exit
 
     check_out_dir(args.out)   # before anything is read: a bad --out never costs an analysis
     _check_input(args)   # a typo answered at once: before the kernel starts and the analysis is imported
     sweep_stale()   # what runs killed before they could clean up left in the temporary folder
-    with lock_out_dir(args.out) as lock, on_forced_exit(lock.release), on_forced_exit(lambda: sweep_stale(own=True)):
+    with lock_out_dir(args.out) as lock, on_forced_exit(*lock.forced_exit_actions(), own_temporary_files()):
         sweep_debris(args.out)   # one run at a time writes a folder; a stop ends it within seconds (app/stopping)
         code = _analyze_locked(args)
         lock.keep_folder()

@@ -74,11 +74,10 @@ def work_dir() -> Path:
     return Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-"))
 
 
-def sweep_stale(tmpdir=None, own: bool = False) -> list[Path]:
+def sweep_stale(tmpdir=None) -> list[Path]:
     """Remove the work folders, kernel sockets and connection files that runs of ``vrs`` left in the temporary
     folder when they were killed: those named after a process that no longer runs and owned by this user. Returns
-    what was removed (best effort: what cannot be removed is left). ``own``: instead, those of this process (a run
-    ended at once by its stop watchdog, :mod:`vrs_helpers.app.stopping`)."""
+    what was removed (best effort: what cannot be removed is left)."""
     folder = Path(tmpdir or tempfile.gettempdir())
     removed = []
     try:
@@ -88,7 +87,7 @@ def sweep_stale(tmpdir=None, own: bool = False) -> list[Path]:
     uid = os.getuid() if hasattr(os, "getuid") else None
     for entry in entries:
         match = _OWNED.match(entry.name)
-        if match is None or (int(match.group(1)) != os.getpid() if own else pid_alive(int(match.group(1)))):
+        if match is None or pid_alive(int(match.group(1))):
             continue
         try:
             st = entry.stat(follow_symlinks=False)
@@ -102,6 +101,13 @@ def sweep_stale(tmpdir=None, own: bool = False) -> list[Path]:
         except OSError:
             pass
     return removed
+
+
+def own_temporary_files() -> tuple:
+    """The stop watchdog's action (:func:`vrs_helpers.app.stopping.on_forced_exit`) that removes this process's work
+    folders, kernel sockets and connection files from the temporary folder."""
+    return ("sweep", tempfile.gettempdir(), [WORK_PREFIX, KERNEL_PREFIX], os.getpid(),
+            os.getuid() if hasattr(os, "getuid") else None)
 
 
 class OutputLock:
@@ -133,6 +139,13 @@ class OutputLock:
                 folder.rmdir()
             except OSError:
                 break
+
+    def forced_exit_actions(self) -> list:
+        """What the stop watchdog does for this lock if it has to end the run (:func:`vrs_helpers.app.stopping.
+        on_forced_exit`): remove the lock file if it is still this one, and the folders this run created if empty."""
+        if self._fd is None:
+            return []
+        return [("unlink", str(self.out / LOCK_NAME), *self._id), ("rmdir", *map(str, reversed(self._created)))]
 
     def keep_folder(self) -> None:
         """The run succeeded: the folders it created stay."""

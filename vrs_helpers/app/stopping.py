@@ -6,26 +6,30 @@ doing.
   (a ``KeyboardInterrupt``), so that the clean-up of an interruption runs: the report's kernel stopped, the work
   folder removed, the previous report untouched.
 - :class:`Watchdog` - Python runs a signal handler only between two bytecodes of the main thread: a run inside one
-  long call into C (a linear algebra routine on a large matrix, a parser reading a large file) or waiting for a
-  worker thread at its exit would not stop until that call returns, minutes later. The watchdog learns of the
-  signal at once (``signal.set_wakeup_fd``: the interpreter's C-level handler writes the signal's number to a
-  socket while the main thread is still busy) and gives the ordinary clean-up ``grace`` seconds; a run that has not
-  ended by then is ended by the watchdog: its child processes (the report's kernel, Dask's local workers) killed,
-  the clean-ups registered with :meth:`Watchdog.on_forced_exit` run (the work folder, the lock), the same one-line
-  message printed, and the process exits with 128 + the signal's number. While the previous report is being
-  swapped for the new one (:meth:`Watchdog.critical`, a few renames) the watchdog waits for the swap to end, so a
-  forced exit never leaves half of each.
+  long call into C (a parser reading a large file, a sort of millions of labels, a linear algebra routine) or
+  waiting for a worker thread at its exit would not stop until that call returns, minutes later - and a call into C
+  that holds the interpreter's lock leaves no other thread of the process able to act either. So the watchdog is a
+  small process of its own: the interpreter's C-level handler writes the signal's number into a pipe
+  (``signal.set_wakeup_fd``) while the main thread is still busy, the watchdog reads it at once and gives the
+  ordinary clean-up ``grace`` seconds (1 s). A run that has not ended by then is ended by the watchdog: the process
+  stopped, its child processes (the report's kernel, Dask's local workers) killed, the clean-ups registered with
+  :func:`on_forced_exit` done (the work folder and kernel files in the temporary folder, the run's lock file), the
+  same one-line message printed, and the process ended by the signal itself (exit status 128 + its number: its
+  Python handler is one-shot at the C level, ``SA_RESETHAND``). While the previous report is being swapped for the
+  new one (:func:`critical`, a few renames) the watchdog waits for the swap to end, so a forced exit never leaves
+  half of each.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
-import socket
 import sys
 import threading
-import time
+
+from ..literal import console_text
 
 _ACTIVE: list = []   # the watchdog of the command running in this process (at most one: the main thread's)
 
@@ -70,156 +74,271 @@ def stop_message(signum: int, out=None) -> str:
     return f"{what}{kept}."
 
 
-def child_processes(pid: int | None = None) -> list[int]:
-    """The process ids of the children of ``pid`` (default: this process), from ``/proc`` (Linux; elsewhere
-    none are found)."""
-    pid = os.getpid() if pid is None else pid
+# The watchdog: a small process of its own (the standard library only), so that it acts while this process is inside
+# a call into C that holds the interpreter's lock (a thread of this process could not run then). Its arguments: this
+# process's id, the grace in seconds, the file descriptors of the wake-up pipe and of the control pipe.
+_HELPER = r"""
+import json, os, select, shutil, signal, stat, sys, time
+parent, grace, wake, control = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+stops = {int(s) for s in sys.argv[5].split(",")}
+actions, critical, said, signum, deadline, pending = {}, 0, False, None, None, b""
+
+def children(pid):
     found = []
     try:
         entries = os.listdir("/proc")
     except OSError:
         return found
     for entry in entries:
-        if not entry.isdigit():
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as handle:
+                    text = handle.read().decode("ascii", "replace")
+            except OSError:
+                continue
+            fields = text[text.rfind(")") + 2:].split()
+            if len(fields) > 1 and fields[1] == str(pid):
+                found.append(int(entry))
+    return found
+
+def clean(kind, *args):
+    if kind == "unlink":
+        path, dev, ino = args
+        info = os.lstat(path)
+        if (info.st_dev, info.st_ino) == (dev, ino):
+            os.unlink(path)
+    elif kind == "rmdir":
+        for path in args:
+            os.rmdir(path)
+    elif kind == "sweep":
+        folder, prefixes, pid, uid = args
+        for entry in os.scandir(folder):
+            if any(entry.name.startswith(f"{p}{pid}-") for p in prefixes):
+                info = entry.stat(follow_symlinks=False)
+                if uid is not None and info.st_uid != uid:
+                    continue
+                if stat.S_ISDIR(info.st_mode):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
+
+def force():
+    try:
+        os.kill(parent, signal.SIGSTOP)   # it writes nothing more while its clean-up is done here
+    except OSError:
+        return
+    for pid in children(parent):
+        if pid == os.getpid():
             continue
         try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                stat = handle.read().decode("ascii", "replace")
+            os.kill(pid, signal.SIGKILL)
         except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()   # after "pid (comm) ": state, ppid, ...
-        if len(fields) > 1 and fields[1] == str(pid):
-            found.append(int(entry))
-    return found
+            pass
+    for action in list(actions.values())[::-1]:
+        for step in action:
+            try:
+                clean(*step)
+            except Exception:
+                pass
+    if not said and messages.get(signum):
+        try:
+            os.write(2, messages[signum].encode("utf-8", "replace"))
+        except OSError:
+            pass
+    try:   # its handler was reset by the first signal (SA_RESETHAND): the same signal now ends it as it would have
+        os.kill(parent, signum)
+        os.kill(parent, signal.SIGCONT)
+        for _ in range(50):
+            time.sleep(0.01)
+            os.kill(parent, 0)
+            if open(f"/proc/{parent}/stat").read().split(") ")[1][0] in "ZX":
+                return
+        os.kill(parent, signal.SIGKILL)
+    except Exception:
+        pass
+
+messages = {}
+while True:
+    wait = 1.0 if signum is None else max(0.0, min(0.02, deadline - time.monotonic()))
+    ready = select.select([wake, control], [], [], wait)[0]
+    if wake in ready:
+        data = os.read(wake, 64)
+        got = [b for b in data if b in stops]
+        if got and signum is None:
+            signum, deadline = got[0], time.monotonic() + grace
+    if control in ready:
+        data = os.read(control, 65536)
+        if not data:
+            sys.exit(0)   # the command ended (or its process is gone): nothing to do
+        pending += data
+        while b"\n" in pending:
+            line, pending = pending.split(b"\n", 1)
+            kind, _, rest = line.decode("utf-8", "replace").partition(" ")
+            if kind == "add":
+                key, _, spec = rest.partition(" ")
+                actions[key] = [tuple(step) for step in json.loads(spec)]
+            elif kind == "del":
+                actions.pop(rest, None)
+            elif kind == "critical":
+                critical += int(rest)
+            elif kind == "said":
+                said = True
+            elif kind == "message":
+                number, _, text = rest.partition(" ")
+                messages[int(number)] = json.loads(text)
+    if signum is not None and time.monotonic() >= deadline and (critical <= 0 or time.monotonic() > deadline + 30):
+        force()
+        sys.exit(0)
+"""
+
+
+def _reset_on_delivery(signums) -> bool:
+    """Make each of ``signums``' handlers (Python's, installed before) one-shot at the C level (``SA_RESETHAND``,
+    glibc's ``sysv_signal``): the first signal runs Python's handler as before, a second one - the watchdog's, or the
+    user's - ends the process the way the signal does by default (SIGTERM: exit status 143). False where this cannot
+    be done (the watchdog then ends the process with SIGKILL)."""
+    try:
+        import ctypes
+        import ctypes.util
+
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        install, one_shot = libc.signal, libc.sysv_signal
+    except (OSError, AttributeError):
+        return False
+    for function in (install, one_shot):
+        function.restype, function.argtypes = ctypes.c_void_p, [ctypes.c_int, ctypes.c_void_p]
+    error = (1 << (8 * ctypes.sizeof(ctypes.c_void_p))) - 1   # SIG_ERR
+    ok = True
+    for signum in signums:
+        current = install(int(signum), 1)   # SIG_IGN for an instant, to learn the address of Python's handler
+        if current in (None, 0, 1, error):
+            install(int(signum), current if current not in (None, error) else 0)
+            ok = False
+        elif one_shot(int(signum), current) == error:
+            install(int(signum), current)
+            ok = False
+    return ok
+
+
+def _close_in_child() -> None:
+    """After a fork (a worker of a process pool), the child does not report its signals to the parent's watchdog."""
+    for watchdog in _ACTIVE:
+        with contextlib.suppress(ValueError, OSError):
+            signal.set_wakeup_fd(-1)
+        for fd in watchdog.fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_in_child)
 
 
 class Watchdog:
     """Ends the process ``grace`` seconds after a stop signal (SIGINT, SIGTERM, SIGHUP) if it has not ended by
-    itself (module docstring). ``message(signum)``: the line to print when it has to. Use as a context manager in
-    the main thread; elsewhere, or where ``signal.set_wakeup_fd`` is taken or missing, it does nothing."""
+    itself (module docstring): a helper process learns of the signal from the interpreter's wake-up pipe, and then
+    stops this process, kills its children (the report's kernel), does the clean-ups registered with
+    :meth:`on_forced_exit`, prints ``message(signum)`` and ends it with the signal (exit status 128 + its number).
+    Use as a context manager in the main thread; elsewhere, or where the wake-up pipe is taken, it does nothing."""
 
     def __init__(self, message=None, grace: float = 1.0):
         self.message = message or (lambda signum: stop_message(signum))
         self.grace = grace
-        self._cleanups: list = []
-        self._critical = 0
-        self._lock = threading.Lock()
-        self._sockets = None
+        self.fds: list[int] = []
+        self._control = None
+        self._helper = None
         self._previous_fd = -1
-        self._thread = None
-        self._closed = False
-        self.said = False   # the main thread printed the stop message itself
+        self._keys = 0
 
     def __enter__(self) -> Watchdog:
-        if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "set_wakeup_fd"):
+        if (threading.current_thread() is not threading.main_thread() or not hasattr(signal, "set_wakeup_fd")
+                or os.name != "posix"):
             return self
-        _ACTIVE.append(self)
-        reader, writer = socket.socketpair()
-        writer.setblocking(False)
+        import subprocess
+
+        wake_r, wake_w = os.pipe()
+        control_r, control_w = os.pipe()
+        os.set_blocking(wake_w, False)
         try:
-            previous = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+            previous = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
         except (ValueError, OSError):
-            reader.close()
-            writer.close()
-            return self
+            previous = None
         if previous != -1:   # somebody else's (an event loop's): leave it to them
-            signal.set_wakeup_fd(previous)
-            reader.close()
-            writer.close()
+            if previous is not None:
+                signal.set_wakeup_fd(previous)
+            for fd in (wake_r, wake_w, control_r, control_w):
+                os.close(fd)
             return self
-        self._sockets, self._previous_fd = (reader, writer), previous
-        self._thread = threading.Thread(target=self._watch, name="vrs-stop-watchdog", daemon=True)
-        self._thread.start()
+        try:
+            self._helper = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", _HELPER, str(os.getpid()), str(self.grace), str(wake_r),
+                 str(control_r), ",".join(str(int(s)) for s in STOP_SIGNALS)],
+                pass_fds=(wake_r, control_r), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        except OSError:
+            signal.set_wakeup_fd(-1)
+            for fd in (wake_r, wake_w, control_r, control_w):
+                os.close(fd)
+            return self
+        os.close(wake_r)
+        os.close(control_r)
+        self.fds = [wake_w, control_w]
+        self._control = control_w
+        _reset_on_delivery(s for s in STOP_SIGNALS if s != getattr(signal, "SIGINT", None))
+        _ACTIVE.append(self)
+        for signum in STOP_SIGNALS:
+            self._send(f"message {int(signum)} {json.dumps(console_text(self.message(signum)) + chr(10))}")
         return self
 
     def __exit__(self, *exc) -> None:
         if self in _ACTIVE:
             _ACTIVE.remove(self)
-        if self._sockets is None:
+        if self._helper is None:
             return
         with contextlib.suppress(ValueError, OSError):
-            signal.set_wakeup_fd(self._previous_fd)
-        self._closed = True   # the run is over: a stop signal being handled needs no forced exit any more
-        reader, writer = self._sockets
-        self._sockets = None
-        with contextlib.suppress(OSError):
-            writer.shutdown(socket.SHUT_RDWR)
-        writer.close()
-        if self._thread is not None:
-            self._thread.join(timeout=0.2)
-        reader.close()
+            signal.set_wakeup_fd(-1)
+        for fd in self.fds:   # the helper sees the control pipe close and exits
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.fds, self._control = [], None
+        with contextlib.suppress(Exception):
+            self._helper.wait(timeout=5)
+        self._helper = None
+
+    def _send(self, line: str) -> None:
+        if self._control is not None:
+            with contextlib.suppress(OSError):
+                os.write(self._control, (line + "\n").encode("utf-8"))
 
     @contextlib.contextmanager
-    def on_forced_exit(self, cleanup):
-        """Within the block, ``cleanup()`` runs if the watchdog has to end the process (best effort: errors are
-        ignored)."""
-        with self._lock:
-            self._cleanups.append(cleanup)
+    def on_forced_exit(self, *actions):
+        """Within the block, the helper does ``actions`` if it has to end the process: ``("unlink", path, dev,
+        ino)`` - remove ``path`` if it is still that file; ``("rmdir", path, ...)`` - remove these empty folders, in
+        order; ``("sweep", folder, prefixes, pid, uid)`` - remove the entries of ``folder`` named ``PREFIX<pid>-...``
+        and owned by ``uid``."""
+        self._keys += 1
+        key = str(self._keys)
+        self._send(f"add {key} {json.dumps([list(a) for a in actions])}")
         try:
             yield
         finally:
-            with self._lock:
-                if cleanup in self._cleanups:
-                    self._cleanups.remove(cleanup)
+            self._send(f"del {key}")
 
     @contextlib.contextmanager
     def critical(self):
         """A section that must not be cut in two (a few renames): a forced exit waits for its end."""
-        with self._lock:
-            self._critical += 1
+        self._send("critical 1")
         try:
             yield
         finally:
-            with self._lock:
-                self._critical -= 1
+            self._send("critical -1")
 
-    def _watch(self) -> None:
-        sockets = self._sockets
-        if sockets is None:
-            return
-        reader = sockets[0]
-        while True:
-            try:
-                data = reader.recv(64)
-            except OSError:
-                return
-            if not data:
-                return   # closed: the run ended
-            stops = [b for b in data if b in STOP_SIGNALS]
-            if stops:
-                self._expire(stops[0])
-                return
-
-    def _expire(self, signum: int) -> None:
-        deadline = time.monotonic() + self.grace   # the ordinary clean-up's time
-        while time.monotonic() < deadline or (self._critical and time.monotonic() < deadline + 30):
-            if self._closed:
-                return
-            time.sleep(0.02)
-        if not self._closed:
-            self.force(signum)
-
-    def force(self, signum: int) -> None:
-        """End the process now: children killed, clean-ups run, the message printed, exit 128 + ``signum``."""
-        for pid in child_processes():
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        with self._lock:
-            cleanups = list(reversed(self._cleanups))
-        for cleanup in cleanups:
-            with contextlib.suppress(Exception):
-                cleanup()
-        if not self.said:
-            with contextlib.suppress(Exception):
-                from ..literal import console_text
-
-                os.write(sys.stderr.fileno(), (console_text(self.message(signum)) + "\n").encode("utf-8", "replace"))
-        os._exit(128 + signum)
+    def said(self) -> None:
+        self._send("said")
 
 
-def on_forced_exit(cleanup):
+def on_forced_exit(*actions):
     """:meth:`Watchdog.on_forced_exit` of the running command's watchdog (a block that does nothing without one)."""
-    return _ACTIVE[-1].on_forced_exit(cleanup) if _ACTIVE else contextlib.nullcontext()
+    return _ACTIVE[-1].on_forced_exit(*actions) if _ACTIVE else contextlib.nullcontext()
 
 
 def critical():
@@ -230,4 +349,4 @@ def critical():
 def said() -> None:
     """The main thread printed the stop message itself: a forced exit does not print it again."""
     for watchdog in _ACTIVE:
-        watchdog.said = True
+        watchdog.said()
