@@ -96,8 +96,8 @@ def max_input_bytes() -> int:
 
 
 def _too_big(path, limit: int, ratio: bool = False) -> str:
-    why = (f"more than {MAX_RATIO} times its compressed size" if ratio
-           else f"beyond {format_size(limit)}, the bound on a decompressed input file")
+    why = (f"to more than {MAX_RATIO} times its compressed size" if ratio
+           else f"beyond {format_size(limit)} (the bound on a decompressed input file)")
     return (f"{path} inflates {why} when it is decompressed: a file that expands this far is more likely a "
             f"decompression bomb or the wrong file than scores or logs. If it is what you meant, {RAISE_IT} - or "
             "decompress it yourself and give the uncompressed file.")

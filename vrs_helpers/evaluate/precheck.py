@@ -32,6 +32,7 @@ from .files import (
     base_suffix,
     check_inflation,
     check_not_spreadsheet,
+    compression,
     format_size,
     max_input_bytes,
     not_utf8,
@@ -287,4 +288,9 @@ def check_table_input(data, roles) -> None:
     wanted = [c for _, c in roles if c is not None]
     columns = _file_columns(first, wanted)
     if columns is not None:
-        check_roles(roles, fields + [c for c in columns if c not in fields])
+        try:
+            check_roles(roles, fields + [c for c in columns if c not in fields])
+        except InputError:
+            if compression(first):   # the header of a damaged archive is garbage: say that it is damaged
+                check_inflation(first)
+            raise
