@@ -12,23 +12,22 @@ import json
 
 import pandas as pd
 import pytest
-from conftest import write_notebook
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import write_notebook
+from vrs_helpers.app import runner
 from vrs_helpers.app.cli import main
-from vrs_helpers.app.runner import ParameterError, check_unique_names, run_name
-from vrs_helpers.literal import read_back, spreadsheet_cell, spreadsheet_frame, spreadsheet_value
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def test_names_differ_where_the_parameters_differ():
     values = ["a b", "a/b", "a_b", "a\\b", "a:b", "x" * 150 + "1", "x" * 150 + "2", 1, 1.0, True, "1"]
-    names = [run_name("nb.ipynb", {"v": v}) for v in values]
+    names = [runner.run_name("nb.ipynb", {"v": v}) for v in values]
     assert len(set(names)) == len(values), names
     assert all(n.startswith("nb__v-") and n.endswith(".ipynb") and "/" not in n and len(n) < 200 for n in names)
-    digest = [run_name("nb.ipynb", p).rsplit("-", 1)[1] for p in ({"a": 1, "b": 2}, {"b": 2, "a": 1})]
+    digest = [runner.run_name("nb.ipynb", p).rsplit("-", 1)[1] for p in ({"a": 1, "b": 2}, {"b": 2, "a": 1})]
     assert digest[0] == digest[1]   # the hash is of the set, not of the order
 
 
@@ -38,15 +37,15 @@ def test_names_differ_where_the_parameters_differ():
 @settings(max_examples=300, deadline=None)
 def test_different_parameter_sets_never_share_a_name(a, b):
     if a != b or any(type(a[k]) is not type(b[k]) for k in a):
-        assert run_name("n.ipynb", a) != run_name("n.ipynb", b)
+        assert runner.run_name("n.ipynb", a) != runner.run_name("n.ipynb", b)
 
 
 def test_a_combination_listed_twice_is_an_error():
     combos = [{"x": 1}, {"x": 2}, {"x": 1}]
-    with pytest.raises(ParameterError, match=r"lists the combination \{'x': 1\} twice"):
-        check_unique_names(combos, [run_name("n", c) for c in combos], "grid.yaml")
-    with pytest.raises(ParameterError, match="the same output name"):   # a collision, forced
-        check_unique_names([{"x": 1}, {"x": 2}], ["same.ipynb", "same.ipynb"], "grid.yaml")
+    with pytest.raises(runner.ParameterError, match=r"lists the combination \{'x': 1\} twice"):
+        runner.check_unique_names(combos, [runner.run_name("n", c) for c in combos], "grid.yaml")
+    with pytest.raises(runner.ParameterError, match="the same output name"):   # a collision, forced
+        runner.check_unique_names([{"x": 1}, {"x": 2}], ["same.ipynb", "same.ipynb"], "grid.yaml")
 
 
 # ------------------------------------------------------------------------------------------- spreadsheet cells
@@ -54,6 +53,8 @@ def test_a_combination_listed_twice_is_an_error():
 @given(st.text(max_size=30))
 @settings(max_examples=500)
 def test_a_text_cell_never_starts_a_formula(text):
+    from vrs_helpers.literal import spreadsheet_cell, spreadsheet_value
+
     cell = spreadsheet_cell(text)
     number = text.strip() == text and _is_number(text)
     if text.startswith(FORMULA_STARTS) and not number:
@@ -73,10 +74,14 @@ def _is_number(text: str) -> bool:
 
 @pytest.mark.parametrize("value", [-1.5, -3, 0.0, float("-inf"), True, None])
 def test_numbers_stay_numbers(value):
+    from vrs_helpers.literal import spreadsheet_cell
+
     assert spreadsheet_cell(value) is value or spreadsheet_cell(value) == value
 
 
 def test_a_frame_keeps_numeric_columns_and_escapes_text_and_names():
+    from vrs_helpers.literal import read_back, spreadsheet_frame
+
     frame = pd.DataFrame({"=cmd": ["=1+1", "ok"], "delta": [-0.5, 2.0], "n": [-3, 4], "label": ["-0.07", "-x"]})
     safe = spreadsheet_frame(frame)
     assert list(safe.columns) == ["'=cmd", "delta", "n", "label"]

@@ -18,10 +18,9 @@ import pandas as pd
 import pytest
 
 from vrs_helpers.evaluate import files
-from vrs_helpers.evaluate.files import InputError, find_files, parse_size, walk
 from vrs_helpers.evaluate.readers import LogFormatError, load_eval_logs
 from vrs_helpers.evaluate.readers.writers import simulate_binary, write_lm_eval
-from vrs_helpers.evaluate.scores import load_scores
+from vrs_helpers.evaluate.scores import InputError, load_scores
 
 needs_posix = pytest.mark.skipif(os.name != "posix", reason="links, named pipes and devices of POSIX")
 
@@ -37,13 +36,13 @@ def _table(rows: int = 2000) -> pd.DataFrame:
 @pytest.mark.parametrize("text, size", [("1073741824", 1 << 30), ("1G", 1 << 30), ("1GiB", 1 << 30), ("4gb", 4 << 30),
                                         ("500M", 500 << 20), ("1.5G", 3 << 29), ("64k", 64 << 10), ("2e9", 2 * 10**9)])
 def test_sizes_are_read_as_bytes(text, size):
-    assert parse_size(text) == size
+    assert files.parse_size(text) == size
 
 
 @pytest.mark.parametrize("text", ["", "-1G", "0", "lots", "1X", "1 G B"])
 def test_a_bad_size_says_the_form(text):
     with pytest.raises(InputError, match="a size must be a positive number of bytes"):
-        parse_size(text)
+        files.parse_size(text)
 
 
 # ------------------------------------------------------------------------------------------- decompression bounds
@@ -60,10 +59,10 @@ def test_a_file_that_inflates_beyond_the_bound_is_refused_and_the_bound_can_be_r
             archive.writestr("scores.csv", text)
     else:
         path.write_bytes({".gz": gzip.compress, ".bz2": __import__("bz2").compress, ".xz": lzma.compress}[suffix](text))
-    monkeypatch.setenv(files.ENV_MAX_INPUT_BYTES, "1M")
+    monkeypatch.setenv("VRS_MAX_INPUT_BYTES", "1M")
     with pytest.raises(InputError, match=r"inflates beyond 1 MiB.*--max-input-bytes SIZE.*VRS_MAX_INPUT_BYTES"):
         load_scores(path)
-    monkeypatch.setenv(files.ENV_MAX_INPUT_BYTES, "2M")
+    monkeypatch.setenv("VRS_MAX_INPUT_BYTES", "2M")
     assert len(load_scores(path)) == 60_000
 
 
@@ -92,9 +91,9 @@ def test_a_zip_member_larger_than_the_bound_is_refused_unread(tmp_path, monkeypa
     path = tmp_path / "scores.csv.zip"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("scores.csv", b"system,item,score\n" + b"A,i0,0.5\n" * 300_000)
-    monkeypatch.setenv(files.ENV_MAX_INPUT_BYTES, "1M")
+    monkeypatch.setenv("VRS_MAX_INPUT_BYTES", "1M")
     with pytest.raises(InputError, match="inflates beyond 1 MiB"):
-        files.open_binary(path)
+        files.open_binary(path).close()
 
 
 def test_a_gzip_of_nul_bytes_is_binary_data_not_a_traceback(tmp_path):
@@ -116,7 +115,7 @@ def test_a_samples_file_with_a_gigantic_line_is_refused(tmp_path, monkeypatch):
     huge = '{"doc_id": 99, "doc": "' + "x" * (1 << 20) + '"}\n'
     samples.with_name(samples.name + ".gz").write_bytes(gzip.compress((samples.read_text() + huge).encode()))
     samples.unlink()
-    monkeypatch.setenv(files.ENV_MAX_INPUT_BYTES, "4M")   # lines up to 256 KiB
+    monkeypatch.setenv("VRS_MAX_INPUT_BYTES", "4M")   # lines up to 256 KiB
     with pytest.raises(LogFormatError, match=r"samples_arith.*\.jsonl\.gz, line 21: longer than 256 KiB"):
         load_eval_logs(tmp_path / "logs")
 
@@ -224,7 +223,7 @@ def test_unreadable_log_files_are_named_never_skipped_in_silence(tmp_path):
     link to / are not searched (and said so), and the search ends in seconds."""
     logs, named = _hostile_logs(tmp_path)
     started = time.perf_counter()
-    searched = walk(logs)
+    searched = files.walk(logs)
     assert time.perf_counter() - started < 10
     warnings = "\n".join(searched.warnings())
     for name, why in named.items():
@@ -245,11 +244,11 @@ def test_the_search_is_bounded_in_folders_and_time(tmp_path):
     for i in range(30):
         (root / f"d{i}" / "x").mkdir(parents=True)
         (root / f"d{i}" / "x" / "samples_a.jsonl").write_text("{}\n")
-    few = walk(root, max_folders=5)
+    few = files.walk(root, max_folders=5)
     assert len(few.files) < 30 and "the search stopped after more than 5 folders" in few.warnings()[-1]
-    quick = walk(root, max_seconds=0.0)
+    quick = files.walk(root, max_seconds=0.0)
     assert quick.files == [] and "the search stopped after more than 0 s" in quick.warnings()[-1]
-    assert len(find_files(root, "samples_*.jsonl")) == 30 and walk(root).skipped == []
+    assert len(files.find_files(root, "samples_*.jsonl")) == 30 and files.walk(root).skipped == []
 
 
 @pytest.mark.skipif(not os.path.isdir("/dev/shm") or os.stat("/dev/shm").st_dev == os.stat("/tmp").st_dev,
@@ -262,6 +261,6 @@ def test_entering_another_file_system_is_said(tmp_path):
         root = tmp_path / "logs"
         root.mkdir()
         (root / "run1").symlink_to(elsewhere)
-        searched = walk(root)
+        searched = files.walk(root)
         assert [p.name for p in searched.files] == ["samples_a.jsonl"]
         assert any("on another file system" in n and "run1" in n for n in searched.notes), searched.notes
