@@ -424,6 +424,26 @@ def _linked_runs(folder):
     return [str(folder / "logs"), "--n-sim", "49"]
 
 
+def _unreadable_runs(folder):
+    """lm-eval logs of 3 runs whose run folder seed3 is a link to a file system that is not mounted, with a named pipe
+    and a link to /dev/zero named like samples files (issue 50: skipped in silence before)."""
+    import os
+
+    from vrs_helpers.evaluate.readers.writers import simulate_binary, write_lm_eval
+
+    logs = folder / "logs"
+    write_lm_eval(simulate_binary(seed=3, tasks=("arith", "logic"), items=20, runs=3), logs)
+    os.rename(logs / "seed3", folder / "seed3")
+    os.symlink("/mnt/not-mounted/seed3", logs / "seed3")
+    os.mkfifo(logs / "seed1" / "model-a" / "samples_arith_2099-01-01T00-00-00.000000.jsonl")
+    os.symlink("/dev/zero", logs / "seed1" / "model-b" / "samples_arith_2099-01-02T00-00-00.000000.jsonl")
+    return [str(logs), "--n-sim", "49"]
+
+
+def _warnings(folder, stdout):
+    return " ".join(line.replace(f"{folder}/", "") for line in stdout.splitlines() if line.startswith("WARNING:"))
+
+
 def _read_line(folder, stdout):
     return next(line for line in stdout.splitlines() if "file(s)" in line)
 
@@ -452,6 +472,8 @@ READ = [
     ("--dropna with 2 of 300 system cells empty", _dropna_key, _caption),
     ("a gzip-compressed JSON-lines file (.jsonl.gz)", _jsonl_gz, _caption),
     ("lm-eval logs whose 3 run folders are symbolic links (and a link loop)", _linked_runs, _read_line),
+    ("lm-eval logs with a run folder on a file system not mounted, a named pipe and a link to /dev/zero",
+     _unreadable_runs, _warnings),
     ("p-values that underflow (a difference of 5 SD over 300 items x 3 runs)", _underflow, _underflow_line),
 ]
 

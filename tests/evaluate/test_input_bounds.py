@@ -264,3 +264,15 @@ def test_entering_another_file_system_is_said(tmp_path):
         searched = files.walk(root)
         assert [p.name for p in searched.files] == ["samples_a.jsonl"]
         assert any("on another file system" in n and "run1" in n for n in searched.notes), searched.notes
+
+
+def test_an_inspect_log_archive_that_inflates_beyond_the_bound_is_refused(tmp_path, monkeypatch):
+    """An Inspect .eval log is a zip archive read by inspect_ai: the sizes its members record are checked first."""
+    path = tmp_path / "logs" / "2024-01-01_task_abc.eval"
+    path.parent.mkdir()
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("header.json", b"{}")
+        archive.writestr("samples/1_epoch_1.json", b" " * (3 << 20))
+    monkeypatch.setenv("VRS_MAX_INPUT_BYTES", "2M")
+    with pytest.raises(LogFormatError, match=r"\.eval inflates beyond 2 MiB"):
+        load_eval_logs(path.parent, format="inspect")

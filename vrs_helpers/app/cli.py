@@ -321,8 +321,11 @@ def _analyze_locked(args) -> int:
         from .kernel import report_kernel
 
         kernel = report_kernel()
+    from ..evaluate.files import one_walk
+
     try:
-        return _analyze_table(args, kernel)
+        with one_walk():   # a log folder is searched once, for the detection and for the read
+            return _analyze_table(args, kernel)
     except BaseException:
         if kernel is not None:   # stopped (a run already stopping it is waited for) and its empty folder removed
             from .runner import discard_kernel

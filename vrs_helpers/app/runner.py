@@ -334,7 +334,7 @@ def reproduce(notebooks: list[Path] | None = None, build_dir: str | os.PathLike 
                 docs.start()
             for i in _queue_order(jobs, build):
                 nb, params, name = jobs[i]
-                bar.set_postfix_str(name or nb.name)
+                bar.set_postfix_str(console_text(name or nb.name))
                 results[i] = _reproduce_one(str(nb), params, str(out_dir), name, None, str(html_dir), api)
                 bar.update()
         else:
@@ -346,7 +346,7 @@ def reproduce(notebooks: list[Path] | None = None, build_dir: str | os.PathLike 
                 for fut in as_completed(futures):
                     i = futures[fut]
                     results[i] = fut.result()
-                    bar.set_postfix_str(results[i].output.name)
+                    bar.set_postfix_str(console_text(results[i].output.name))
                     bar.update()
     if docs is not None:
         docs.join()

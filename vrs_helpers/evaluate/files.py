@@ -199,6 +199,23 @@ def open_binary(path, limit: int | None = None):
         raise InputError(_damaged(path, exc)) from exc
 
 
+def check_archive_members(path, limit: int | None = None) -> None:
+    """A zip archive read by another library (an Inspect ``.eval`` log): the sizes its members record, together,
+    within the bound (:func:`max_input_bytes`) and not :data:`MAX_RATIO`-fold their compressed size past
+    :data:`RATIO_FLOOR`; a file that is no zip archive is left to the library's own error."""
+    import zipfile
+
+    limit = max_input_bytes() if limit is None else limit
+    try:
+        with zipfile.ZipFile(path) as archive:
+            infos = archive.infolist()
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return
+    total, packed = sum(i.file_size for i in infos), sum(i.compress_size for i in infos)
+    if total > limit or (total > RATIO_FLOOR and total > MAX_RATIO * max(packed, 1)):
+        raise InputError(_too_big(path, limit, ratio=total <= limit))
+
+
 def check_inflation(path, limit: int | None = None) -> None:
     """Before a compressed file is read whole (a table, a log): stream it through once, in constant memory, so that
     one that inflates beyond the bound (:func:`max_input_bytes`) or is damaged is an :class:`InputError` before
