@@ -9,7 +9,7 @@ from .. import registry
 from ..errors import VRSError
 from .console import ArgumentParser, error, say
 from .plan_command import cmd_plan
-from .stopping import Terminated, Watchdog, handle_termination, restore, said, stop_message
+from .stopping import STOPPED, Terminated, Watchdog, handle_termination, restore, said, stop_message
 
 
 def _parse_value(text: str):
@@ -707,9 +707,16 @@ def main(argv: list[str] | None = None) -> int:
     previous = handle_termination()
     try:   # a stop signal ends the command within seconds, however busy it is (app/stopping)
         with Watchdog(lambda signum: stop_message(signum, out)):
-            return _run_command(args, out)
+            code = _run_command(args, out)
     finally:
         restore(previous)
+    if argv is None and code in STOPPED:   # run as `vrs` and stopped, cleaned up: no wait for threads still busy
+        import os
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 def _run_command(args, out) -> int:

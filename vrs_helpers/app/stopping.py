@@ -34,6 +34,7 @@ from ..literal import console_text
 _ACTIVE: list = []   # the watchdog of the command running in this process (at most one: the main thread's)
 
 STOP_SIGNALS = tuple(s for s in (getattr(signal, n, None) for n in ("SIGINT", "SIGTERM", "SIGHUP")) if s is not None)
+STOPPED = frozenset(128 + int(s) for s in STOP_SIGNALS)   # the exit codes of a command that was stopped
 
 
 class Terminated(KeyboardInterrupt):
@@ -122,6 +123,32 @@ def clean(kind, *args):
                 else:
                     os.unlink(entry.path)
 
+def state(pid):   # (state letter, start time) of a process, or None when it is gone
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().decode("ascii", "replace").rsplit(") ", 1)[1].split()
+        return fields[0], fields[19]
+    except (OSError, IndexError):
+        return None
+
+def after_exit():   # it ended by itself after the signal: once it is gone, its children still alive (a kernel
+    # still starting) are killed and its files in the temporary folder removed (a thread may have written one late)
+    limit = time.monotonic() + 10
+    while time.monotonic() < limit and (state(parent) or ("Z",))[0] not in "ZX":
+        time.sleep(0.02)
+    for pid, started in kids.items():
+        if (state(pid) or (None, None))[1] == started:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    time.sleep(0.05)
+    for step in sweeps:
+        try:
+            clean(*step)
+        except Exception:
+            pass
+
 def force():
     try:
         os.kill(parent, signal.SIGSTOP)   # it writes nothing more while its clean-up is done here
@@ -150,14 +177,13 @@ def force():
         os.kill(parent, signal.SIGCONT)
         for _ in range(50):
             time.sleep(0.01)
-            os.kill(parent, 0)
-            if open(f"/proc/{parent}/stat").read().split(") ")[1][0] in "ZX":
+            if (state(parent) or ("Z",))[0] in "ZX":
                 return
         os.kill(parent, signal.SIGKILL)
     except Exception:
         pass
 
-messages = {}
+messages, kids, sweeps = {}, {}, []
 while True:
     wait = 1.0 if signum is None else max(0.0, min(0.02, deadline - time.monotonic()))
     ready = select.select([wake, control], [], [], wait)[0]
@@ -168,8 +194,10 @@ while True:
             signum, deadline = got[0], time.monotonic() + grace
     if control in ready:
         data = os.read(control, 65536)
-        if not data:
-            sys.exit(0)   # the command ended (or its process is gone): nothing to do
+        if not data:   # the command ended (or its process is gone)
+            if signum is not None:
+                after_exit()
+            sys.exit(0)
         pending += data
         while b"\n" in pending:
             line, pending = pending.split(b"\n", 1)
@@ -177,6 +205,7 @@ while True:
             if kind == "add":
                 key, _, spec = rest.partition(" ")
                 actions[key] = [tuple(step) for step in json.loads(spec)]
+                sweeps += [step for step in actions[key] if step[0] == "sweep" and step not in sweeps]
             elif kind == "del":
                 actions.pop(rest, None)
             elif kind == "critical":
@@ -186,6 +215,9 @@ while True:
             elif kind == "message":
                 number, _, text = rest.partition(" ")
                 messages[int(number)] = json.loads(text)
+    if signum is not None:   # its children, to be killed if it ends by itself and leaves them running
+        kids.update({pid: started for pid in children(parent) if pid != os.getpid()
+                     for started in [(state(pid) or (None, None))[1]] if started})
     if signum is not None and time.monotonic() >= deadline and (critical <= 0 or time.monotonic() > deadline + 30):
         force()
         sys.exit(0)
@@ -247,8 +279,8 @@ class Watchdog:
         self.fds: list[int] = []
         self._control = None
         self._helper = None
-        self._previous_fd = -1
         self._keys = 0
+        self._stopped = False
 
     def __enter__(self) -> Watchdog:
         if (threading.current_thread() is not threading.main_thread() or not hasattr(signal, "set_wakeup_fd")
@@ -283,7 +315,7 @@ class Watchdog:
         os.close(control_r)
         self.fds = [wake_w, control_w]
         self._control = control_w
-        _reset_on_delivery(s for s in STOP_SIGNALS if s != getattr(signal, "SIGINT", None))
+        _reset_on_delivery(STOP_SIGNALS)
         _ACTIVE.append(self)
         for signum in STOP_SIGNALS:
             self._send(f"message {int(signum)} {json.dumps(console_text(self.message(signum)) + chr(10))}")
@@ -296,12 +328,16 @@ class Watchdog:
             return
         with contextlib.suppress(ValueError, OSError):
             signal.set_wakeup_fd(-1)
-        for fd in self.fds:   # the helper sees the control pipe close and exits
+        for signum in STOP_SIGNALS:   # the handlers as Python installs them again (not one-shot)
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                signal.signal(signum, signal.getsignal(signum))
+        for fd in self.fds:   # the helper sees the control pipe close and exits (after a stop: once we are gone)
             with contextlib.suppress(OSError):
                 os.close(fd)
         self.fds, self._control = [], None
-        with contextlib.suppress(Exception):
-            self._helper.wait(timeout=5)
+        if not self._stopped:
+            with contextlib.suppress(Exception):
+                self._helper.wait(timeout=5)
         self._helper = None
 
     def _send(self, line: str) -> None:
@@ -333,6 +369,7 @@ class Watchdog:
             self._send("critical -1")
 
     def said(self) -> None:
+        self._stopped = True
         self._send("said")
 
 

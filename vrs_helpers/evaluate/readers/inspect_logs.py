@@ -90,8 +90,11 @@ def _read(files: list, options: dict) -> ReadResult:
         prompt_hash_name="the sample's input and target")
     skipped: dict = {}
     for path in files:
-        try:
-            check_archive_members(path) if path.suffix == ".eval" else check_inflation(path)   # bounded (issue 50)
+        try:   # bounded before inspect_ai inflates it (issue 50)
+            if path.suffix == ".eval":
+                check_archive_members(path)
+            else:
+                check_inflation(path)
         except InputError as exc:
             raise LogFormatError(str(exc)) from None
         try:
