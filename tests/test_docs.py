@@ -66,7 +66,7 @@ def test_the_guide_builds_with_a_navigation_and_offline_math(tmp_path):
     (("verdict.md", "(../07_your_evaluation.html)", "(../07_no_such_workbook.html)"), "no workbook"),
     (("designs.md", "registry.html)", "no_such_module.html)"), "no such API page"),
     (("planning.md", "(../api/vrs_helpers/evaluate/power.html)", "(../benchmarks/README.md)"), "outside the site"),
-    (("index.md", "13. [Development](development.md)", "13. Development"), "development.md is not linked"),
+    (("index.md", "14. [Development](development.md)", "14. Development"), "development.md is not linked"),
     (("many.md", "```python", "```py"), "a code block of kind 'py'"),
     (("verdict.md", "(figures/report-figure.png)", "(figures/missing.png)"), "an image figures/missing.png"),
 ])

@@ -126,3 +126,76 @@ def test_each_section_opens_with_prose(path):
                 and nb.cells[i + 1].cell_type == "code":
             bare.append(lines[0])
     assert not bare, f"{path.name}: sections whose code comes before any prose: {bare}"
+
+
+# ------------------------------------------------------------------ issue 53: a companion a seminar can teach from
+
+BOOK_WORKBOOKS = sorted((ROOT / "notebooks").glob("0[1-6]_*.ipynb"))
+CHECK_TAG = "check"   # the reproduction's bookkeeping (vrs_helpers.app.student.CHECK_TAG)
+
+
+def prose_and_code(nb) -> tuple[int, int]:
+    """Characters of Markdown and of code, not counting the cells tagged ``check`` (the scorecard's checks, the
+    numbers the prose states, ``record()``: collapsed on the site, not in a student's copy)."""
+    counted = [c for c in nb.cells if CHECK_TAG not in c.metadata.get("tags", [])]
+    return (sum(len(c.source) for c in counted if c.cell_type == "markdown"),
+            sum(len(c.source) for c in counted if c.cell_type == "code"))
+
+
+def _calls_a_helper(source: str) -> bool:
+    """Whether code calls a name it imports from vrs_helpers (``load(...)``, ``v.hans_style_pairs(...)``)."""
+    tree = ast.parse(source)
+    helpers = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+               and (node.module or "").startswith("vrs_helpers") for alias in node.names}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            root = node.func
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in helpers:
+                return True
+    return False
+
+
+def test_the_ratio_check_counts_what_it_says():
+    """Control: check cells are not counted; the helper check sees a vrs_helpers call, not numpy's."""
+    nb = nbformat.v4.new_notebook()
+    md, code, bookkeeping = (nbformat.v4.new_markdown_cell("a" * 10), nbformat.v4.new_code_cell("b" * 4),
+                             nbformat.v4.new_code_cell("c" * 100))
+    bookkeeping.metadata["tags"] = [CHECK_TAG]
+    nb.cells = [md, code, bookkeeping]
+    assert prose_and_code(nb) == (10, 4)
+    assert _calls_a_helper("from vrs_helpers.book.data import load\nx = load('mnli')")
+    assert _calls_a_helper("from vrs_helpers.book import validity as v\nh = v.hans_style_pairs(5)")
+    assert not _calls_a_helper("import numpy as np\nx = np.zeros(3)")
+    assert not _calls_a_helper("from vrs_helpers.book import plots")
+
+
+@pytest.mark.parametrize("path", BOOK_WORKBOOKS, ids=lambda p: p.stem)
+def test_a_book_workbook_reads_as_prose_with_short_code(path):
+    """Issue 53: at least as many Markdown characters as code characters (check cells not counted); no
+    interpretation written by code (``display(Markdown(f"...``); the first code cell after the introduction (the
+    parameters and check cells aside) loads data or calls a helper."""
+    nb = nbformat.read(str(path), as_version=4)
+    prose, code = prose_and_code(nb)
+    assert prose >= code, f"{path.name}: {prose} Markdown characters < {code} code characters"
+    f_markdown = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"
+                  and re.search(r"display\(\s*Markdown\(\s*f[\"']", c.source)]
+    assert not f_markdown, f"{path.name}: interpretation written by f-strings in cells {f_markdown}"
+    first = next(c for c in nb.cells if c.cell_type == "code"
+                 and not {"parameters", CHECK_TAG} & set(c.metadata.get("tags", [])))
+    assert _calls_a_helper(first.source), f"{path.name}: the first code cell neither loads data nor calls a helper"
+    assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")
+
+
+@pytest.mark.parametrize("path", BOOK_WORKBOOKS, ids=lambda p: p.stem)
+def test_check_cells_are_collapsed_in_jupyterlab_too(path):
+    """The check cells of the book workbooks open collapsed in JupyterLab (``jupyter.source_hidden``, and for code
+    ``outputs_hidden``: JupyterLab's own cell metadata), as on the report site; every workbook has some."""
+    nb = nbformat.read(str(path), as_version=4)
+    checks = [c for c in nb.cells if CHECK_TAG in c.metadata.get("tags", [])]
+    assert len(checks) >= 5, path.name
+    for c in checks:
+        hidden = c.metadata.get("jupyter", {})
+        assert hidden.get("source_hidden") is True, (path.name, c.source[:60])
+        assert c.cell_type == "markdown" or hidden.get("outputs_hidden") is True, (path.name, c.source[:60])

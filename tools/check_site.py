@@ -179,6 +179,8 @@ def check_notebook_page(dom: str, name: str) -> tuple[list[str], int]:
         problems.append(f"{name}: {d.tex} formulas found by MathJax but only {d.rendered} rendered")
     if d.errors:
         problems.append(f"{name}: {d.errors} MathJax errors")
+    if re.search(r'<details class="vrs-check-cell" open', dom):
+        problems.append(f"{name}: a check cell is open on loading (they are collapsed: issue 53)")
     return problems, d.rendered
 
 

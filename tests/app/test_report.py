@@ -318,3 +318,53 @@ def test_headline_counts_book_rows_only(tmp_path):
     assert "<th>reference</th>" in text and "<table class='sc reference'>" in text
     # a scorecard written before rows had a kind: every row is a book row
     assert report.headline(frame.drop(columns="kind")).startswith("4 published numbers checked")
+
+
+# --------------------------------------------------------------------- check cells collapsed (issue 53)
+
+def _with_a_check_cell(tmp_path):
+    """The toy workbook with its cell of scorecard checks tagged ``check``, as the book workbooks tag theirs."""
+    nb = nbformat.read(str(_executed_notebook(tmp_path / "01_toy.ipynb")), as_version=4)
+    nb.cells[2].metadata["tags"] = ["check"]
+    note = nbformat.v4.new_markdown_cell("The checks of Table 9.1 and 9.2.")
+    note.metadata["tags"] = ["check"]
+    nb.cells.insert(2, note)   # consecutive check cells: one collapsed group
+    return nb
+
+
+def test_check_cells_are_collapsed_on_a_page(tmp_path):
+    nb = _with_a_check_cell(tmp_path)
+    text = report.notebook_page(nb)
+    assert text.count('<details class="vrs-check-cell">') == 1 and "<details open" not in text
+    start, end = text.index('<details class="vrs-check-cell">'), text.index("</details>")
+    inside, outside = text[start:end], text[:start] + text[end:]
+    assert report.CHECK_CELL_SUMMARY in inside and "The checks of Table 9.1" in inside
+    rows, _ = extract(nb)
+    anchors = report.anchors_for(rows)
+    assert all(f'id="{a}"' in inside for a in anchors[:3])     # the checks of the tagged cell, inside
+    assert f'id="{anchors[3]}"' in outside                     # the flushed check of an untagged cell, outside
+    assert "<img" in outside and "<img" not in inside and "vrsOpenTarget" in text   # a link opens a check
+    assert report.external_resources(text) == []
+
+
+@requires_chromium
+def test_a_link_to_a_check_opens_its_collapsed_cell(tmp_path):
+    """In a real browser the check cell is closed, and a link to one of its checks (the scorecard's row links)
+    opens it."""
+    import subprocess
+
+    nb = _with_a_check_cell(tmp_path)
+    page = tmp_path / "01_toy.html"
+    page.write_text(report.notebook_page(nb), encoding="utf-8")
+    anchor = report.anchors_for(extract(nb)[0])[0]
+    browser = check_site.find_browser()
+
+    def dom(url):
+        args = [browser, *check_site.QUIET, *check_site.OFFLINE, f"--user-data-dir={tmp_path}/profile",
+                "--virtual-time-budget=5000", "--dump-dom", url]
+        return subprocess.run(args, capture_output=True, text=True, timeout=180).stdout
+
+    closed = dom(page.as_uri())
+    assert '<details class="vrs-check-cell">' in closed and "<details class=\"vrs-check-cell\" open" not in closed
+    opened = dom(page.as_uri() + "#" + anchor)
+    assert re.search(r'<details class="vrs-check-cell" open(="")?>', opened), opened[:500]

@@ -461,3 +461,16 @@ def test_finish_shows_the_card_and_fails_on_a_regression(tmp_path):
     clean.check("T", "kept", 1.0, 1.0, tolerance=0.0, show=False)
     assert [b["text/plain"] for b in _captured(lambda: clean.finish(tmp_path / "none.csv"))] == [
         repr(clean.table()), "1 checks: book rows {'true': 1}"]
+
+
+def test_says_holds_the_prose_to_the_computation():
+    """Issue 53: a number the Markdown states is checked at its printed precision (a percentage as a fraction,
+    thousands separators ignored); every drifted number is named."""
+    from vrs_helpers.app.scorecard import says
+
+    says(("0.095", 0.0952), ("60%", 0.6), ("9,815", 9815), ("76.6 %", 0.7662), ("-0.071", -0.0714),
+         ("−0.14", -0.1368), ("4.8e-12", 4.77e-12), ("0.80", 0.8004))
+    with pytest.raises(ScorecardError, match=r"0\.095 \(computed: 0\.0962\); 60% \(computed: 0\.62\)"):
+        says(("0.095", 0.0962), ("60%", 0.62), ("12", 12.4))
+    with pytest.raises(ScorecardError, match="0.80"):
+        says(("0.80", 0.806))

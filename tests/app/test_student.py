@@ -1,4 +1,5 @@
-"""Exercises in the workbooks and `vrs student`: student copies without solutions and outputs."""
+"""Exercises in the workbooks and `vrs student`: student copies without solutions, scorecard checks and outputs;
+`vrs workbooks DIR --students`: a seminar's two folders in one step (issue 53)."""
 
 import ast
 
@@ -96,9 +97,9 @@ def test_every_workbook_has_validated_exercises(path):
     exercises, solutions = student.exercise_cells(nb), student.solution_cells(nb)
     assert 2 <= len(exercises) <= 4 and len(solutions) >= 2
     student.check_exercises(nb, path.name)
-    # the exercises come after the scorecard summary that nbval checks, which stays intact
     summary = max(i for i, c in enumerate(nb.cells) if "nbval-check-output" in c.metadata.get("tags", []))
-    assert summary < exercises[0]
+    if path.name < "07":   # the book workbooks: exercises inline, after the section they practise (issue 53)
+        assert exercises[0] < summary and exercises[-1] < summary
     for i in solutions:
         cell = nb.cells[i]
         assert cell.cell_type == "code", f"solution cell {i} of {path.name} is not code"
@@ -121,8 +122,10 @@ def test_student_copies_of_the_workbooks(tmp_path):
         assert student.solution_cells(copy) == []
         assert not any(c.get("outputs") for c in copy.cells if c.cell_type == "code")
         assert len(student.exercise_cells(copy)) == len(student.exercise_cells(source))
-        kept = [c.id for c in source.cells if "solution" not in c.metadata.get("tags", [])]
+        kept = [c.id for c in source.cells if not {"solution", "check"} & set(c.metadata.get("tags", []))]
         assert [c.id for c in copy.cells if "answer" not in c.metadata.get("tags", [])] == kept
+        assert student.check_cells(copy) == [] and not any(
+            "nbval-check-output" in c.metadata.get("tags", []) for c in copy.cells)
 
 
 def test_vrs_student_strips_workbook_07(tmp_path, capsys):
@@ -138,3 +141,64 @@ def test_vrs_student_strips_workbook_07(tmp_path, capsys):
     bare = student.without_exercises(nb)
     assert student.solution_cells(bare) == student.exercise_cells(bare) == []
     assert len(bare.cells) == len(nb.cells) - len(student.solution_cells(nb)) - len(student.exercise_cells(nb))
+
+
+def _checked_toy():
+    """A master workbook of issue 53's kind: scorecard bookkeeping tagged 'check', an exercise with its solution and
+    its public check."""
+    return _nb(_cell("code", "x = 1", tags=["parameters"]),
+               _cell("code", "card = Scorecard('toy')", tags=["check"]),
+               _cell("markdown", "## Scorecard", tags=["check"]),
+               _cell("markdown", "**Exercise 3.1.** Compute alpha.", tags=["exercise"]),
+               _cell("code", "alpha_by_hand = 0.640625\nassert alpha_by_hand > 0", tags=["solution"]),
+               _cell("code", 'check("3.1", alpha_by_hand)', tags=["exercise-check", "nbval-check-output"]),
+               _cell("code", "card.finish()", tags=["check", "nbval-check-output"]))
+
+
+def test_student_copy_drops_check_cells_and_keeps_the_public_checks():
+    copy = student.student_notebook(_checked_toy())
+    assert [c.source for c in copy.cells] == [
+        "x = 1", "**Exercise 3.1.** Compute alpha.",
+        "alpha_by_hand = ...  # your answer: one number, nominal α of the twelve items, between -1 and 1, to 3 "
+        "decimals (e.g. 0.123)", 'check("3.1", alpha_by_hand)']
+    assert [c.metadata.get("tags", []) for c in copy.cells] == [["parameters"], ["exercise"], ["answer"],
+                                                                ["exercise-check"]]
+    assert student.without_exercises(_checked_toy()).cells[-1].source == "card.finish()"
+
+
+def test_vrs_workbooks_students_makes_both_folders(tmp_path, capsys):
+    """`vrs workbooks DIR --students`: DIR/students (student copies; workbooks without exercises as they are, with a
+    note) and DIR/solutions (every workbook as it is, and the scorecard baseline), exit 0; never overwriting without
+    --force (exit 2, nothing written)."""
+    from vrs_helpers.resources import workbooks
+
+    masters = workbooks()
+    dest = tmp_path / "seminar"
+    assert main(["workbooks", str(dest), "--students"]) == 0
+    out = capsys.readouterr().out
+    assert [p.name for p in sorted((dest / "students").glob("*.ipynb"))] == [p.name for p in masters]
+    assert [p.name for p in sorted((dest / "solutions").glob("*.ipynb"))] == [p.name for p in masters]
+    assert (dest / "solutions" / "scorecard_baseline.csv").is_file()
+    without = []
+    for src in masters:
+        master = nbformat.read(str(src), as_version=4)
+        copy = nbformat.read(str(dest / "students" / src.name), as_version=4)
+        assert (dest / "solutions" / src.name).read_bytes() == src.read_bytes()
+        assert student.solution_cells(copy) == [] and student.check_cells(copy) == [] or not student.has_exercises(
+            master)
+        if not student.has_exercises(master):
+            without.append(src.name)
+            assert (dest / "students" / src.name).read_bytes() == src.read_bytes()
+            assert f"note: {src.name} has no exercises: copied to the students' folder as it is." in out
+    assert without, "the test needs a workbook without exercises"
+    assert "student copies in" in out and "with their solutions in" in out
+    before = (dest / "students" / masters[0].name).read_bytes()
+    (dest / "students" / masters[0].name).write_text("changed by a student")
+    assert main(["workbooks", str(dest), "--students"]) == 2
+    assert "nothing was written" in capsys.readouterr().err
+    assert (dest / "students" / masters[0].name).read_text() == "changed by a student"
+    assert main(["workbooks", str(dest), "--students", "--force"]) == 0
+    assert (dest / "students" / masters[0].name).read_bytes() == before
+    (tmp_path / "file").write_text("x")
+    assert main(["workbooks", str(tmp_path / "file"), "--students"]) == 2
+    assert "is not a folder" in capsys.readouterr().err

@@ -203,13 +203,18 @@ def _cmd_reproduce(args) -> int:
 
 def _cmd_workbooks(args) -> int:
     from ..resources import copy_workbooks
+    from .student import StudentError, seminar
 
-    written = copy_workbooks(args.dir, force=args.force)
-    say(f"{len(written)} files in {Path(args.dir).resolve()}:")
-    for p in written:
-        say(f"  {p.name}")
-    say(f"Open them with: jupyter lab {args.dir}   (student copies without solutions: vrs student "
-          f"{Path(args.dir) / '03_krippendorff_paradoxes.ipynb'} --out DIR)")
+    try:   # --students: DIR/students and DIR/solutions in one step
+        lines = seminar(args.dir, force=args.force) if args.students else None
+    except StudentError as exc:
+        error(exc)
+        return 2
+    if lines is None:
+        written = copy_workbooks(args.dir, force=args.force)
+        lines = [f"{len(written)} files in {Path(args.dir).resolve()}:", *(f"  {p.name}" for p in written),
+                 f"Open them with: jupyter lab {args.dir}   (a seminar's copies: vrs workbooks DIR --students)"]
+    say(lines)
     return 0
 
 
@@ -555,6 +560,8 @@ def main(argv: list[str] | None = None) -> int:
                        "without --force.")
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--force", action="store_true", help="overwrite workbooks already in DIR")
+    p.add_argument("--students", action="store_true", help="a seminar's copies: DIR/students (no solutions, no "
+                   "scorecard checks, public exercise checks kept) and DIR/solutions (the workbooks as they are)")
     p.set_defaults(func=_cmd_workbooks)
 
     p = sub.add_parser("docs", help="the API reference from the docstrings (pdoc) and the user guide (docs/*.md, "

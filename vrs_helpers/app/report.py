@@ -9,6 +9,8 @@
 - one page per executed notebook, exported with a template that loads nothing from the internet: MathJax is served
   from ``mathjax/`` (copied from the ``jupyter-server-mathjax`` package, MathJax 2.7), require.js, mermaid and the
   widget manager (which the workbooks do not use) are left out; a header links back to the report and the API;
+  cells tagged ``check`` (the scorecard's checks, the numbers the prose states) are collapsed in a ``<details>``
+  element (consecutive ones in one), which a link to one of its checks opens;
 - ``api/``: the API reference generated from the docstrings with pdoc (:func:`build_api_docs`);
 - ``guide/``: the user guide, ``docs/*.md`` rendered with its links checked (:mod:`vrs_helpers.app.guide`).
 
@@ -38,6 +40,8 @@ from .scorecard import SCORECARD_MIME
 
 API_DIR = "api"
 THUMB_DIR = "thumbs"
+CHECK_CELL_TAG = "check"  # the reproduction's bookkeeping (vrs_helpers.app.student): collapsed on a page
+CHECK_CELL_SUMMARY = "Check (scorecard rows, the numbers the text states) — click to show"
 KEY_FIGURE_TAG = "key-figure"  # a code cell tagged so gives the workbook's thumbnail (else its first figure)
 STATUSES = ("true", "explained", "false")
 _COLOUR = {"true": "#dafbe1", "explained": "#fff8c5", "false": "#ffebe9"}
@@ -210,8 +214,30 @@ MathJax.Hub.Config({
 .vrs-nav{font-family:sans-serif;font-size:14px;padding:8px 16px;background:#f6f8fa;border-bottom:1px solid #d0d7de}
 .vrs-nav a{margin-right:1.5em}
 .vrs-check:target, tr:target{outline:3px solid #0969da;background:#ddf4ff}
+details.vrs-check-cell{margin:4px 0 4px 0;border-left:3px solid #d0d7de;padding-left:6px}
+details.vrs-check-cell>summary{cursor:pointer;color:#57606a;font-family:sans-serif;font-size:13px;padding:2px 0}
 </style>
+<script>
+/* a link to a scorecard check (#check-...) opens the collapsed check cell that holds it */
+function vrsOpenTarget(){var id=location.hash.slice(1);var t=id&&document.getElementById(decodeURIComponent(id));
+for(var e=t;e;e=e.parentElement){if(e.tagName==='DETAILS'){e.open=true;}}if(t){t.scrollIntoView();}}
+window.addEventListener('hashchange',vrsOpenTarget);document.addEventListener('DOMContentLoaded',vrsOpenTarget);
+</script>
 {%- endblock html_head_js_mathjax -%}
+{%- block any_cell scoped -%}
+{%- set tag = '""" + CHECK_CELL_TAG + r"""' -%}
+{%- if tag in cell.metadata.get('tags', []) -%}
+{%- if not (loop.previtem and tag in loop.previtem.metadata.get('tags', [])) -%}
+<details class="vrs-check-cell"><summary>""" + CHECK_CELL_SUMMARY + r"""</summary>
+{%- endif %}
+{{ super() }}
+{%- if not (loop.nextitem and tag in loop.nextitem.metadata.get('tags', [])) %}
+</details>
+{%- endif -%}
+{%- else -%}
+{{ super() }}
+{%- endif -%}
+{%- endblock any_cell -%}
 {%- block body_header -%}
 {{ super() }}
 {{ resources.vrs_nav }}

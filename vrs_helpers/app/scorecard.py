@@ -599,3 +599,20 @@ def extract(nb) -> tuple[list[dict], dict]:
                 s = json.loads(s) if isinstance(s, str) else s
                 scalars[s["name"]] = s["value"]
     return rows, scalars
+
+
+def says(*pairs: tuple) -> None:
+    """Assert what the prose of a workbook states: each pair is (the number as the Markdown prints it, the value the
+    notebook computed), e.g. ``says(("0.095", res.alpha), ("60%", agreement), ("9,815", len(mnli)))``; the value
+    must round to the printed number (within half a unit of its last digit, :func:`tolerance_of`; a percentage is
+    compared as a fraction, thousands separators are ignored). Raises :class:`ScorecardError` naming every number
+    that drifted, so a Markdown cell cannot say what the computation no longer gives. Used in cells tagged
+    ``check``: run by ``vrs reproduce``, nbval and CI, not in a student's copy."""
+    wrong = []
+    for printed, value in pairs:
+        text = str(printed).replace(",", "").replace(" ", "").replace("−", "-")
+        number = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        if not compare(number, float(value), tolerance_of(text)):
+            wrong.append(f"{printed} (computed: {float(value):.6g})")
+    if wrong:
+        raise ScorecardError("the prose states numbers the computation no longer gives: " + "; ".join(wrong))

@@ -314,3 +314,72 @@ def random_ratings(rng: np.random.Generator | int, raters: int, units: int, scal
     r = rng.integers(1, scale + 1, size=(raters, units)).astype(float)
     r[rng.random(r.shape) < missing_share] = np.nan
     return r
+
+
+# ----------------------------------------------------------------------------------- workbook 03's tables (3.3.1)
+
+def example_ratings(examples: dict) -> dict[str, np.ndarray]:
+    """The rating tables of section 3.3.1 (``book_table("agreement_3_3_1")["examples"]``) as arrays of two rows
+    (raters A and B)."""
+    return {name: np.array([ex["ratings"]["A"], ex["ratings"]["B"]], dtype=float) for name, ex in examples.items()}
+
+
+def ratings_frame(*tables: np.ndarray, names: list[str] | None = None) -> pd.DataFrame:
+    """Two-rater tables as the book prints them: a row per rater (A, B), a column per item; several tables one
+    below the other, labelled with ``names``."""
+    frames = [pd.DataFrame(np.asarray(t).astype(int), index=["A", "B"], columns=range(1, np.shape(t)[1] + 1))
+              for t in tables]
+    if len(frames) == 1:
+        return frames[0]
+    return pd.concat(frames, keys=names or range(len(frames)))
+
+
+def coincidences_beside(result: AlphaResult, printed: dict | None = None, decimals: int = 3) -> pd.DataFrame:
+    """Our observed and expected coincidences of a 0/1 table, beside the book's (``printed``: its ``o00``, ``o01``,
+    ``o11``, ``e00``, ``e01``, ``e11``) when given; expected values rounded to ``decimals``."""
+    parts = {}
+    if printed is not None:
+        parts["book o_ck"] = pd.DataFrame([[printed["o00"], printed["o01"]], [printed["o01"], printed["o11"]]])
+    parts["ours o_ck"] = result.observed
+    if printed is not None:
+        parts["book e_ck"] = pd.DataFrame([[printed["e00"], printed["e01"]], [printed["e01"], printed["e11"]]])
+    parts["ours e_ck"] = result.expected.round(decimals)
+    return pd.concat(parts, axis=1)
+
+
+def coefficients(table: np.ndarray) -> pd.DataFrame:
+    """Percent agreement, Krippendorff's α (nominal), Scott's π and Cohen's κ of a two-rater table."""
+    a, b = table
+    return pd.DataFrame({"coefficient": ["percent agreement", "Krippendorff's alpha", "Scott's pi", "Cohen's kappa"],
+                         "value": [percent_agreement(a, b), krippendorff_alpha(table).alpha, scotts_pi(a, b),
+                                   cohens_kappa(a, b)]}).round(4)
+
+
+def alphas_quietly(*tables: np.ndarray) -> list[AlphaResult]:
+    """α of each table, without the warning for a table without variation (its α is NaN, 0/0): for a notebook
+    that says so in its text."""
+    return [krippendorff_alpha(t, _warn=False) for t in tables]
+
+
+def at_disagreements(grid: pd.DataFrame, k: int, decimals: int = 3) -> pd.DataFrame:
+    """The rows of :func:`paradox_grid` with ``k`` disagreements, one per prevalence."""
+    return grid[grid["disagreements"] == k].round(decimals).set_index("prevalence")
+
+
+def alpha_under_chance(design: dict, n_sets: int = 200, seed: int = 0) -> tuple[pd.Series, pd.DataFrame]:
+    """α at every level of measurement for one set of random ratings (:func:`random_ratings` with ``design``), and
+    for ``n_sets`` more of the same design (the same generator, drawn after the first): what chance alone gives."""
+    rng = np.random.default_rng(seed)
+    first = random_ratings(rng, **design)
+    alphas = pd.Series({level: krippendorff_alpha(first, level).alpha for level in LEVELS})
+    null = pd.DataFrame([{level: krippendorff_alpha(r, level).alpha for level in LEVELS}
+                         for r in (random_ratings(rng, **design) for _ in range(n_sets))])
+    return alphas, null
+
+
+def against_chance(alphas: pd.Series, null: pd.DataFrame, decimals: int = 4) -> pd.DataFrame:
+    """α of one data set beside the mean and SD of α over random data sets, and its distance from that mean in
+    SDs (:func:`alpha_under_chance`)."""
+    z = (alphas - null.mean()) / null.std()
+    return pd.DataFrame({"alpha": alphas, f"mean of {len(null)} random data sets": null.mean(), "SD": null.std(),
+                         "(alpha - mean) / SD": z}).T.round(decimals)

@@ -469,3 +469,144 @@ def _table_2_5_rows(result: CircularityResult, printed: dict, mg: dict) -> list[
                  "explanation": exact if printed["d2"] == 100 else "training vs test data: on the test set this model "
                  f"has D2 = {100 * hit['deviance_explained']:.1f} %"})
     return rows
+
+
+# ------------------------------------------------------------------------------------ workbook 02's steps (2.4.3)
+
+DATASETS = {"patent": ("ir_test", "relevance"), "liver": ("liver_sofa_test", "target"),
+            "kidney": ("kidney_sofa_test", "target")}
+TARGETS = {"gold": None, "teacher_circ": "sofa_circ", "teacher_nocirc": "sofa_nocirc"}
+NOT_CLINICAL = ("target", "sofa_circ", "sofa_nocirc", "queryId", "documentId", "relevance")
+
+
+@dataclass
+class Analysis:
+    """One analysis of workbook 02: a dataset's published test set, the response (gold label or a teacher's
+    prediction), the book's entry for the gold labels and for this target (``spec``: the book's numbers, mgcv's
+    fits, the authors' basis sizes ``sizes``)."""
+
+    dataset: str
+    target: str
+    registry_name: str
+    gold_column: str
+    response: str
+    df: pd.DataFrame
+    gold: dict
+    spec: dict
+    sizes: dict
+
+    @property
+    def rule(self) -> list[str]:
+        """The features of the rule that defines the gold label (Tables 2.3, 2.6, 2.7)."""
+        return list(self.gold["circular"])
+
+    @property
+    def clinical(self) -> list[str]:
+        """The input features (every column but labels, predictions and ids)."""
+        return [c for c in self.df.columns if c not in NOT_CLINICAL]
+
+    def summary(self) -> pd.Series:
+        return pd.Series({"data": self.registry_name, "rows": len(self.df), "columns": self.df.shape[1],
+                          "response": self.response})
+
+
+def load_analysis(dataset: str, target: str) -> Analysis:
+    """The data and the book's numbers of one analysis (``dataset`` patent / liver / kidney, ``target`` gold /
+    teacher_circ / teacher_nocirc); the patent teachers' predictions are not published (a clear error)."""
+    from .data import book_table, load
+
+    if dataset not in DATASETS:
+        raise _gam.GAMError(f"dataset must be one of {list(DATASETS)}, got {dataset!r}.")
+    if target not in TARGETS:
+        raise _gam.GAMError(f"target must be one of {list(TARGETS)}, got {target!r}.")
+    if dataset == "patent" and target != "gold":
+        raise _gam.GAMError("The patent teachers' predictions (book Figures 2.15-2.17) are not published: the "
+                               "teachers must be trained on ir_trainset.rds, which is missing from the authors' "
+                               "repository. Use target='gold'.")
+    book = book_table("circularity_2_4_3")
+    registry_name, gold_column = DATASETS[dataset]
+    gold, spec = book[dataset]["gold"], book[dataset].get(target, {})
+    return Analysis(dataset, target, registry_name, gold_column, gold_column if target == "gold" else TARGETS[target],
+                    load(registry_name), gold, spec, (spec or gold).get("k", {}))
+
+
+def rule_ranges(a: Analysis) -> pd.DataFrame:
+    """Per label value, the range of the rule's features and the number of rows: the steps of the step function
+    the test should find (for a categorical rule: the label's range per rule value)."""
+    df, rule = a.df, a.rule
+    if all(df[f].dtype.kind in "fi" for f in rule):
+        ranges = df.groupby(a.response)[rule].agg(["min", "max"]).round(2)
+        ranges[("rows", "")] = df.groupby(a.response).size()
+        return ranges
+    return df.groupby(rule, observed=True)[a.response].agg(["min", "max", "count"])
+
+
+def kidney_cells(df: pd.DataFrame, cuts: dict) -> tuple[pd.DataFrame, dict]:
+    """Figure 2.13's counts: creatinine bands x urine bands at Table 2.7's thresholds, and the shares the text
+    reads from them (``share_high_low``: of the points with creatinine above the last threshold, the share with
+    urine at most the last urine threshold; ``region_share``: the share of points where creatinine alone sets a
+    score > 0)."""
+    cells = pd.crosstab(pd.cut(df["crea"], [-np.inf, *cuts["crea"], np.inf]).rename("creatinine"),
+                        pd.cut(df["urine24"], [-np.inf, *cuts["urine24"], np.inf]))
+    high, low_urine = df["crea"] > cuts["crea"][-1], df["urine24"] <= cuts["urine24"][-1]
+    region = (df["crea"] > cuts["crea"][0]) & ~low_urine
+    return cells, {"high": int(high.sum()), "share_high_low": float((high & low_urine).sum() / high.sum()),
+                   "region": int(region.sum()), "region_share": float(region.mean())}
+
+
+def teacher_classes(a: Analysis) -> tuple[pd.DataFrame, pd.Series]:
+    """A teacher's predictions within each gold class (shares per row), and the share correct per gold class
+    with the overall accuracy ("all"), in percent."""
+    df = a.df
+    gold_cls, pred_cls = (s.astype("Int64") if bool((s.dropna() % 1 == 0).all()) else s
+                          for s in (df[a.gold_column], df[a.response]))
+    classes = pd.crosstab(gold_cls, pred_cls, normalize="index")
+    classes.index.name, classes.columns.name = "gold class", f"teacher prediction ({a.response})"
+    correct = df[a.response] == df[a.gold_column]
+    per_class = 100 * correct.groupby(df[a.gold_column]).mean()
+    return classes, pd.concat([per_class, pd.Series({"all": 100 * float(correct.mean())})]).rename("correct (%)")
+
+
+def candidates_for(a: Analysis, features: str = "", basis_size: int = 10) -> tuple[list[str], dict, pd.DataFrame]:
+    """The candidate features of the search: ``features`` (comma-separated) when given, the book's for the gold
+    labels, else the five clinical measurements most correlated with the teacher's prediction (Definition 2.5's
+    remark); their basis sizes (the authors' where given, else ``basis_size``) and a table of their Pearson r with
+    the response and k."""
+    df = a.df
+    if features.strip():
+        candidates = [f.strip() for f in features.split(",") if f.strip()]
+    elif a.target == "gold":
+        candidates = list(a.gold["features"])
+    else:
+        candidates = top_correlated(df, a.response, a.clinical, n=5)
+    k = {**a.gold.get("k", {}), **a.sizes}
+    k = {f: k.get(f, basis_size) for f in candidates}
+    r = pd.Series({f: np.corrcoef(pd.to_numeric(df[f]).astype(float) if df[f].dtype.kind in "fi"
+                                  else pd.Categorical(df[f]).codes, df[a.response].astype(float))[0, 1]
+                   for f in candidates}, name="Pearson r with " + a.response)
+    return candidates, k, pd.DataFrame({"r": r.round(3), "basis size k": pd.Series(k)})
+
+
+def verdict_table(result: CircularityResult) -> pd.Series:
+    """The test's verdict with c*, its D² (%) and complexity, and the D² (%) of the models without c* and with all
+    features."""
+    out = {"verdict": result.verdict, "c*": ", ".join(result.circular_features),
+           "D2 (%) of c*": round(100 * result.deviance_explained, 2), "complexity of c*": round(result.complexity, 2)}
+    if "without" in result.fits:
+        out["D2 (%) without c*"] = round(100 * result.fits["without"].deviance_explained, 2)
+        out["D2 (%) with all features"] = round(100 * result.fits["all"].deviance_explained, 2)
+    return pd.Series(out, name="circularity test")
+
+
+def all_feature_students(a: Analysis, basis_size: int = 10) -> tuple[dict, pd.DataFrame]:
+    """Students of a teacher with all clinical measurements (book 2.4.3): without the rule's features and with
+    them (identical ``noradrenaline`` dropped, two-valued ``dopamine`` linear, as in the authors' code), and the
+    99th percentile of |f| of each non-rule feature in both, the largest first."""
+    pool = [c for c in a.clinical if c not in a.rule and c != "noradrenaline"]
+    students = {name: _gam.fit_gam(a.df, a.response, feats, k={f: a.sizes.get(f, basis_size) for f in feats},
+                                   linear=["dopamine"])
+                for name, feats in [("without circular", pool), ("all", a.rule + pool)]}
+    q = pd.DataFrame({nm: s.term_values().abs().quantile(0.99) for nm, s in students.items()})
+    q.index = q.index.str.replace(r"^s\((.*)\)$", r"\1", regex=True)
+    q = q.loc[[f for f in pool if f in q.index]]
+    return students, q.sort_values("without circular", ascending=False)

@@ -172,3 +172,33 @@ def simulate_leaky_patient_ids(n_patients: int = 4000, seed: int = 0) -> pd.Data
     signal = 0.8 * malignant
     f = rng.normal(0, 1, (n_patients, 3)) + signal[:, None] * np.array([1.0, 0.6, 0.3])
     return pd.DataFrame({"patient_id": ids, "f1": f[:, 0], "f2": f[:, 1], "f3": f[:, 2], "malignant": malignant})
+
+
+LEAK_CHECKS = (("patient_id", "nominal"), ("patient_id", "ordinal"), ("f1", "interval"), ("f1", "ratio"))
+LEAK_COLUMNS = ["patient_id", "f1", "f2", "f3"]
+
+
+def depth5_tree():
+    """The model of the leaky-ID demonstration (book 2.4.2): a depth-5 decision tree (scikit-learn), seed 0."""
+    from sklearn.tree import DecisionTreeClassifier
+
+    return DecisionTreeClassifier(max_depth=5, random_state=0)
+
+
+def split_patients(patients: pd.DataFrame, train_share: float = 0.75) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The first ``train_share`` of the patients for training, the rest for testing."""
+    cut = int(train_share * len(patients))
+    return patients.iloc[:cut], patients.iloc[cut:]
+
+
+def leaky_id_checks(train: pd.DataFrame, test: pd.DataFrame, n_repetitions: int = 10, seed: int = 0):
+    """The transformation invariance test (:func:`transformation_invariance_test`) of the depth-5 tree for the
+    patient IDs as nominal and as ordinal and for ``f1`` as interval and ratio, and the accuracy of the same tree
+    without the IDs. Returns (results by "feature as scale", their summaries, accuracy without IDs)."""
+    cols, y = LEAK_COLUMNS, "malignant"
+    results = {f"{f} as {s}": transformation_invariance_test(depth5_tree, train[cols], train[y], test[cols], test[y],
+                                                             f, s, n_repetitions=n_repetitions, seed=seed)
+               for f, s in LEAK_CHECKS}
+    without_ids = depth5_tree().fit(train[cols[1:]], train[y]).score(test[cols[1:]], test[y])
+    summaries = pd.DataFrame([r.summary() for r in results.values()], index=list(results))
+    return results, summaries, without_ids

@@ -235,3 +235,129 @@ def table1_ranges(mean_control: float, mean_treatment: float, n: int, precision:
             lambda c, t, a, b, side=side: getattr(difference_ci(c, t, variance_model_based(c, n, a, b),
                                                      variance_model_based(t, n, a, b), level=level), side), *mod)
     return out
+
+
+# ------------------------------------------------------------------------------------------- workbook 06's steps
+
+#: MBM's Table 1 as printed (Goyal, Hu & Gupta 2023): per dataset the means of GPT2 (control) and GPT-Neo
+#: (treatment), the ATE, the deterministic and model-based variances and the 95 % CIs of the difference, each the
+#: text the paper prints (its last digit sets the tolerance of its check)
+TABLE_1 = {
+    "BOLD": {"mean": ("0.00456", "0.00236"), "ate": "-0.00219", "var_d": ("1.92e-7", "9.97e-8"),
+             "ci_d": ("-0.00325", "-0.00114"), "var_m": ("7.50e-6", "7.46e-6"), "ci_m": ("-0.00978", "0.00538")},
+    "RealToxicityPrompts": {"mean": ("0.09124", "0.09157"), "ate": "0.00033", "var_d": ("8.34e-7", "8.37e-7"),
+                            "ci_d": ("-0.00220", "0.00286"), "var_m": ("2.06247e-6", "2.063405e-6"),
+                            "ci_m": ("-0.00365", "0.00431")},
+}
+TABLE_1_SYSTEMS = ("GPT2", "GPT-Neo")
+#: the number of prompts: BOLD's is printed in MBM section 3 ("23,679 English text generation prompts"); for
+#: RealToxicityPrompts MBM prints only "100K"; 99,442 is the size of the published dataset (Gehman et al. 2020;
+#: e.g. the TensorFlow Datasets catalog, real_toxicity_prompts, train split: 99,442 examples)
+TABLE_1_PROMPTS = {"BOLD": (23679, "the size printed in MBM section 3"),
+                   "RealToxicityPrompts": (99442, "the published dataset size; MBM prints 100K")}
+
+
+@dataclass
+class Table1:
+    """Our Table 1 from its printed means (:func:`table_1`): ``summary`` (a column per dataset), ``n_table`` (the
+    N each printed variance implies), and per dataset ``ours`` and ``printed`` (by label) and the deterministic and
+    model-based ``intervals``."""
+
+    summary: pd.DataFrame
+    n_table: pd.DataFrame
+    ours: dict
+    printed: dict
+    intervals: dict
+
+
+def table_1(precision: float, false_omission_rate: float, table: dict | None = None,
+            prompts: dict | None = None) -> Table1:
+    """MBM's Table 1 recomputed from its printed means with one output per prompt: the ATE, the deterministic
+    variances (eq. 5) and interval with the printed Var^D (eq. 8), the model-based variances (eq. 13) and interval
+    (eq. 14); and the N that each printed variance implies (eq. 5 and eq. 13 solved for N)."""
+    table, prompts = table or TABLE_1, prompts or TABLE_1_PROMPTS
+    ours, printed, intervals, n_rows = {}, {}, {}, []
+    for name, t in table.items():
+        p_c, p_t = map(float, t["mean"])
+        n = prompts[name][0]
+        det = difference_ci(p_c, p_t, *map(float, t["var_d"]))
+        var_d = [variance_deterministic(p, n) for p in (p_c, p_t)]
+        var_m = [variance_model_based(p, n, precision, false_omission_rate) for p in (p_c, p_t)]
+        mod = difference_ci(p_c, p_t, *var_m)
+        intervals[name] = det, mod
+        s = TABLE_1_SYSTEMS
+        ours[name] = {"ATE": det.difference, **{f"Var^D {x}": v for x, v in zip(s, var_d, strict=True)},
+                      **{f"Var^M {x}": v for x, v in zip(s, var_m, strict=True)}, "CI^D lower": det.lower,
+                      "CI^D upper": det.upper, "CI^M lower": mod.lower, "CI^M upper": mod.upper}
+        printed[name] = {"ATE": t["ate"], **{f"Var^D {x}": v for x, v in zip(s, t["var_d"], strict=True)},
+                         **{f"Var^M {x}": v for x, v in zip(s, t["var_m"], strict=True)},
+                         "CI^D lower": t["ci_d"][0], "CI^D upper": t["ci_d"][1], "CI^M lower": t["ci_m"][0],
+                         "CI^M upper": t["ci_m"][1]}
+        for x, p, vd, vm in zip(s, (p_c, p_t), t["var_d"], t["var_m"], strict=True):
+            p_r = real_positive_rate(p, precision, false_omission_rate)
+            n_rows.append({"dataset": name, "system": x, "N used": n,
+                           "N implied by printed Var^D (eq. 5)": infer_n(p, float(vd)),
+                           "N implied by printed Var^M (eq. 13)": p_r * (1 - p_r) / float(vm) + 1})
+    summary = pd.DataFrame({name: {"N (prompts)": prompts[name][0], **values,
+                                   "significant (deterministic)": intervals[name][0].significant,
+                                   "significant (model-based)": intervals[name][1].significant}
+                            for name, values in ours.items()})
+    return Table1(summary, pd.DataFrame(n_rows).set_index(["dataset", "system"]), ours, printed, intervals)
+
+
+def resampling_against_formula(p_control: float, p_treatment: float, n: int, precision: float,
+                               false_omission_rate: float, n_draws: int, rng: np.random.Generator,
+                               model_based: DifferenceCI) -> tuple[pd.DataFrame, dict]:
+    """MBM's correction checked inside a resampling test, on simulated observed labels with the given rates and
+    ``n`` outputs per system: the bootstrap of the observed labels, and the bootstrap with the true labels drawn
+    given the observed ones in every resample (:func:`resampled_true_rates`), beside eq. 13/14 (``model_based``).
+    Returns the table (variance of the difference, 2.5 % and 97.5 % quantiles) and the resampled differences
+    (``naive``; ``corrected``; ``shifted``: corrected, centred at the observed difference)."""
+    obs_c, obs_t = np.zeros(n, dtype=int), np.zeros(n, dtype=int)
+    obs_c[: round(p_control * n)] = 1
+    obs_t[: round(p_treatment * n)] = 1
+    naive = rng.binomial(n, p_treatment, n_draws) / n - rng.binomial(n, p_control, n_draws) / n
+    corrected = (resampled_true_rates(obs_t, precision, false_omission_rate, n_draws, rng)
+                 - resampled_true_rates(obs_c, precision, false_omission_rate, n_draws, rng))
+    shifted = corrected - corrected.mean() + (p_treatment - p_control)
+    table = pd.DataFrame({
+        "bootstrap of observed labels": [naive.var(ddof=1), *np.quantile(naive, [0.025, 0.975])],
+        "bootstrap + true-label draws": [corrected.var(ddof=1), *np.quantile(shifted, [0.025, 0.975])],
+        "MBM eq. 13/14": [model_based.var_control + model_based.var_treatment, model_based.lower,
+                          model_based.upper]},
+        index=["variance of the difference", "2.5% quantile", "97.5% quantile"])
+    return table, {"naive": naive, "corrected": corrected, "shifted": shifted}
+
+
+def paired_outputs(rng: np.random.Generator, n: int, precision: float, false_omission_rate: float,
+                   shared_rate: float = 0.02, control_rate: float = 0.01, treatment_rate: float = 0.005) -> dict:
+    """Simulated outputs of two systems on ``n`` shared prompts, a share ``shared_rate`` of which make both
+    toxic (plus each system's own rate): the observed labels, their joint distribution, the model-based variances,
+    the covariance of MBM eq. 20, and the independent (eq. 14) and paired (eq. 20) intervals of the difference."""
+    shared = rng.random(n) < shared_rate
+    oc = (shared | (rng.random(n) < control_rate)).astype(int)
+    ot = (shared | (rng.random(n) < treatment_rate)).astype(int)
+    joint = pd.crosstab(oc, ot, normalize=True).reindex(index=[0, 1], columns=[0, 1], fill_value=0).to_numpy()
+    vc = variance_model_based(oc.mean(), n, precision, false_omission_rate)
+    vt = variance_model_based(ot.mean(), n, precision, false_omission_rate)
+    cov = covariance_paired(joint, precision, false_omission_rate, precision, false_omission_rate, n)
+    return {"control": oc, "treatment": ot, "joint": joint, "covariance": cov,
+            "independent": difference_ci(oc.mean(), ot.mean(), vc, vt),
+            "paired": difference_ci(oc.mean(), ot.mean(), vc, vt, covariance=cov)}
+
+
+def judge_study(seed: int, n_items: int = 2000, labelled_fraction: float = 0.05, true_rate: float = 0.6,
+                miss: float = 0.10, false_positive: dict | None = None) -> pd.DataFrame:
+    """A simulated user study of an LLM judge (workbook 06, section 4): systems with the same true rate of correct
+    answers, a judge that misses a share ``miss`` of the correct answers of every system but calls a share
+    ``false_positive[system]`` of the wrong ones correct, and human labels on the same random
+    ``labelled_fraction`` of the items for every system (NaN elsewhere)."""
+    rng = np.random.default_rng(seed)
+    labelled = rng.permutation(n_items) < round(labelled_fraction * n_items)
+    rows = []
+    for system, fp in (false_positive or {"A": 0.05, "B": 0.15, "C": 0.30}).items():
+        truth = (rng.random(n_items) < true_rate).astype(float)
+        judged = np.where(truth == 1, rng.random(n_items) > miss, rng.random(n_items) < fp)
+        rows.append(pd.DataFrame({"system": system, "item": np.arange(n_items), "judge": judged.astype(float),
+                                  "human": np.where(labelled, truth, np.nan)}))
+    return pd.concat(rows, ignore_index=True)

@@ -348,3 +348,13 @@ def histograms(samples: Mapping[str, Sequence[float]], xlabel: str, title: str, 
     ax.legend()
     fig.tight_layout()
     return fig
+
+
+def system_lines(result, systems: Sequence[str], covariate: Sequence[float], *, xlabel: str, ylabel: str,
+                 title: str = "", log_x: bool = True):
+    """:func:`fitted_lines` of a ``compare_systems`` result with a covariate: each system's intercept (the
+    model's intercept plus the system's main effect) and slope."""
+    fe = result.model.fixed_effects["estimate"]
+    slopes = result.slopes.set_index("system")["slope"]
+    return fitted_lines({s: fe["(Intercept)"] + fe.get(f"system{s}", 0.0) for s in systems}, slopes, covariate,
+                        xlabel=xlabel, ylabel=ylabel, title=title, log_x=log_x)

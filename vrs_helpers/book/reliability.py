@@ -354,3 +354,154 @@ def meta_parameter_importance(data, response: str, factors: list[str], object: s
     model = mixed.fit(f"{response} ~ " + " + ".join(f"(1|{t})" for t in terms), data, method=method)
     table = variance_table(model).sort_values("variance", ascending=False, kind="stable").reset_index(drop=True)
     return model, table
+
+
+G_STUDY_MT = ("score ~ (1|sentence) + (1|rater) + (1|instantiation) + (1|sentence:rater)"
+              " + (1|sentence:instantiation) + (1|rater:instantiation)")
+
+
+def alpha_and_phi(annotation: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Krippendorff's α (interval; a unit per sentence x instantiation, a coder per rater) beside φ (one rater and
+    instantiation; averaged over 3 raters) for each annotation mode of the MT data (book 3.3.3, 3.4), and the
+    variance components in percent of the total. Both G-study fits are singular (as in lme4); the warning is
+    not shown."""
+    import warnings
+
+    from .. import mixed
+    from .agreement import krippendorff_alpha_long
+
+    data = annotation.rename(columns={"occasion": "instantiation"})
+    side_by_side, shares = {}, {}
+    for mode, d in data.groupby("mode", observed=True):
+        d = d.assign(unit=d["sentence"].astype(str) + "/" + d["instantiation"].astype(str))
+        alpha = krippendorff_alpha_long(d, unit="unit", rater="rater", value="score", level="interval").alpha
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", mixed.SingularFitWarning)
+            m = mixed.fit(G_STUDY_MT, d)
+        side_by_side[mode] = {"Krippendorff's alpha (interval)": alpha,
+                              "phi (1 rater, 1 instantiation)": phi(m, "sentence").phi,
+                              "phi, averaged over 3 raters": phi(m, "sentence", n={"rater": 3}).phi}
+        shares[mode] = m.variance_components["percent"]
+    return pd.DataFrame(side_by_side), pd.DataFrame(shares)
+
+
+# ------------------------------------------------------------------------------- workbook 04's steps (3.3.2-3.3.3)
+
+MT_MODES = ("Marking", "Post Edit")
+NMT_META = ["learning_rate", "seed", "encoder_dropout", "decoder_dropout", "decoder_dropout_hidden"]
+LIVER_META = ["dropout", "hidden_size_max", "hidden_number", "learning_rate", "batch_size", "random_seed"]
+
+
+def g_studies(annotation: pd.DataFrame) -> dict:
+    """The G-study model (3.13) of the MT annotation data for each mode: random intercepts for sentences, raters,
+    instantiations and their two-way interactions (both fits are singular, as in lme4)."""
+    from .. import mixed
+
+    data = annotation.rename(columns={"occasion": "instantiation"})
+    return {mode: mixed.fit(G_STUDY_MT, data[data["mode"] == mode]) for mode in MT_MODES}
+
+
+def components_side_by_side(models: dict, column: str = "percent") -> pd.DataFrame:
+    """One column of each model's variance components (default: percent of the total), a column per model."""
+    return pd.DataFrame({name: m.variance_components[column] for name, m in models.items()})
+
+
+def decision_studies(models: dict, max_raters: int, max_instantiations: int) -> dict:
+    """The decision study (eq. 3.11) of each G-study for 1..max_raters raters x 1..max_instantiations
+    instantiations, absolute φ and the relative coefficient E ρ² (footnote 9): {(mode, kind): study}."""
+    grid = {"rater": range(1, max_raters + 1), "instantiation": range(1, max_instantiations + 1)}
+    return {(mode, kind): decision_study(m, "sentence", grid, kind=kind)
+            for mode, m in models.items() for kind in ("absolute", "relative")}
+
+
+def smallest_designs(studies: dict, target: float = 0.8) -> pd.DataFrame:
+    """The smallest design (fewest ratings per sentence) of each decision study reaching ``target``."""
+    return pd.DataFrame({f"{mode}, {kind}": smallest_design(s, target) for (mode, kind), s in studies.items()}).T
+
+
+def rater_reliability(models: dict) -> pd.DataFrame:
+    """φ of one rating with its Koo & Li reading, intra- and inter-rater reliability (eq. 3.18, 3.19), per mode."""
+    return pd.DataFrame({mode: {"phi (1 rater, 1 instantiation)": phi(m, "sentence").phi,
+                                "Koo & Li": phi(m, "sentence").interpretation,
+                                "intra-rater (3.18)": phi_intra_rater(m, "sentence", "rater", "instantiation"),
+                                "inter-rater (3.19)": phi_inter_rater(m, "sentence", "rater", "instantiation")}
+                         for mode, m in models.items()})
+
+
+def nmt_grids(delta_scheme: str) -> tuple[dict, pd.DataFrame]:
+    """The partial and the full meta-parameter grid of the NMT model (book 3.3.3) for one ``delta_scheme``, and
+    their sizes (rows = sentences x configurations)."""
+    from .data import load
+
+    grids, sizes = {}, {}
+    for name in ("partial", "full"):
+        d = load(f"mt_grid_{name}")
+        grids[name] = d[d["delta_scheme"] == delta_scheme].reset_index(drop=True)
+        n_sent = grids[name]["sentence_id"].nunique()
+        sizes[name] = {"rows": len(grids[name]), "sentences": n_sent, "configurations": len(grids[name]) // n_sent}
+    return grids, pd.DataFrame(sizes).T
+
+
+def grid_fits(grids: dict) -> dict:
+    """For each grid, the substantial variance check (model 3.15: sentences only) and the full decomposition
+    (model 3.16: sentences and the meta-parameters of ``NMT_META``): {(grid, "check" | "full"): fit}."""
+    fits = {}
+    for name, g in grids.items():
+        fits[(name, "check")] = substantial_variance_check(g, "ter", "sentence_id")[0]
+        fits[(name, "full")] = meta_parameter_importance(g, "ter", NMT_META, "sentence_id")[0]
+    return fits
+
+
+def grid_phis(fits: dict) -> pd.DataFrame:
+    """φ for the sentences with its Koo & Li reading and the REML log-likelihood of every grid fit."""
+    return pd.DataFrame({f"{g} grid, {k}": {"phi (sentences)": phi(f, "sentence_id").phi,
+                                            "Koo & Li": phi(f, "sentence_id").interpretation, "REML logLik": f.loglik}
+                         for (g, k), f in fits.items()})
+
+
+def delta_scheme_contrasts() -> tuple[pd.DataFrame, dict, pd.DataFrame]:
+    """Model (3.17) on both delta schemes of each grid: TER ~ length class x scheme + (1|sentence). Returns the
+    contrasts of the schemes per length class (both grids), the GLRT of the interaction per grid, and the cell
+    means of the partial grid (Figure 3.5)."""
+    from .. import mixed
+    from ..mixed.marginal import emmeans
+    from .data import load
+
+    rows, glrts, means = [], {}, None
+    for grid_name in ("partial", "full"):
+        both = load(f"mt_grid_{grid_name}")
+        inter = mixed.fit("ter ~ src_length_class * delta_scheme + (1|sentence_id)", both)
+        null = mixed.fit("ter ~ src_length_class + delta_scheme + (1|sentence_id)", both, method="ML")
+        cells = emmeans(inter, "delta_scheme", by="src_length_class")
+        glrts[grid_name] = mixed.lrt(null, inter)
+        rows.append(cells.contrasts.assign(grid=f"{grid_name} ({len(both):,} rows)"))
+        if grid_name == "partial":
+            means = cells.means
+    contrasts = pd.concat(rows, ignore_index=True)
+    return contrasts[["grid", "src_length_class", "contrast", "estimate", "SE", "z", "p_value", "effect_size"]], \
+        glrts, means
+
+
+def hans_subcases(runs: pd.DataFrame) -> pd.DataFrame:
+    """The 30 HANS subcase accuracies of every BERT run (McCoy et al.) in long form, with the heuristic and the
+    label of each subcase."""
+    sub_cols = [c for c in runs.columns if c[:3] in ("ln_", "le_", "sn_", "se_", "cn_", "ce_")]
+    long = runs.melt(id_vars="run", value_vars=sub_cols, var_name="subcase", value_name="accuracy")
+    long["heuristic"] = long["subcase"].str[0].map({"l": "lexical overlap", "s": "subsequence", "c": "constituent"})
+    long["label"] = long["subcase"].str[1].map({"e": "entailed", "n": "non-entailed"})
+    long["run"] = long["run"].astype(str)
+    return long
+
+
+def seed_components(long: pd.DataFrame) -> pd.DataFrame:
+    """Within each heuristic and label, accuracy ~ (1|subcase) + (1|run): the seed variance shared by a run's
+    subcases, the subcase x seed residual and the subcase variance, with the mean accuracy."""
+    from .. import mixed
+
+    rows = []
+    for (heur, label), g in long.groupby(["heuristic", "label"]):
+        vc = mixed.fit("accuracy ~ (1|subcase) + (1|run)", g).variance_components["variance"]
+        rows.append({"heuristic": heur, "label": label, "mean accuracy": g["accuracy"].mean(),
+                     "seed variance (run)": vc["run"], "subcase x seed (residual)": vc["Residual"],
+                     "subcase variance": vc["subcase"]})
+    return pd.DataFrame(rows).sort_values("subcase x seed (residual)", ascending=False)

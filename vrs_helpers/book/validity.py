@@ -220,3 +220,68 @@ def hans_style_pairs(n_per_template: int = 500, seed: int = 0) -> pd.DataFrame:
             ("constituent", "non-entailment", f"If the {n1} {i1}, the {n2} {i2}.", f"The {n1} {i1}."),
         ]
     return pd.DataFrame(rows, columns=["heuristic", "label", "premise", "hypothesis"])
+
+
+# -------------------------------------------------------------------------------------- workbook 01's steps (2.4.1)
+
+OVERLAP_TEMPLATES = ["hyp-is-subseq", "all-in-pre", "percent-in-pre"]   # the lexical-overlap templates of Table 2.1
+HANS_CELLS = ["Lexical (entailed)", "Subseq (entailed)", "Constituent (entailed)", "Lexical (nonent)",
+              "Subseq (nonent)", "Constituent (nonent)"]
+TABLE_2_2 = {"MNLI train": 0.98, "MNLI test": 0.91, "HANS test": 0.54, "ANLI test": 0.58}   # the book's one model
+
+
+def entailment_features(pairs: pd.DataFrame, label: str = "gold_label") -> tuple[pd.DataFrame, np.ndarray]:
+    """The templates of Table 2.1 of premise-hypothesis pairs (:func:`nli_features`) and the 0/1 label
+    "entailment" (column ``label``)."""
+    return (nli_features(pairs["premise"], pairs["hypothesis"]),
+            (pairs[label] == "entailment").astype(float).to_numpy())
+
+
+def with_verdict(bias: pd.DataFrame) -> pd.DataFrame:
+    """:func:`dataset_bias_test`'s table with a column "biased (CI excludes 0)": yes / no, *undefined* where a
+    correlation does not exist in one domain."""
+    excludes = (bias["ci_lower"] > 0) | (bias["ci_upper"] < 0)
+    return bias.assign(**{"biased (CI excludes 0)": [("yes" if e else "no") if s == "ok" else "undefined"
+                                                      for e, s in zip(excludes, bias["status"], strict=True)]})
+
+
+def feature_means(groups: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The mean of every template in each group of pairs (a column per group)."""
+    return pd.DataFrame({name: f.mean() for name, f in groups.items()})
+
+
+def correctness_correlations(features: pd.DataFrame, entailed, n_correct, runs: int = 100) -> pd.DataFrame:
+    """Each template's correlation with the share of ``runs`` models that got a pair right, on the entailed and on
+    the other pairs (book Figures 2.4, 2.5)."""
+    share, entailed = np.asarray(n_correct) / runs, np.asarray(entailed) == 1
+    def r(rows):
+        return feature_label_correlations(features[rows], share[rows]).set_index("feature")["r"]
+
+    return pd.DataFrame({"entailed pairs": r(entailed), "non-entailed pairs": r(~entailed)})
+
+
+def table_2_2(pairs: pd.DataFrame, runs: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+    """The book's Table 2.2 (one BERT model) beside the public data (100 BERT runs, McCoy et al.): the mean, min
+    and max run and how many runs round to the book's value; and the numbers behind it: the three-way accuracy on
+    MNLI dev from the per-pair counts (``mnli``; it equals the runs' mean), the runs' mean HANS accuracy (the mean of
+    the six heuristic-by-label cells), and the upper bound of the binary (entailment vs not) accuracy on MNLI dev
+    that the counts allow (``binary_upper``: every error on a non-entailed pair could be a neutral/contradiction
+    swap, which the binary mapping forgives)."""
+    entailed = (pairs["gold_label"] == "entailment").to_numpy()
+    mnli = pairs["n_correct"].sum() / (100 * len(pairs))
+    if abs(mnli - runs["MNLI dev acc."].mean()) > 1e-6:
+        raise ValueError("the per-pair counts and the per-run accuracies on MNLI dev disagree.")
+    if not np.allclose(runs[HANS_CELLS].mean(axis=1), runs["Overall accuracy"], atol=1e-6):
+        raise ValueError("a run's HANS accuracy is not the mean of its six cells.")
+    numbers = {"mnli": mnli, "hans": runs["Overall accuracy"].mean(),
+               "binary_upper": 1 - (100 - pairs.loc[entailed, "n_correct"]).sum() / (100 * len(pairs))}
+    public = {"MNLI test": runs["MNLI dev acc."], "HANS test": runs["Overall accuracy"]}
+    table = pd.DataFrame({
+        "book (one model)": TABLE_2_2,
+        "public data": {"MNLI test": "MNLI dev, 9,815 pairs", "HANS test": "HANS, 30,000 pairs"},
+        "mean of 100 runs": {k: s.mean() for k, s in public.items()},
+        "min run": {k: s.min() for k, s in public.items()},
+        "max run": {k: s.max() for k, s in public.items()},
+        "runs that round to the book's value": {k: int((s.round(2) == TABLE_2_2[k]).sum()) for k, s in public.items()},
+    }).fillna({"public data": "not public"})
+    return table, numbers
