@@ -216,6 +216,21 @@ def _signal(folder: Path, argv: list, env: dict, after: float) -> dict:
             "sigterm_rss_mb": round(usage.ru_maxrss / 1024), "sigterm_said": err.strip().splitlines()[-1:]}
 
 
+def markdown(rows: list) -> str:
+    """The measurements as a Markdown table (benchmarks/results/hostile_input.md)."""
+    out = ["| case | exit | seconds | max RSS (MB) | SIGTERM: gone after (s), exit | previous report unchanged, "
+           "TMPDIR empty | message (start) |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        stop = (f"{r['sigterm_seconds']:.2f}, {r['sigterm_exit']}" if "sigterm_seconds" in r else "-")
+        kept = "new report (exit 0)" if r.get("exit") == 0 else "yes" if r.get("previous_report_unchanged") else "NO"
+        empty = all(r.get(k, True) for k in ("tmpdir_empty", "tmpdir_empty_after_sigterm"))
+        message = re.sub(r"/tmp/\S+?/case\d+/", "", r.get("message") or "")[:110].replace("|", "/")
+        out.append(f"| {r['case']} | {r.get('exit', '-')} | {r.get('seconds', '-')} | "
+                   f"{r.get('max_rss_mb') or r.get('sigterm_rss_mb')} | {stop} | {kept}, {'yes' if empty else 'NO'} | "
+                   f"{message} |")
+    return "\n".join(out)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="*", help="run the cases whose name contains one of these words")
@@ -280,6 +295,7 @@ def main(argv=None) -> int:
            or (not r["previous_report_unchanged"] and r.get("exit") != 0) or r.get("summary_json_warnings") == 0
            or not r.get("tmpdir_empty", True)
            or r.get("tmpdir_empty_after_sigterm") is False or r.get("victim_unchanged") is False]
+    print("\n" + markdown(rows))
     print(f"\n{len(rows)} cases; goals (exit 2 or 0 with a warning, no traceback, <= 1 GB, SIGTERM <= 2 s, previous "
           f"report unchanged, TMPDIR empty):", "met" if not bad else f"NOT met by {bad}")
     return 1 if bad else 0
