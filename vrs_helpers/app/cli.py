@@ -9,7 +9,16 @@ from .. import registry
 from ..errors import VRSError
 from .console import ArgumentParser, error, say
 from .plan_command import cmd_plan
-from .stopping import STOPPED, Terminated, Watchdog, handle_termination, restore, said, stop_message
+from .stopping import (
+    STOPPED,
+    Terminated,
+    Watchdog,
+    handle_termination,
+    received_signal,
+    restore,
+    said,
+    stop_message,
+)
 
 
 def _parse_value(text: str):
@@ -275,10 +284,11 @@ def _cmd_analyze(args) -> int:
 def _input_bounds(args):
     """The bounds given on the command line, in the environment of the run (the readers and checks read them there:
     ``VRS_MAX_INPUT_BYTES``, ``VRS_MAX_SYSTEMS``; the report's kernel inherits them), restored after it."""
-    from unittest import mock
+    import contextlib
+    import os
 
     from ..evaluate.files import ENV_MAX_INPUT_BYTES, InputError, parse_size
-    from ..evaluate.scores import ENV_MAX_SYSTEMS
+    from ..evaluate.precheck import ENV_MAX_SYSTEMS
 
     values = {}
     if args.max_input_bytes is not None:
@@ -287,7 +297,21 @@ def _input_bounds(args):
         if args.max_systems < 2:
             raise InputError(f"--max-systems must be at least 2, got {args.max_systems}.")
         values[ENV_MAX_SYSTEMS] = str(args.max_systems)
-    return mock.patch.dict("os.environ", values)
+
+    @contextlib.contextmanager
+    def environment():
+        before = {k: os.environ.get(k) for k in values}
+        os.environ.update(values)
+        try:
+            yield
+        finally:
+            for k, v in before.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+    return environment()
 
 
 def _analyze_bounded(args) -> int:
@@ -728,25 +752,27 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run_command(args, out) -> int:
     """Run the command; what the user can fix is one line and an exit code, anything else a bug (a traceback)."""
-    import signal
-
     try:
         return args.func(args)
-    except VRSError as exc:
-        error(exc)
-        return exc.exit_code
-    except KeyboardInterrupt as exc:   # Ctrl-C, or SIGTERM (Terminated): cleaned up on the way here
-        signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
-        say(stop_message(signum, out), err=True)
-        said()
-        return 128 + signum
-    except OSError as exc:   # a full disk or temporary folder is the user's to fix, not a bug
-        from .publish import disk_full, disk_full_error
+    except BaseException as exc:
+        # Ctrl-C or SIGTERM, cleaned up on the way here - also when the interruption surfaced as another error (a
+        # KeyboardInterrupt inside an extension module's import comes out as an ImportError)
+        signum = received_signal() or (exc.signum if isinstance(exc, Terminated) else
+                                       2 if isinstance(exc, KeyboardInterrupt) else None)
+        if signum is not None:
+            say(stop_message(signum, out), err=True)
+            said()
+            return 128 + signum
+        if isinstance(exc, VRSError):
+            error(exc)
+            return exc.exit_code
+        if isinstance(exc, OSError):   # a full disk or temporary folder is the user's to fix, not a bug
+            from .publish import disk_full, disk_full_error
 
-        if not disk_full(exc):
-            raise
-        error(disk_full_error(exc, out).strerror)
-        return 2
+            if disk_full(exc):
+                error(disk_full_error(exc, out).strerror)
+                return 2
+        raise
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -46,20 +46,38 @@ class Terminated(KeyboardInterrupt):
         self.signum = signum
 
 
+_RECEIVED: list = []   # the stop signals the running command received (its main thread's handlers record them)
+
+
 def _raise_terminated(signum, frame):
+    _RECEIVED.append(signum)
     raise Terminated(signum)
 
 
+def _raise_interrupt(signum, frame):
+    _RECEIVED.append(signum)
+    raise KeyboardInterrupt
+
+
+def received_signal() -> int | None:
+    """The first stop signal the running command received (None: none): an error raised after it is most likely the
+    interruption itself, turned into another exception on its way (a KeyboardInterrupt inside the import of an
+    extension module comes out as an ImportError)."""
+    return _RECEIVED[0] if _RECEIVED else None
+
+
 def handle_termination():
-    """Handle SIGTERM and SIGHUP as an interruption (:class:`Terminated`) while a command runs (main thread only).
-    Returns what :func:`restore` needs."""
+    """Handle SIGTERM and SIGHUP as an interruption (:class:`Terminated`) while a command runs, and record SIGINT
+    (main thread only). Returns what :func:`restore` needs."""
     if threading.current_thread() is not threading.main_thread():
         return None
+    _RECEIVED.clear()
     previous = {}
-    for name in ("SIGTERM", "SIGHUP"):
+    for name, handler in (("SIGTERM", _raise_terminated), ("SIGHUP", _raise_terminated),
+                          ("SIGINT", _raise_interrupt)):
         sig = getattr(signal, name, None)
         if sig is not None:
-            previous[sig] = signal.signal(sig, _raise_terminated)
+            previous[sig] = signal.signal(sig, handler)
     return previous
 
 
@@ -280,7 +298,6 @@ class Watchdog:
         self._control = None
         self._helper = None
         self._keys = 0
-        self._stopped = False
 
     def __enter__(self) -> Watchdog:
         if (threading.current_thread() is not threading.main_thread() or not hasattr(signal, "set_wakeup_fd")
@@ -335,9 +352,7 @@ class Watchdog:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self.fds, self._control = [], None
-        if not self._stopped:
-            with contextlib.suppress(Exception):
-                self._helper.wait(timeout=5)
+        self._helper.poll()   # it exits by itself (no wait: it may still be starting); reaped by subprocess later
         self._helper = None
 
     def _send(self, line: str) -> None:
@@ -369,7 +384,6 @@ class Watchdog:
             self._send("critical -1")
 
     def said(self) -> None:
-        self._stopped = True
         self._send("said")
 
 

@@ -10,6 +10,8 @@ once (issue 42).
 - :func:`iter_json_lines` - the records of a JSON-lines file, a bad line an error naming it;
 - :func:`names`, :func:`count`, :func:`fraction` - option values (:class:`~.spec.AnalysisSpec` checks its own with
   them);
+- :func:`check_system_count` - a number of systems the analysis cannot be meant for (an id column as the system, or
+  more than :func:`max_systems`), checked by :func:`~.scores.validate` before any model (issue 50);
 - :class:`InputError` - the error of bad input (exit 2), raised here and by :mod:`.scores`.
 
 Only what is certainly wrong is reported here; whatever this module cannot judge (a zipped file, a header with
@@ -294,3 +296,45 @@ def check_table_input(data, roles) -> None:
             if compression(first):   # the header of a damaged archive is garbage: say that it is damaged
                 check_inflation(first)
             raise
+
+
+#: the most systems one analysis compares (every pair: k (k - 1) / 2 of them, with k x k and pairs x k matrices);
+#: ``VRS_MAX_SYSTEMS`` (``vrs analyze --max-systems``) raises it
+MAX_SYSTEMS = 500
+ENV_MAX_SYSTEMS = "VRS_MAX_SYSTEMS"
+#: from this many systems on, fewer than :data:`MIN_ROWS_PER_SYSTEM` rows per system is taken for a wrong column
+PLAUSIBLE_SYSTEMS, MIN_ROWS_PER_SYSTEM = 20, 3
+
+
+def max_systems() -> int:
+    """The most systems an analysis takes: ``VRS_MAX_SYSTEMS`` or :data:`MAX_SYSTEMS`."""
+    text = os.environ.get(ENV_MAX_SYSTEMS, "").strip()
+    if not text:
+        return MAX_SYSTEMS
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 2:
+        raise InputError(f"{ENV_MAX_SYSTEMS} (--max-systems) must be a whole number of at least 2, got {text!r}.")
+    return value
+
+
+def check_system_count(n_systems: int, n_rows: int, column: str | None) -> None:
+    """Issue 50: before any model is fitted, a number of systems the analysis cannot be meant for is an error that
+    says so - an id column of the rows or items given as the system (50,000 "systems" of 2 rows each would build
+    matrices of k x k and every pair's contrast: gigabytes, and hours), or more systems than
+    :func:`max_systems`."""
+    what = f"The system column {column!r}" if column else "The data"
+    if n_systems >= PLAUSIBLE_SYSTEMS and n_rows < MIN_ROWS_PER_SYSTEM * n_systems:
+        raise InputError(f"{what} has {n_systems:,} different labels for {n_rows:,} rows ({n_rows / n_systems:.1f} "
+                         "rows per system): is --system the right column? A system is a model or configuration "
+                         "whose scores are compared, scored on every item (and run); an id of the rows or items is "
+                         "not one. Name the column of the systems with --system (e.g. --system model).")
+    limit = max_systems()
+    if n_systems > limit:
+        pairs = n_systems * (n_systems - 1) // 2
+        raise InputError(f"{what} has {n_systems:,} systems: the analysis compares every pair of them ({pairs:,} "
+                         f"pairs), which needs more memory and time than it is made for beyond {limit:,} systems. "
+                         "Analyse a subset (a family of models, the top of a leaderboard), or raise the bound with "
+                         f"--max-systems N (or {ENV_MAX_SYSTEMS}=N) if the machine has the memory.")

@@ -13,7 +13,6 @@ columns and says what to do about anything that would make a wrong number.
 from __future__ import annotations
 
 import contextlib
-import os
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,12 +24,16 @@ from ..book.glrt import replication_problem
 from ..literal import html_text, no_math
 from .files import base_suffix, check_text_file, not_utf8, read_text
 from .precheck import (  # noqa: F401 - the names of the light checks, importable from here as before
+    ENV_MAX_SYSTEMS,
+    MAX_SYSTEMS,
     PLAIN_SUFFIXES,
     TABLE_SUFFIXES,
     InputError,
     check_roles,
+    check_system_count,
     iter_json_lines,
     match_pattern,
+    max_systems,
     no_file,
     suggest,
     table_suffix,
@@ -389,48 +392,6 @@ def check_near_duplicates(table, keys) -> None:
                              f"{shown}{'; ...' if len(found) > 5 else ''} ({len(found)} group(s)). They would be "
                              f"analysed as different {what}. If they are the same, write them the same way in the "
                              "data (e.g. trim the spaces); if not, give them names that differ in more than that.")
-
-
-#: the most systems one analysis compares (every pair: k (k - 1) / 2 of them, with k x k and pairs x k matrices);
-#: ``VRS_MAX_SYSTEMS`` (``vrs analyze --max-systems``) raises it
-MAX_SYSTEMS = 500
-ENV_MAX_SYSTEMS = "VRS_MAX_SYSTEMS"
-#: from this many systems on, fewer than :data:`MIN_ROWS_PER_SYSTEM` rows per system is taken for a wrong column
-PLAUSIBLE_SYSTEMS, MIN_ROWS_PER_SYSTEM = 20, 3
-
-
-def max_systems() -> int:
-    """The most systems an analysis takes: ``VRS_MAX_SYSTEMS`` or :data:`MAX_SYSTEMS`."""
-    text = os.environ.get(ENV_MAX_SYSTEMS, "").strip()
-    if not text:
-        return MAX_SYSTEMS
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 2:
-        raise InputError(f"{ENV_MAX_SYSTEMS} (--max-systems) must be a whole number of at least 2, got {text!r}.")
-    return value
-
-
-def check_system_count(n_systems: int, n_rows: int, column: str | None) -> None:
-    """Issue 50: before any model is fitted, a number of systems the analysis cannot be meant for is an error that
-    says so - an id column of the rows or items given as the system (50,000 "systems" of 2 rows each would build
-    matrices of k x k and every pair's contrast: gigabytes, and hours), or more systems than
-    :func:`max_systems`."""
-    what = f"The system column {column!r}" if column else "The data"
-    if n_systems >= PLAUSIBLE_SYSTEMS and n_rows < MIN_ROWS_PER_SYSTEM * n_systems:
-        raise InputError(f"{what} has {n_systems:,} different labels for {n_rows:,} rows ({n_rows / n_systems:.1f} "
-                         "rows per system): is --system the right column? A system is a model or configuration "
-                         "whose scores are compared, scored on every item (and run); an id of the rows or items is "
-                         "not one. Name the column of the systems with --system (e.g. --system model).")
-    limit = max_systems()
-    if n_systems > limit:
-        pairs = n_systems * (n_systems - 1) // 2
-        raise InputError(f"{what} has {n_systems:,} systems: the analysis compares every pair of them ({pairs:,} "
-                         f"pairs), which needs more memory and time than it is made for beyond {limit:,} systems. "
-                         "Analyse a subset (a family of models, the top of a leaderboard), or raise the bound with "
-                         f"--max-systems N (or {ENV_MAX_SYSTEMS}=N) if the machine has the memory.")
 
 
 def validate(df, *, response, system: str | None = None, item: str, replications=(),
