@@ -276,3 +276,17 @@ def test_an_inspect_log_archive_that_inflates_beyond_the_bound_is_refused(tmp_pa
     monkeypatch.setenv("VRS_MAX_INPUT_BYTES", "2M")
     with pytest.raises(LogFormatError, match=r"\.eval inflates beyond 2 MiB"):
         load_eval_logs(path.parent, format="inspect")
+
+
+def test_a_bad_bound_on_the_command_line_is_an_error(tmp_path, capsys):
+    from vrs_helpers.app import cli
+
+    path = tmp_path / "scores.csv"
+    _table().to_csv(path, index=False)
+    for option, value, phrase in (("--max-input-bytes", "lots", "a size must be a positive number of bytes"),
+                                  ("--max-systems", "1", "--max-systems must be at least 2")):
+        code = cli.main(["analyze", str(path), "--response", "score", "--system", "system", "--item", "item", option,
+                         value, "--out", str(tmp_path / "report")])
+        err = capsys.readouterr().err
+        assert code == 2 and phrase in err and "Traceback" not in err, err
+    assert not (tmp_path / "report").exists()
