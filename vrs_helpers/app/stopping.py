@@ -78,11 +78,30 @@ def handle_termination():
         sig = getattr(signal, name, None)
         if sig is not None:
             previous[sig] = signal.signal(sig, handler)
+    previous["unraisablehook"] = sys.unraisablehook
+    sys.unraisablehook = _quiet_interruption(sys.unraisablehook)
     return previous
 
 
+def _quiet_interruption(hook):
+    """``sys.unraisablehook`` that does not print the interruption itself when it is raised where Python can only
+    ignore it (a weak reference's callback inside an import, a ``__del__``): the run is stopping anyway - by its
+    own clean-up or, the interruption swallowed, by the watchdog a second later - and a traceback would be noise."""
+
+    def quiet(unraisable):
+        if _RECEIVED and isinstance(unraisable.exc_value, KeyboardInterrupt):
+            return
+        hook(unraisable)
+
+    return quiet
+
+
 def restore(previous) -> None:
-    for sig, handler in (previous or {}).items():
+    previous = dict(previous or {})
+    hook = previous.pop("unraisablehook", None)
+    if hook is not None:
+        sys.unraisablehook = hook
+    for sig, handler in previous.items():
         signal.signal(sig, handler)
 
 
