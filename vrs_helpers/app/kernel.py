@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
 import subprocess
 import threading
@@ -28,6 +29,31 @@ KERNEL_NAME = "python3"  # resolved by jupyter_client to the interpreter that ru
 # what nbclient passes to a kernel it starts itself: the IPython history in memory, no sqlite file per run
 KERNEL_ARGUMENTS = ["--HistoryManager.hist_file=:memory:"]
 IPC_PATH_MAX = 100   # a Unix socket's path has at most 107 bytes (sockaddr_un); ours end in "-N" (the channel)
+
+
+def _thread_loop():
+    """The event loop set for this thread (None if none; asyncio has no public way to ask without making one)."""
+    import asyncio
+
+    return getattr(getattr(asyncio.get_event_loop_policy(), "_local", None), "_loop", None)
+
+
+@contextlib.contextmanager
+def closing_event_loop():
+    """Within the block, jupyter_core's ``run_sync`` (papermill, nbclient, a kernel's shutdown) may make an event loop
+    for this thread and keep it: an epoll and a socket pair (3 file descriptors) left open in every process that runs
+    reports one after another (issue 50). At the end a loop made in the block is closed and the thread's previous
+    loop (usually none) set again; a loop the caller had is left alone."""
+    import asyncio
+
+    before = _thread_loop()
+    try:
+        yield
+    finally:
+        made = _thread_loop()
+        if made is not None and made is not before and not made.is_running():
+            made.close()
+            asyncio.set_event_loop(before)
 
 
 def kernel_manager_class():
@@ -200,7 +226,8 @@ class PrestartedKernel:
         self._thread.join()
         try:
             if self._manager.has_kernel:
-                run_sync(self._manager.shutdown_kernel)(now=now)
+                with closing_event_loop():
+                    run_sync(self._manager.shutdown_kernel)(now=now)
         except BaseException as exc:  # noqa: BLE001 - raised by shutdown(), in the caller's thread
             self._stop_error = exc
         finally:
