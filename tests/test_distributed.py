@@ -172,11 +172,14 @@ def test_vrs_batch_on_the_cluster(client, tmp_path, capsys):
     assert len(outputs) == 4 and not list(out.glob(".*.partial"))
     # an interrupted batch keeps what finished; a re-run executes only the rest
     stamp = {p.name: p.stat().st_mtime_ns for p in outputs}
-    (out / "t__x-3.ipynb").unlink()
+    from vrs_helpers.app.runner import run_name
+
+    name = {x: run_name(nb, {"x": x}) for x in (1, 2, 3, 4)}
+    (out / name[3]).unlink()
     assert main(["batch", str(grid), "--out", str(out), "--dask", address]) == 1
     after = {p.name: p.stat().st_mtime_ns for p in out.glob("*.ipynb")}
-    assert after["t__x-1.ipynb"] == stamp["t__x-1.ipynb"] and after["t__x-2.ipynb"] == stamp["t__x-2.ipynb"]
-    assert after["t__x-4.ipynb"] != stamp["t__x-4.ipynb"]  # the failed run is executed again
+    assert after[name[1]] == stamp[name[1]] and after[name[2]] == stamp[name[2]]
+    assert after[name[4]] != stamp[name[4]]  # the failed run is executed again
     assert pd.read_csv(out / "results.csv")["x squared"].tolist() == [1.0, 4.0, 9.0, 16.0]
 
 

@@ -235,6 +235,102 @@ def _labels_file_missing(folder):
     return [_csv(folder, _judged().drop(columns="human")), *JUDGE, "--human-labels", "labels.csv"]
 
 
+# issue 50: hostile input, second round -------------------------------------------------------------------------
+
+def _lock_is_a_folder(folder):
+    shared = folder / "shared"
+    (shared / ".vrs-lock").mkdir(parents=True)
+    return [_csv(folder, _scores()), *TABLE, "--out", str(shared)]
+
+
+def _lock_is_a_link(folder):
+    shared = folder / "shared"
+    shared.mkdir()
+    (folder / "victim.txt").write_text("another user's file")
+    (shared / ".vrs-lock").symlink_to(folder / "victim.txt")
+    return [_csv(folder, _scores()), *TABLE, "--out", str(shared)]
+
+
+def _many_systems(folder):
+    rng = np.random.default_rng(0)
+    pd.DataFrame({"id": np.repeat([f"row{i}" for i in range(50_000)], 2), "item": np.tile(["i0", "i1"], 50_000),
+                  "score": rng.random(100_000).round(4)}).to_csv(folder / "scores.csv", index=False)
+    return [str(folder / "scores.csv"), "--response", "score", "--system", "id", "--item", "item"]
+
+
+def _too_many_systems(folder):
+    rng = np.random.default_rng(0)
+    d = pd.DataFrame([{"system": f"s{k}", "item": f"i{i}", "score": rng.random()} for k in range(40)
+                      for i in range(10)])
+    return [_csv(folder, d), "--response", "score", "--system", "system", "--item", "item", "--max-systems", "30"]
+
+
+def _inflating_gz(folder):
+    import gzip
+
+    d = pd.concat([_scores()] * 400, ignore_index=True)   # 48,000 rows: about 1.2 MB of text
+    with gzip.open(folder / "scores.csv.gz", "wt") as handle:
+        d.to_csv(handle, index=False)
+    return [str(folder / "scores.csv.gz"), *TABLE, "--max-input-bytes", "1M"]
+
+
+def _gz_of_nul_bytes(folder):
+    import gzip
+
+    with gzip.open(folder / "scores.csv.gz", "wb", compresslevel=9) as handle:
+        for _ in range(100):
+            handle.write(b"\0" * (1 << 20))   # 100 MiB of NUL bytes in 100 KB
+    return [str(folder / "scores.csv.gz"), *TABLE]
+
+
+def _xz_bomb(folder):
+    import lzma
+
+    squeeze = lzma.LZMACompressor(preset=1)
+    parts = [squeeze.compress(b"system,seed,item,score\n")]
+    parts += [squeeze.compress(b"A,0,i0,0.5\n" * (1 << 17)) for _ in range(100)]   # 137 MiB of rows in 21 KB
+    (folder / "scores.csv.xz").write_bytes(b"".join(parts) + squeeze.flush())
+    return [str(folder / "scores.csv.xz"), *TABLE]
+
+
+def _corrupt_xz(folder):
+    import lzma
+
+    data = bytearray(lzma.compress(_scores().to_csv(index=False).encode()))
+    data[len(data) // 2:len(data) // 2 + 16] = b"\xa5" * 16
+    (folder / "scores.csv.xz").write_bytes(bytes(data))
+    return [str(folder / "scores.csv.xz"), *TABLE]
+
+
+def _damaged_zip(folder):
+    import zipfile
+
+    with zipfile.ZipFile(folder / "scores.csv.zip", "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("scores.csv", _scores(n_items=200).to_csv(index=False))
+    data = bytearray((folder / "scores.csv.zip").read_bytes())
+    data[200:240] = b"\x00" * 40   # inside the deflated data
+    (folder / "scores.csv.zip").write_bytes(bytes(data))
+    return [str(folder / "scores.csv.zip"), *TABLE]
+
+
+def _corrupt_samples_xz(folder):
+    import lzma
+
+    logs = _lm_eval(folder)
+    samples = sorted(logs.glob("model-a/samples_*.jsonl"))[0]
+    data = bytearray(lzma.compress(samples.read_bytes()))
+    data[len(data) // 2:len(data) // 2 + 16] = b"\xa5" * 16
+    samples.with_name(samples.name + ".xz").write_bytes(bytes(data))
+    samples.unlink()
+    return [str(logs)]
+
+
+def _deeply_nested_json(folder):
+    path = folder / "scores.jsonl"
+    path.write_text('{"system": "A", "item": "i0", "seed": 0, "score": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    return [str(path), *TABLE]
+
+
 CASES = [
     ("--out /proc/nonexistent/x", _bad_out_proc, 2, "cannot be written there"),
     ("--out an existing file", _bad_out_file, 2, "is an existing file"),
@@ -273,6 +369,17 @@ CASES = [
     ("--human: no labelled rows for a system", _labels_missing_for_a_system, 2, "No row of system 'B' has a human"),
     ("--human-labels: a label for an item not in the data", _labels_on_unknown_items, 2, "not in the data"),
     ("--human-labels: no such file", _labels_file_missing, 2, "No file of human labels"),
+    ("--out whose lock file .vrs-lock is a folder", _lock_is_a_folder, 2, "is a folder, not a lock file"),
+    ("--out whose lock file .vrs-lock is a link to another file", _lock_is_a_link, 2, "is a symbolic link"),
+    ("50,000 systems of 2 rows each (an id column as --system)", _many_systems, 2, "is --system the right column?"),
+    ("40 systems with --max-systems 30", _too_many_systems, 2, "raise the bound with --max-systems"),
+    ("a .csv.gz that inflates beyond --max-input-bytes 1M", _inflating_gz, 2, "inflates beyond 1 MiB"),
+    ("a .csv.gz of 100 MiB of NUL bytes", _gz_of_nul_bytes, 2, "holds binary data (a NUL byte"),
+    ("a .csv.xz of 137 MiB in 21 KB (a decompression bomb)", _xz_bomb, 2, "more than 1000 times its compressed size"),
+    ("a corrupt .csv.xz", _corrupt_xz, 2, "is not a readable .xz file"),
+    ("a damaged .zip", _damaged_zip, 2, "is not a readable .zip file"),
+    ("lm-eval: a corrupt samples_*.jsonl.xz", _corrupt_samples_xz, 2, "is not a readable .xz file"),
+    ("a JSON line nested 100,000 levels deep", _deeply_nested_json, 2, "nested deeper than the parser follows"),
 ]
 
 
@@ -317,6 +424,26 @@ def _linked_runs(folder):
     return [str(folder / "logs"), "--n-sim", "49"]
 
 
+def _unreadable_runs(folder):
+    """lm-eval logs of 3 runs whose run folder seed3 is a link to a file system that is not mounted, with a named pipe
+    and a link to /dev/zero named like samples files (issue 50: skipped in silence before)."""
+    import os
+
+    from vrs_helpers.evaluate.readers.writers import simulate_binary, write_lm_eval
+
+    logs = folder / "logs"
+    write_lm_eval(simulate_binary(seed=3, tasks=("arith", "logic"), items=20, runs=3), logs)
+    os.rename(logs / "seed3", folder / "seed3")
+    os.symlink("/mnt/not-mounted/seed3", logs / "seed3")
+    os.mkfifo(logs / "seed1" / "model-a" / "samples_arith_2099-01-01T00-00-00.000000.jsonl")
+    os.symlink("/dev/zero", logs / "seed1" / "model-b" / "samples_arith_2099-01-02T00-00-00.000000.jsonl")
+    return [str(logs), "--n-sim", "49"]
+
+
+def _warnings(folder, stdout):
+    return " ".join(line.replace(f"{folder}/", "") for line in stdout.splitlines() if line.startswith("WARNING:"))
+
+
 def _read_line(folder, stdout):
     return next(line for line in stdout.splitlines() if "file(s)" in line)
 
@@ -345,6 +472,8 @@ READ = [
     ("--dropna with 2 of 300 system cells empty", _dropna_key, _caption),
     ("a gzip-compressed JSON-lines file (.jsonl.gz)", _jsonl_gz, _caption),
     ("lm-eval logs whose 3 run folders are symbolic links (and a link loop)", _linked_runs, _read_line),
+    ("lm-eval logs with a run folder on a file system not mounted, a named pipe and a link to /dev/zero",
+     _unreadable_runs, _warnings),
     ("p-values that underflow (a difference of 5 SD over 300 items x 3 runs)", _underflow, _underflow_line),
 ]
 

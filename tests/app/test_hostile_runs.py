@@ -234,8 +234,10 @@ def test_a_stopped_run_keeps_the_previous_report_and_leaves_nothing(tmp_path, pr
     proc.send_signal(sig)
     sent = time.monotonic()
     _, err = proc.communicate(timeout=60)
-    assert time.monotonic() - sent < 2.0
-    assert proc.returncode == code, err
+    # exit status 128 + the signal: the run's own exit, or (issue 50) the signal itself once the stop watchdog ended a
+    # clean-up that outlasted its second (the shell reports both as 128 + the signal)
+    assert proc.returncode in (code, -sig), err
+    assert time.monotonic() - sent < 2.5, time.monotonic() - sent
     assert said in err and "unchanged" in err and "Traceback" not in err
     assert _snapshot(out) == before
     assert not list(tmp.iterdir())

@@ -262,7 +262,10 @@ def test_runs_with_different_parameters_do_not_overwrite(tmp_path, capsys):
     out = tmp_path / "o"
     for x in ("1", "2"):
         assert main(["run", str(nb), "-p", "x", x, "--out", str(out), "--html", str(out)]) == 0
-    assert sorted(p.name for p in out.glob("*.ipynb")) == ["t__x-1.ipynb", "t__x-2.ipynb"]
+    from vrs_helpers.app.runner import run_name
+
+    assert sorted(p.name for p in out.glob("*.ipynb")) == sorted(run_name(nb, {"x": x}) for x in (1, 2))
+    assert run_name(nb, {"x": 1}).startswith("t__x-1-")   # readable, and a hash of the parameters
     assert "no scorecard checks" in capsys.readouterr().out
     assert main(["run", str(nb), "--out", str(tmp_path / "named.ipynb"), "--html", str(out)]) == 0
     assert (tmp_path / "named.ipynb").is_file()

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from vrs_helpers import analyze
 from vrs_helpers.evaluate.presentation import figures
 from vrs_helpers.evaluate.presentation.build import identical_runs
-from vrs_helpers.evaluate.presentation.render import printable, render
+from vrs_helpers.evaluate.presentation.render import render
 from vrs_helpers.evaluate.presentation.result import Result
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -176,13 +176,6 @@ def test_a_verdict_on_copied_runs_says_so_first():
     assert r.data["broken"] and r.warnings and render(r, "text").startswith("WARNING: 1 run(s) are identical")
     page = render(r, "page")
     assert page.index('class="warn"') < page.index('id="vrs-answer"')
-
-
-# ------------------------------------------------------------------------------------------ hostile names
-
-def test_names_reach_the_console_with_their_control_characters_escaped():
-    assert printable("A\x1b[1A\x1b[2KALL GOOD") == "A\\x1b[1A\\x1b[2KALL GOOD"
-    assert printable("x\ny\x07\x9b") == "x\\ny\\x07\\x9b"
 
 
 def test_with_human_labels_the_leaderboard_is_the_corrected_one():

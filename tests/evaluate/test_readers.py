@@ -247,7 +247,8 @@ def test_detection_mixed_empty_and_forced(lm_logs, tmp_path):
     (empty / "notes.txt").write_text("nothing here")
     with pytest.raises(LogFormatError, match=r"No evaluation logs of a known format.*notes\.txt") as err:
         load_eval_logs(empty)
-    assert all(f"\n  {name}: " in str(err.value) for name in FORMATS)
+    assert all(f" {name}: " in str(err.value) for name in FORMATS)
+    assert "\n" not in str(err.value)   # one line (issue 50: the console escapes line breaks in messages)
     with pytest.raises(LogFormatError, match=r"No helm logs at .*per_instance_stats\.json"):
         load_eval_logs(mixed, format="helm")
     with pytest.raises(InputError, match="Unknown log format 'csv'"):

@@ -17,6 +17,7 @@ import shutil
 from pathlib import Path
 
 from .. import registry
+from .console import say
 
 DASK_TABLE_ONLY = ("--dask analyses a Parquet score table on a cluster; evaluation logs are read in memory: leave "
                    "--dask out")
@@ -55,15 +56,56 @@ def write_report(result, out_dir, *, execute: bool = False) -> dict:
 
 
 def cmd_analyze(args) -> int:
-    from .publish import check_out_dir, lock_out_dir, sweep_debris, sweep_stale
+    with input_bounds(args):   # --max-input-bytes, --max-systems: for this run
+        return _analyze_bounded(args)
+
+
+def input_bounds(args):
+    """The bounds given on the command line, in the environment of the run (the readers and checks read them there:
+    ``VRS_MAX_INPUT_BYTES``, ``VRS_MAX_SYSTEMS``; a kernel of ``--execute`` inherits them), restored after it."""
+    import contextlib
+    import os
+
+    from ..evaluate.files import ENV_MAX_INPUT_BYTES, InputError, parse_size
+    from ..evaluate.precheck import ENV_MAX_SYSTEMS
+
+    values = {}
+    if args.max_input_bytes is not None:
+        values[ENV_MAX_INPUT_BYTES] = str(parse_size(args.max_input_bytes))
+    if args.max_systems is not None:
+        if args.max_systems < 2:
+            raise InputError(f"--max-systems must be at least 2, got {args.max_systems}.")
+        values[ENV_MAX_SYSTEMS] = str(args.max_systems)
+
+    @contextlib.contextmanager
+    def environment():
+        before = {k: os.environ.get(k) for k in values}
+        os.environ.update(values)
+        try:
+            yield
+        finally:
+            for k, v in before.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+    return environment()
+
+
+def _analyze_bounded(args) -> int:
+    from ..evaluate.files import one_walk
+    from .publish import check_out_dir, lock_out_dir, own_temporary_files, sweep_debris, sweep_stale
+    from .stopping import on_forced_exit
 
     check_out_dir(args.out)   # before anything is read: a bad --out never costs an analysis
     check_input(args)   # a typo answered at once, before the analysis is imported
     sweep_stale()   # what runs killed before they could clean up left in the temporary folder
-    with lock_out_dir(args.out) as lock:   # one run at a time writes a folder
-        sweep_debris(args.out)
+    with lock_out_dir(args.out) as lock, on_forced_exit(*lock.forced_exit_actions(), own_temporary_files()):
+        sweep_debris(args.out)   # one run at a time writes a folder; a stop ends it within seconds (app/stopping)
         quiet_fit_warnings()
-        code = _analyze(args)
+        with one_walk():   # a log folder is searched once, for the detection and for the read
+            code = _analyze(args)
         lock.keep_folder()
     return code
 
@@ -155,8 +197,8 @@ def _analyze(args) -> int:
                         **spec_arguments(AnalysisSpec, args), data_label=str(args.data))
     result = analyze(spec)
     files = write_report(result, args.out, execute=args.execute)
-    print(render(result, "text"), end="")
-    print(f"report: {files['report.html']}; notebook: {files['report.ipynb']}; summary: {files['summary.json']}")
+    say(render(result, "text").splitlines())
+    say(f"report: {files['report.html']}; notebook: {files['report.ipynb']}; summary: {files['summary.json']}")
     return 0
 
 
@@ -165,7 +207,7 @@ def _analyze_logs(args) -> int:
     report."""
     from ..evaluate.analysis import analyze_logs
     from ..evaluate.options import spec_arguments
-    from ..evaluate.presentation.render import printable, render
+    from ..evaluate.presentation.render import render
     from ..evaluate.scores import InputError
     from ..evaluate.spec import LogsSpec
     from ..evaluate.tasks import read_logs
@@ -173,18 +215,17 @@ def _analyze_logs(args) -> int:
     if args.dask is not None:
         raise InputError(DASK_TABLE_ONLY + ".")
     spec = LogsSpec(_absolute(args.data), **spec_arguments(LogsSpec, args), data_label=str(args.data))
-    read = read_logs(spec, echo=lambda lg: print("\n".join(
-        printable(line) for line in [f"Read {args.data}:", *lg.describe().splitlines()]), flush=True))
-    print("\n".join(printable(line) for line in analysed_lines(read[1], read[2]).splitlines()), flush=True)
+    read = read_logs(spec, echo=lambda lg: say(f"Read {args.data}:", lg.description.lines(), flush=True))
+    say(analysed_lines(read[1], read[2]), flush=True)
     result = analyze_logs(spec, read)
     files = write_report(result, args.out, execute=args.execute)
-    print(render(result, "text"), end="")
-    print(f"report: {files['report.html']}; notebook: {files['report.ipynb']}; summary: {files['summary.json']}, "
-          f"{files['summary.txt']}")
+    say(render(result, "text").splitlines())
+    say(f"report: {files['report.html']}; notebook: {files['report.ipynb']}; summary: {files['summary.json']}, "
+        f"{files['summary.txt']}")
     return 0
 
 
-def analysed_lines(specs, skipped) -> str:
+def analysed_lines(specs, skipped) -> list:
     """The metric each task is analysed with, and one line per task not analysed (its reason)."""
     from ..evaluate.tasks import skipped_lines
 
@@ -192,7 +233,7 @@ def analysed_lines(specs, skipped) -> str:
     for task, m in specs:
         per.setdefault(task, []).append(m)
     lines = ["Analysed: " + "; ".join(f"{t} ({', '.join(ms)})" for t, ms in per.items()) + "."]
-    return "\n".join(lines + skipped_lines(skipped))
+    return lines + skipped_lines(skipped)
 
 
 def add_parser(sub) -> None:
@@ -211,6 +252,12 @@ def add_parser(sub) -> None:
                        "further options.")
     p.add_argument("data")
     add_arguments(p, AnalysisSpec, LogsSpec)
+    p.add_argument("--max-input-bytes", default=None, metavar="SIZE",
+                   help="the bound on a compressed input file's decompressed size (default 1G; e.g. 4G, 500M; also "
+                        "the environment variable VRS_MAX_INPUT_BYTES): a file that inflates beyond it is refused")
+    p.add_argument("--max-systems", type=int, default=None, metavar="N",
+                   help="the most systems one analysis compares (default 500; also VRS_MAX_SYSTEMS): every pair is "
+                        "compared, so memory and time grow with the square of their number")
     p.add_argument("--out", default="vrs-report", help="output folder (default: vrs-report)")
     p.add_argument("--execute", action="store_true",
                    help="execute report.ipynb in a Jupyter kernel before it is written (its outputs then come from "

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
-from .. import registry
 from ..errors import VRSError
+from .console import ArgumentParser, error, say
+from .plan_command import cmd_plan
+from .stopping import (
+    STOPPED,
+    Terminated,
+    Watchdog,
+    handle_termination,
+    received_signal,
+    restore,
+    said,
+    stop_message,
+)
 
 
 def _parse_value(text: str):
@@ -20,14 +30,6 @@ def _parse_value(text: str):
         return text
 
 
-def _test_name(text: str) -> str:
-    """A --test value: its registered name when it is a name or an alias (argparse then lists the choices)."""
-    try:
-        return registry.canonical(text)
-    except registry.TestChoiceError:
-        return text
-
-
 def _cmd_data(args) -> int:
     import pandas as pd
 
@@ -36,25 +38,25 @@ def _cmd_data(args) -> int:
     if args.action == "list":
         table = data.to_frame()[["name", "path", "licence", "used_for"]]
         with pd.option_context("display.max_rows", None, "display.width", 200, "display.max_colwidth", 60):
-            print(table.to_string(index=False))
+            say(*table.to_string(index=False).splitlines())
         return 0
     if args.action == "fetch":
         names = args.names or data.names(include_text=True)
         for n in names:
-            print(f"{n}: {data.path(n, download=True)}")
+            say(f"{n}: {data.path(n, download=True)}")
         return 0
     # verify
     table = data.verify(download=False)
     with pd.option_context("display.max_rows", None, "display.width", 200, "display.max_colwidth", 80):
-        print(table[["name", "status", "path"]].to_string(index=False))
+        say(*table[["name", "status", "path"]].to_string(index=False).splitlines())
     bad = table[table["status"] != "ok"]
     for _, row in bad[bad["status"] == "mismatch"].iterrows():
-        print(f"\n{row['name']}: {row['detail']}", file=sys.stderr)
+        say("", f"{row['name']}: {row['detail']}", err=True)
     if (bad["status"] == "missing").any():
         where = f"{data.ENV_DATA_DIR}={data.data_dir()}" if data.data_dir() else f"the cache {data.cache_dir()}"
-        print(f"\n{int((bad['status'] == 'missing').sum())} files missing from {where}: run `vrs data fetch` with "
-              f"internet access, or set {data.ENV_DATA_DIR} to a local copy of the data.", file=sys.stderr)
-    print(f"\n{len(table) - len(bad)} of {len(table)} files present and intact.")
+        say("", f"{int((bad['status'] == 'missing').sum())} files missing from {where}: run `vrs data fetch` with "
+            f"internet access, or set {data.ENV_DATA_DIR} to a local copy of the data.", err=True)
+    say("", f"{len(table) - len(bad)} of {len(table)} files present and intact.")
     return 1 if len(bad) else 0
 
 
@@ -93,26 +95,26 @@ def _run_inplace(args) -> int:
             res = run_notebook(src, {}, out_dir=tmp, html_dir=args.html, output_name=src.name, progress=True,
                                exclude_input=args.no_input)
         except NotebookError as exc:
-            print(f"error: {exc}; {src} is unchanged.", file=sys.stderr)
+            error(f"{exc}; {src} is unchanged.")
             return 1
-        print(f"html: {res.html}\n{_scorecard_table(res.scorecard)}")
+        say(f"html: {res.html}", *_scorecard_table(res.scorecard).splitlines())
         if _report_regressions(res.scorecard, src.parent, vanished=True):
-            print(f"{src} is unchanged (scorecard regressions).", file=sys.stderr)
+            say(f"{src} is unchanged (scorecard regressions).", err=True)
             return 1
         partial = src.with_name(f".{src.name}.partial")
         shutil.copyfile(res.output, partial)
         os.replace(partial, src)
-    print(f"executed: {src}")
+    say(f"executed: {src}")
     return 0
 
 
 def _cmd_run(args) -> int:
-    from .runner import NotebookError, ParameterError, run_notebook, slug
+    from .runner import NotebookError, ParameterError, run_name, run_notebook
 
     params = {name: _parse_value(value) for name, value in (args.param or [])}
     if args.inplace and params:
-        print("error: --inplace stores the executed notebook as the committed one; it takes no -p parameters "
-              "(the committed notebook shows the defaults, which reproduce the book).", file=sys.stderr)
+        error("--inplace stores the executed notebook as the committed one; it takes no -p parameters (the "
+              "committed notebook shows the defaults, which reproduce the book).")
         return 2
     from ..resources import find_workbook
 
@@ -122,18 +124,17 @@ def _cmd_run(args) -> int:
     if str(args.out).endswith(".ipynb"):
         out_dir, name = Path(args.out).parent, Path(args.out).name
     else:   # runs with different parameters do not overwrite each other
-        stem = Path(args.notebook).stem
-        out_dir, name = args.out, (f"{stem}__{slug(params)}.ipynb" if params else None)
+        out_dir, name = args.out, (run_name(args.notebook, params) if params else None)
     try:
         res = run_notebook(args.notebook, params, out_dir=out_dir, html_dir=args.html, output_name=name,
                            progress=True, exclude_input=args.no_input)
     except ParameterError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        error(exc)
         return 2
     except NotebookError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        error(exc)
         return 1
-    print(f"executed: {res.output}\nhtml: {res.html}\n{_scorecard_table(res.scorecard)}")
+    say(f"executed: {res.output}", f"html: {res.html}", *_scorecard_table(res.scorecard).splitlines())
     # with parameters the run is not the committed analysis: fewer rows may apply, so none counts as vanished
     return 1 if _report_regressions(res.scorecard, Path(args.notebook).parent, vanished=not params) else 0
 
@@ -153,11 +154,11 @@ def _report_regressions(rows, folder: Path, vanished: bool = True) -> int:
     for _, r in bad.iterrows():
         was = r["baseline"] if isinstance(r["baseline"], str) else "not in the baseline"
         if r["match"] == "vanished":
-            print(f"regression: {r['notebook']} {r['analysis']} {r['ref']} {r['quantity']}: vanished from the run "
-                  f"(was {was} in the baseline)", file=sys.stderr)
+            say(f"regression: {r['notebook']} {r['analysis']} {r['ref']} {r['quantity']}: vanished from the run "
+                f"(was {was} in the baseline)", err=True)
             continue
-        print(f"regression: {r['notebook']} {r['analysis']} {r['ref']} {r['quantity']}: {r['match']} (was {was}); "
-              f"book {r['book']}, ours {r['ours']}", file=sys.stderr)
+        say(f"regression: {r['notebook']} {r['analysis']} {r['ref']} {r['quantity']}: {r['match']} (was {was}); "
+            f"book {r['book']}, ours {r['ours']}", err=True)
     return len(bad)
 
 
@@ -171,27 +172,27 @@ def _cmd_reproduce(args) -> int:
     args.folder = args.folder or str(workbooks_dir())
     nbs = [find_workbook(n) for n in args.notebooks] if args.notebooks else notebooks_in(args.folder)
     if not nbs:
-        print(f"error: no notebooks found in {args.folder}", file=sys.stderr)
+        error(f"no notebooks found in {args.folder}")
         return 1
     results, card = reproduce(nbs, build_dir=args.build, defaults_only=args.defaults_only, workers=args.workers)
     from .report import headline
 
     failed = [r for r in results if r.error]
-    print(f"{len(results)} notebook runs, {len(failed)} failed; scorecard: {headline(card)}")
-    print(f"report: {Path(args.build) / 'html' / 'index.html'}; scorecard: {Path(args.build) / 'scorecard.csv'}")
+    say(f"{len(results)} notebook runs, {len(failed)} failed; scorecard: {headline(card)}")
+    say(f"report: {Path(args.build) / 'html' / 'index.html'}; scorecard: {Path(args.build) / 'scorecard.csv'}")
     for r in failed:
-        print(f"error: {r.error}", file=sys.stderr)
+        error(r.error)
     folder = Path(args.folder) if not args.notebooks else nbs[0].parent
     if args.accept:
         from .scorecard import accept_baseline
 
         path = accept_baseline(card, folder)
-        print(f"baseline updated: {path}")
+        say(f"baseline updated: {path}")
         return 1 if failed else 0
     n_bad = _report_regressions(card, folder)
     if n_bad:
-        print(f"{n_bad} scorecard rows are worse than the committed baseline ({folder / 'scorecard_baseline.csv'}); "
-              f"if the change is intended and explained, run `vrs reproduce --accept`.", file=sys.stderr)
+        say(f"{n_bad} scorecard rows are worse than the committed baseline ({folder / 'scorecard_baseline.csv'}); "
+            f"if the change is intended and explained, run `vrs reproduce --accept`.", err=True)
     return 1 if failed or n_bad else 0
 
 
@@ -202,13 +203,13 @@ def _cmd_workbooks(args) -> int:
     try:   # --students: DIR/students and DIR/solutions in one step
         lines = seminar(args.dir, force=args.force) if args.students else None
     except StudentError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        error(exc)
         return 2
     if lines is None:
         written = copy_workbooks(args.dir, force=args.force)
         lines = [f"{len(written)} files in {Path(args.dir).resolve()}:", *(f"  {p.name}" for p in written),
                  f"Open them with: jupyter lab {args.dir}   (a seminar's copies: vrs workbooks DIR --students)"]
-    print("\n".join(lines))
+    say(lines)
     return 0
 
 
@@ -217,10 +218,10 @@ def _cmd_docs(args) -> int:
     from .report import build_api_docs, copy_mathjax
 
     out = build_api_docs(args.out)
-    print(f"API reference: {out / 'index.html'}")
+    say(f"API reference: {out / 'index.html'}")
     site = Path(args.out).parent   # the guide beside the API, as in the report site, with its MathJax
     copy_mathjax(site)
-    print(f"user guide: {build_guide(site / GUIDE_DIR)}")
+    say(f"user guide: {build_guide(site / GUIDE_DIR)}")
     return 0
 
 
@@ -238,13 +239,13 @@ def _cmd_batch(args) -> int:
     out = results[0].output.parent if results else args.out
     scalars = list(dict.fromkeys(k for r in results for k in r.scalars))
     checks = batch_checks(results).drop_duplicates(["notebook", "analysis", "ref", "quantity"])
-    print(f"{len(results)} combinations, {len(failed)} failed; in {out}:\n"
-          f"  results.csv: the parameters and {len(scalars)} recorded results per combination"
-          f"{' (' + ', '.join(scalars[:6]) + (', ...' if len(scalars) > 6 else '') + ')' if scalars else ''}\n"
-          f"  checks.csv: {len(checks)} scorecard checks per combination, {int(checks['constant'].sum())} of them "
-          f"the same in every combination")
+    say(f"{len(results)} combinations, {len(failed)} failed; in {out}:",
+        f"  results.csv: the parameters and {len(scalars)} recorded results per combination"
+        f"{' (' + ', '.join(scalars[:6]) + (', ...' if len(scalars) > 6 else '') + ')' if scalars else ''}",
+        f"  checks.csv: {len(checks)} scorecard checks per combination, {int(checks['constant'].sum())} of them "
+        f"the same in every combination")
     for r in failed:
-        print(f"error: {r.error} (parameters {r.parameters})", file=sys.stderr)
+        error(f"{r.error} (parameters {r.parameters})")
     return 1 if failed else 0
 
 
@@ -254,70 +255,10 @@ def _cmd_student(args) -> int:
     try:
         written = write_student_copies(args.notebooks, args.out, placeholder=not args.no_placeholder)
     except StudentError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        error(exc)
         return 2
     for path in written:
-        print(f"student copy: {path}")
-    return 0
-
-
-def _plan_repeats(args) -> None:
-    """``vrs plan --repeats``: Miller's items x repeats closed form (evaluate/harness_stats.miller_plan)."""
-    from ..evaluate.harness_stats import miller_plan
-    from ..evaluate.power import PlanningError
-
-    if args.item_diff_sd is None or args.within_sd is None:
-        raise PlanningError("--repeats plans items x repeats (Miller 2024): give --item-diff-sd (SD over items of "
-                            "the difference of the systems' expected item scores) and --within-sd (SD of one draw "
-                            "within an item; sqrt(p (1 - p)) for 0/1 scores of accuracy p).")
-    sd = {}
-    for k in ("item_diff_sd", "within_sd", "delta", "alpha", "target"):   # numbers whose squares stay finite
-        text = getattr(args, k)
-        try:
-            sd[k] = float(text)
-        except (TypeError, ValueError):
-            raise PlanningError(f"--{k.replace('_', '-')} must be a number, got {text!r}.") from None
-        if not abs(sd[k]) <= 1e100:
-            raise PlanningError(f"--{k.replace('_', '-')} must be a finite number no larger than 1e100 in size, got "
-                                f"{text!r}.")
-    print(miller_plan(sd["delta"], sd["item_diff_sd"] ** 2, sd["within_sd"] ** 2, repeats=list(args.repeats),
-                      items=list(args.items or []), alpha=sd["alpha"], power=sd["target"]).text())
-
-
-def _cmd_plan(args) -> int:
-    from ..evaluate.power import PlanningError, VarianceComponents, power_table
-
-    if args.human_sd is not None or args.judge_corr is not None:   # human labels for a judge (issue 43)
-        from ..evaluate.judge import judge_plan_text
-
-        if args.human_sd is None or args.judge_corr is None:
-            raise PlanningError("planning human labels for a judge needs --human-sd (SD of the per-item human "
-                                "difference of the two systems) and --judge-corr (its correlation with the judge's).")
-        print(judge_plan_text(args.items, args.human_sd, args.judge_corr, args.delta, alpha=args.alpha,
-                              power=args.target, half_width=args.half_width, sd_judge=args.judge_sd))
-        return 0
-
-    if args.repeats:
-        _plan_repeats(args)
-        if args.run_sd is None:
-            return 0
-        print()
-    if args.run_sd is None or args.residual_sd is None:
-        raise PlanningError("give --run-sd and --residual-sd (runs x items), or --repeats with --item-diff-sd and "
-                            "--within-sd (items x repeats).")
-
-    # the values reach the planner as typed: it checks them and says what is allowed (PlanningError, exit 2)
-    crossed = {}
-    for spec in args.crossed or []:  # NAME:SD:LEVELS (issue 28: crossed replication columns planned per column)
-        parts = spec.rsplit(":", 2)
-        if len(parts) != 3:
-            raise PlanningError(f"--crossed takes NAME:SD:LEVELS (e.g. config:0.03:2), got {spec!r}.")
-        crossed[parts[0]] = (parts[1], parts[2])
-    table = power_table(args.runs, args.items, args.delta,
-                        VarianceComponents(args.run_sd, args.item_sd, args.residual_sd),
-                        systems=args.systems, alpha=args.alpha, target=args.target, crossed=crossed,
-                        system_item_sd=args.system_item_sd, shared_runs=args.shared_runs)
-    print(table.text())
+        say(f"student copy: {path}")
     return 0
 
 
@@ -335,7 +276,7 @@ def skip_slow_optional_imports() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     skip_slow_optional_imports()
-    parser = argparse.ArgumentParser(prog="vrs", description="vrs-workbooks: reproduce and extend the book "
+    parser = ArgumentParser(prog="vrs", description="vrs-workbooks: reproduce and extend the book "
                                      "'Validity, Reliability, and Significance' in Python.")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -432,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="runs crossed (as vrs analyze fits shared run labels by default): the same run labels (seeds, "
                         "few-shot draws) for every system; --run-sd is then the SD of the system x run effects (a "
                         "shift shared by all systems cancels) and the test has (k - 1)(n - 1) df")
-    p.set_defaults(func=_cmd_plan)
+    p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("batch", help="run one notebook over a parameter grid (YAML) in parallel")
     p.add_argument("grid")
@@ -453,63 +394,45 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=_cmd_student)
 
     args = parser.parse_args(argv)
-    previous = _terminate_as_interrupt()
+    out = getattr(args, "out", None) if args.command == "analyze" else None
+    previous = handle_termination()
+    try:   # a stop signal ends the command within seconds, however busy it is (app/stopping)
+        with Watchdog(lambda signum: stop_message(signum, out)):
+            code = _run_command(args, out)
+    finally:
+        restore(previous)
+    if argv is None and code in STOPPED:   # run as `vrs` and stopped, cleaned up: no wait for threads still busy
+        import os
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def _run_command(args, out) -> int:
+    """Run the command; what the user can fix is one line and an exit code, anything else a bug (a traceback)."""
     try:
         return args.func(args)
-    except VRSError as exc:  # a user error: one clear line and its exit code; anything else is a bug (traceback)
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt as exc:   # Ctrl-C, or SIGTERM (Terminated): cleaned up on the way here
-        out = getattr(args, "out", None) if args.command == "analyze" else None
-        kept = f"; the previous report in {out} (if any) is unchanged" if out else ""
-        what = "terminated" if isinstance(exc, Terminated) else "interrupted"
-        print(f"{what}{kept}.", file=sys.stderr)
-        return 128 + (exc.signum if isinstance(exc, Terminated) else 2)
-    except OSError as exc:   # a full disk or temporary folder is the user's to fix, not a bug
-        from .publish import disk_full, disk_full_error
+    except BaseException as exc:
+        # Ctrl-C or SIGTERM, cleaned up on the way here - also when the interruption surfaced as another error (a
+        # KeyboardInterrupt inside an extension module's import comes out as an ImportError)
+        signum = received_signal() or (exc.signum if isinstance(exc, Terminated) else
+                                       2 if isinstance(exc, KeyboardInterrupt) else None)
+        if signum is not None:
+            say(stop_message(signum, out), err=True)
+            said()
+            return 128 + signum
+        if isinstance(exc, VRSError):
+            error(exc)
+            return exc.exit_code
+        if isinstance(exc, OSError):   # a full disk or temporary folder is the user's to fix, not a bug
+            from .publish import disk_full, disk_full_error
 
-        if not disk_full(exc):
-            raise
-        out = getattr(args, "out", None) if args.command == "analyze" else None
-        print(f"error: {disk_full_error(exc, out).strerror}", file=sys.stderr)
-        return 2
-    finally:
-        _restore_signal(previous)
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (or SIGHUP), raised in the main thread like Ctrl-C's KeyboardInterrupt, so that the same clean-up runs
-    (the report's kernel stopped, the work folder removed, the previous report untouched)."""
-
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _raise_terminated(signum, frame):
-    raise Terminated(signum)
-
-
-def _terminate_as_interrupt():
-    """Handle SIGTERM and SIGHUP as an interruption (:class:`Terminated`) while a command runs (main thread only)."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    previous = {}
-    for name in ("SIGTERM", "SIGHUP"):
-        sig = getattr(signal, name, None)
-        if sig is not None:
-            previous[sig] = signal.signal(sig, _raise_terminated)
-    return previous
-
-
-def _restore_signal(previous) -> None:
-    import signal
-
-    for sig, handler in (previous or {}).items():
-        signal.signal(sig, handler)
+            if disk_full(exc):
+                error(disk_full_error(exc, out).strerror)
+                return 2
+        raise
 
 
 if __name__ == "__main__":  # pragma: no cover

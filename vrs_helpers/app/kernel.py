@@ -4,17 +4,44 @@
 - :func:`kernel_manager_class` - the kernel manager :func:`vrs_helpers.app.runner.run_notebook` hands to papermill:
   local IPC sockets instead of TCP on POSIX;
 - :func:`engine_name` - the papermill engine runs use: papermill's nbclient engine writing the executed notebook
-  once, at the end of the run.
+  once, at the end of the run;
+- :func:`closing_event_loop` - the event loop a run made for its thread, closed when the run ends.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 from .publish import KERNEL_PREFIX
 
 KERNEL_NAME = "python3"  # resolved by jupyter_client to the interpreter that runs `vrs`, so any venv works
 IPC_PATH_MAX = 100   # a Unix socket's path has at most 107 bytes (sockaddr_un); ours end in "-N" (the channel)
+
+
+def _thread_loop():
+    """The event loop set for this thread (None if none; asyncio has no public way to ask without making one)."""
+    import asyncio
+
+    return getattr(getattr(asyncio.get_event_loop_policy(), "_local", None), "_loop", None)
+
+
+@contextlib.contextmanager
+def closing_event_loop():
+    """Within the block, jupyter_core's ``run_sync`` (papermill, nbclient, a kernel's shutdown) may make an event loop
+    for this thread and keep it: an epoll and a socket pair (3 file descriptors) left open in every process that runs
+    reports one after another (issue 50). At the end a loop made in the block is closed and the thread's previous
+    loop (usually none) set again; a loop the caller had is left alone."""
+    import asyncio
+
+    before = _thread_loop()
+    try:
+        yield
+    finally:
+        made = _thread_loop()
+        if made is not None and made is not before and not made.is_running():
+            made.close()
+            asyncio.set_event_loop(before)
 
 
 def kernel_manager_class():

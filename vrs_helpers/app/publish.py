@@ -18,10 +18,12 @@ import errno
 import os
 import re
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
 from ..errors import VRSError
+from .stopping import critical
 
 # every file a report of `vrs analyze` can consist of (score table: report.ipynb, report.html, summary.json and
 # mathjax/; logs: report.html, summary.json, summary.txt): a new report replaces all of them, so a logs report
@@ -115,18 +117,33 @@ def sweep_stale(tmpdir=None) -> list[Path]:
     return removed
 
 
+def own_temporary_files() -> tuple:
+    """The stop watchdog's action (:func:`vrs_helpers.app.stopping.on_forced_exit`) that removes this process's work
+    folders, kernel sockets and connection files from the temporary folder."""
+    return ("sweep", tempfile.gettempdir(), [WORK_PREFIX, KERNEL_PREFIX], os.getpid(),
+            os.getuid() if hasattr(os, "getuid") else None)
+
+
 class OutputLock:
     """The lock of an output folder, held while a run writes it (:func:`lock_out_dir`). ``release()`` removes the
-    lock file and, when this run created the folder and nothing else was put there, the folder."""
+    lock file - only the very file this run locked, never what another process put at its name - and, when this run
+    created the folder and nothing else was put there, the folder."""
 
     def __init__(self, out: Path, fd: int | None, created: list[Path]):
         self.out, self._fd, self._created = out, fd, created
+        self._id = None
+        if fd is not None:
+            info = os.fstat(fd)
+            self._id = (info.st_dev, info.st_ino)
 
     def release(self) -> None:
         if self._fd is None:
             return
+        path = self.out / LOCK_NAME
         try:
-            (self.out / LOCK_NAME).unlink(missing_ok=True)
+            info = os.lstat(path)
+            if (info.st_dev, info.st_ino) == self._id:   # still our file (not one swapped in meanwhile)
+                path.unlink()
         except OSError:
             pass
         os.close(self._fd)
@@ -136,6 +153,13 @@ class OutputLock:
                 folder.rmdir()
             except OSError:
                 break
+
+    def forced_exit_actions(self) -> list:
+        """What the stop watchdog does for this lock if it has to end the run (:func:`vrs_helpers.app.stopping.
+        on_forced_exit`): remove the lock file if it is still this one, and the folders this run created if empty."""
+        if self._fd is None:
+            return []
+        return [("unlink", str(self.out / LOCK_NAME), *self._id), ("rmdir", *map(str, reversed(self._created)))]
 
     def keep_folder(self) -> None:
         """The run succeeded: the folders it created stay."""
@@ -148,10 +172,51 @@ class OutputLock:
         self.release()
 
 
+def _lock_refused(out: Path, what: str) -> OutputBusyError:
+    return OutputBusyError(f"--out {out}: its lock file {out / LOCK_NAME} is {what}, not a lock file of a vrs run; "
+                           "the run did not touch it. If it is yours and no vrs run is writing the folder, remove it "
+                           f"(rm -r {out / LOCK_NAME}); else give another folder with --out.")
+
+
+def _open_lock(path: Path, out: Path) -> int | None:
+    """Open the lock file ``path`` without following a link and without blocking on a named pipe (issue 50):
+    created new (``O_EXCL``: a dangling link at its name is never followed to create a file elsewhere), or an
+    existing one that is a regular file of this user with no other name (a hard link). Anything else there - a
+    symbolic link, a folder, a named pipe, another user's file - is refused and left as it is
+    (:class:`OutputBusyError`). None: the file vanished between two calls (try again)."""
+    import errno
+
+    nofollow = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | nofollow, 0o600)
+    except FileExistsError:
+        pass
+    try:
+        fd = os.open(path, os.O_RDWR | nofollow)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or os.path.islink(path):
+            raise _lock_refused(out, f"a symbolic link (to {os.readlink(path)})") from None
+        if exc.errno == errno.EISDIR or os.path.isdir(path):
+            raise _lock_refused(out, "a folder") from None
+        raise
+    info = os.fstat(fd)
+    uid = os.getuid() if hasattr(os, "getuid") else info.st_uid
+    problem = ("a named pipe, a device or a socket" if not stat.S_ISREG(info.st_mode) else
+               f"a file of another user (uid {info.st_uid})" if info.st_uid != uid else
+               f"a file with {info.st_nlink} names (a hard link)" if info.st_nlink != 1 else None)
+    if problem is not None:
+        os.close(fd)
+        raise _lock_refused(out, problem)
+    return fd
+
+
 def lock_out_dir(out_dir) -> OutputLock:
     """Take the lock file ``out_dir/.vrs-lock`` (``fcntl.flock``: released by the system when the process ends,
     however it ends), creating ``out_dir`` if needed. Raises :class:`OutputBusyError` while another live run holds
-    it. Elsewhere than on POSIX no lock is taken."""
+    it, and when the name holds anything but a lock file (:func:`_open_lock`): a shared ``--out`` cannot make the
+    run write or remove another file. Elsewhere than on POSIX no lock is taken."""
     out = Path(out_dir)
     created = [p for p in reversed([out, *out.parents]) if not p.exists()]
     out.mkdir(parents=True, exist_ok=True)
@@ -160,24 +225,35 @@ def lock_out_dir(out_dir) -> OutputLock:
     except ImportError:   # pragma: no cover - not POSIX
         return OutputLock(out, None, created)
     path = out / LOCK_NAME
-    while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+    try:
+        while True:
+            fd = _open_lock(path, out)
+            if fd is None:
+                continue
             try:
-                holder = os.read(fd, 64).decode("ascii", "replace").strip() or "unknown"
-            finally:
-                os.close(fd)
-            raise OutputBusyError(f"--out {out} is being written by another vrs run (process {holder}); wait for it "
-                                  "to finish, or give another folder with --out.") from None
-        try:
-            same = os.fstat(fd).st_ino == os.stat(path).st_ino   # not a lock file its holder removed meanwhile
-        except FileNotFoundError:
-            same = False
-        if same:
-            break
-        os.close(fd)
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                try:
+                    holder = os.read(fd, 64).decode("ascii", "replace").strip() or "unknown"
+                finally:
+                    os.close(fd)
+                raise OutputBusyError(f"--out {out} is being written by another vrs run (process {holder}); wait "
+                                      "for it to finish, or give another folder with --out.") from None
+            try:
+                info = os.lstat(path)   # not a lock file its holder removed (or someone replaced) meanwhile
+                same = (info.st_dev, info.st_ino) == (os.fstat(fd).st_dev, os.fstat(fd).st_ino)
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+    except BaseException:
+        for folder in reversed(created):   # refused: the folders made for this run go again
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+        raise
     os.ftruncate(fd, 0)
     os.write(fd, str(os.getpid()).encode("ascii"))
     return OutputLock(out, fd, created)
@@ -208,22 +284,28 @@ def publish(files: dict, out_dir, keep: tuple = ()) -> None:
                     if n not in keep and os.path.lexists(out / n)]
         old.mkdir()
         moved_old, moved_new = [], []
-        try:
-            for name in replaced:
-                os.replace(out / name, old / name)
-                moved_old.append(name)
-            for name in files:
-                os.replace(stage / name, out / name)
-                moved_new.append(name)
-        except BaseException:   # roll back: the previous report as it was
-            for name in moved_new:
-                _remove(out / name)
-            for name in moved_old:
-                os.replace(old / name, out / name)
-            raise
+        with critical():   # a stop signal's forced exit waits for the swap (app/stopping)
+            _swap(out, old, stage, files, replaced, moved_old, moved_new)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
         shutil.rmtree(old, ignore_errors=True)
+
+
+def _swap(out: Path, old: Path, stage: Path, files: dict, replaced: list, moved_old: list, moved_new: list) -> None:
+    """The renames of :func:`publish`: the previous files aside, the new ones in; rolled back when one fails."""
+    try:
+        for name in replaced:
+            os.replace(out / name, old / name)
+            moved_old.append(name)
+        for name in files:
+            os.replace(stage / name, out / name)
+            moved_new.append(name)
+    except BaseException:   # roll back: the previous report as it was
+        for name in moved_new:
+            _remove(out / name)
+        for name in moved_old:
+            os.replace(old / name, out / name)
+        raise
 
 
 def _remove(path: Path) -> None:
@@ -236,19 +318,28 @@ def _remove(path: Path) -> None:
 def sweep_debris(out_dir) -> None:
     """Clean up after a run that was killed while it wrote ``out_dir`` (its process no longer runs): its staging
     folder is removed; from its set-aside folder the previous report files missing in ``out_dir`` are put back (it
-    was killed between the renames of :func:`publish`), the rest removed; old ``.*.partial`` files are removed."""
+    was killed between the renames of :func:`publish`), the rest removed; old ``.*.partial`` files are removed. Only
+    what such a run can have made is touched: real folders and files of this user, never a link or another user's
+    entry (in a shared ``--out`` those stay as they are)."""
     out = Path(out_dir)
     if not out.is_dir():
         return
+    uid = os.getuid() if hasattr(os, "getuid") else None
     for entry in out.iterdir():
+        try:
+            info = entry.lstat()
+        except OSError:
+            continue
+        if stat.S_ISLNK(info.st_mode) or (uid is not None and info.st_uid != uid):
+            continue
         m = re.match(rf"^({re.escape(_STAGE)}|{re.escape(_OLD)})(\d+)-", entry.name)
-        if m and not pid_alive(int(m.group(2))):
-            if m.group(1) == _OLD and entry.is_dir():
+        if m and stat.S_ISDIR(info.st_mode) and not pid_alive(int(m.group(2))):
+            if m.group(1) == _OLD:
                 for child in entry.iterdir():
                     if not os.path.lexists(out / child.name):
                         os.replace(child, out / child.name)
             _remove(entry)
-        elif entry.name.startswith(".") and entry.name.endswith(".partial"):
+        elif entry.name.startswith(".") and entry.name.endswith(".partial") and stat.S_ISREG(info.st_mode):
             _remove(entry)
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import VRSError
-from .kernel import KERNEL_NAME, engine_name, kernel_manager_class
+from ..literal import console_text, read_back, to_csv
+from .kernel import KERNEL_NAME, closing_event_loop, engine_name, kernel_manager_class
 from .scorecard import COLUMNS, extract
 
 
@@ -141,7 +142,7 @@ def cell_progress_options(name: str, progress: bool | dict = True) -> dict | boo
     so logs and CI output hold no bar. A dict overrides these tqdm options (e.g. ``position``, ``file``)."""
     if progress is False or progress is None:
         return False
-    options = {"desc": name, "unit": "cell", "disable": None, "leave": False, "dynamic_ncols": True}
+    options = {"desc": console_text(name), "unit": "cell", "disable": None, "leave": False, "dynamic_ncols": True}
     if isinstance(progress, dict):
         options.update(progress)
     return options
@@ -181,11 +182,11 @@ def _run_notebook(notebook, parameters, out_dir, html_dir, output_name, kernel_n
     error = ""
     started = time.perf_counter()
     try:
-        extra = {"kernel_manager_class": kernel_manager_class()}
-        pm.execute_notebook(str(src), str(out), parameters=parameters, kernel_name=kernel_name,
-                            engine_name=engine_name(), cwd=str(src.parent.resolve()), log_output=False,
-                            progress_bar=cell_progress_options(src.name, progress),
-                            **extra)
+        with closing_event_loop():   # nbclient's loop for this thread: closed, not kept (3 descriptors a run)
+            pm.execute_notebook(str(src), str(out), parameters=parameters, kernel_name=kernel_name,
+                                engine_name=engine_name(), cwd=str(src.parent.resolve()), log_output=False,
+                                progress_bar=cell_progress_options(src.name, progress),
+                                kernel_manager_class=kernel_manager_class())
     except Exception as exc:  # papermill wraps kernel errors in PapermillExecutionError
         error = _failure_message(src.name, exc)
         if raise_on_error:
@@ -239,7 +240,7 @@ def _queue_order(jobs: list, build: Path) -> list[int]:
     (``build/run_seconds.csv``; the greedy schedule that keeps both cores busy to the end), runs without a time in
     report order ahead of them (so a new workbook is not left for last)."""
     try:
-        known = pd.read_csv(build / RUN_SECONDS).set_index("output")["seconds"].to_dict()
+        known = read_back(pd.read_csv(build / RUN_SECONDS)).set_index("output")["seconds"].to_dict()
     except (OSError, ValueError, KeyError, pd.errors.ParserError):
         known = {}
     names = [name or nb.name for nb, _, name in jobs]
@@ -315,7 +316,7 @@ def reproduce(notebooks: list[Path] | None = None, build_dir: str | os.PathLike 
                 docs.start()
             for i in _queue_order(jobs, build):
                 nb, params, name = jobs[i]
-                bar.set_postfix_str(name or nb.name)
+                bar.set_postfix_str(console_text(name or nb.name))
                 results[i] = _reproduce_one(str(nb), params, str(out_dir), name, None, str(html_dir), api)
                 bar.update()
         else:
@@ -327,7 +328,7 @@ def reproduce(notebooks: list[Path] | None = None, build_dir: str | os.PathLike 
                 for fut in as_completed(futures):
                     i = futures[fut]
                     results[i] = fut.result()
-                    bar.set_postfix_str(results[i].output.name)
+                    bar.set_postfix_str(console_text(results[i].output.name))
                     bar.update()
     if docs is not None:
         docs.join()
@@ -335,10 +336,9 @@ def reproduce(notebooks: list[Path] | None = None, build_dir: str | os.PathLike 
             raise api_error[0]
     card = pd.DataFrame([{c: row.get(c) for c in COLUMNS} for r in results for row in r.scorecard], columns=COLUMNS)
     build.mkdir(parents=True, exist_ok=True)
-    card.to_csv(build / "scorecard.csv", index=False)
-    pd.DataFrame([{"output": r.output.name, "notebook": r.notebook, "parameters": slug(r.parameters),
-                   "seconds": round(r.seconds, 2), "error": r.error} for r in results]).to_csv(build / RUN_SECONDS,
-                                                                                            index=False)
+    to_csv(card, build / "scorecard.csv")
+    to_csv(pd.DataFrame([{"output": r.output.name, "notebook": r.notebook, "parameters": slug(r.parameters),
+                          "seconds": round(r.seconds, 2), "error": r.error} for r in results]), build / RUN_SECONDS)
     build_site(results, card, html_dir, api=api, pages=False, api_built=True)
     return results, card
 
@@ -359,9 +359,36 @@ def slug(params: dict) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)[:150] or "default"
 
 
+def run_name(notebook, params: dict) -> str:
+    """The file name of a run of ``notebook`` with ``params`` (``vrs batch``, ``vrs run -p``): the notebook's name,
+    the parameters as far as a file name shows them (:func:`slug`, which maps ``"a b"``, ``"a/b"`` and ``"a_b"`` to
+    one text and cuts long values), and a hash of the full parameter set (the first 10 hex digits of the SHA-256 of
+    its JSON, keys sorted), so that different parameters never share a file (issue 50)."""
+    import hashlib
+    import json
+
+    canonical = json.dumps(params, sort_keys=True, ensure_ascii=False, default=repr)
+    digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:10]
+    return f"{Path(notebook).stem[:80]}__{slug(params)[:100]}-{digest}.ipynb"
+
+
+def check_unique_names(combos: list[dict], names: list[str], where) -> None:
+    """Every combination of a grid has its own output file: a combination listed twice (a value repeated in a list)
+    or, against all odds, two whose names collide is an error before anything runs."""
+    seen: dict = {}
+    for combo, name in zip(combos, names, strict=True):
+        if name in seen:
+            other = seen[name]
+            why = ("lists the combination {} twice (a value repeated in a parameter's list?): give each value once"
+                   .format(combo) if other == combo else
+                   f"gives the combinations {other} and {combo} the same output name {name!r}: rename a value")
+            raise ParameterError(f"{where}: the grid {why}.")
+        seen[name] = combo
+
+
 def _batch_one(notebook: str, params: dict, out_dir: str) -> RunResult:
-    return run_notebook(notebook, params, out_dir=out_dir, html_dir=None,
-                        output_name=f"{Path(notebook).stem}__{slug(params)}.ipynb", raise_on_error=False)
+    return run_notebook(notebook, params, out_dir=out_dir, html_dir=None, output_name=run_name(notebook, params),
+                        raise_on_error=False)
 
 
 def load_grid(path: str | os.PathLike) -> dict:
@@ -426,12 +453,13 @@ def batch(grid_file: str | os.PathLike, out_dir: str | os.PathLike | None = None
             check_parameters(spec["notebook"], c)
         except ParameterError as exc:
             raise ParameterError(f"{grid_file}: {exc}") from None
+    names = [run_name(spec["notebook"], c) for c in combos]
+    check_unique_names(combos, names, grid_file)
     out = Path(out_dir or spec.get("output") or Path("build") / "batch" / Path(grid_file).stem)
     out.mkdir(parents=True, exist_ok=True)
     workers = workers or os.cpu_count() or 1
     results: list[RunResult | None] = [None] * len(combos)
     if dask is not None:  # tasks on a Dask cluster (address, "local" or a Client); finished runs are skipped
-        names = [f"{Path(spec['notebook']).stem}__{slug(c)}.ipynb" for c in combos]
         results = run_grid_dask(spec["notebook"], combos, out, names, address=dask, progress=progress)
     else:
         with ProcessPoolExecutor(max_workers=min(workers, len(combos))) as pool:
@@ -441,8 +469,8 @@ def batch(grid_file: str | os.PathLike, out_dir: str | os.PathLike | None = None
                 results[futures[fut]] = fut.result()
     table = pd.DataFrame([{**r.parameters, **r.scalars, "notebook_output": r.output.name, "error": r.error}
                           for r in results])
-    table.to_csv(out / "results.csv", index=False)
-    batch_checks(results).to_csv(out / "checks.csv", index=False)
+    to_csv(table, out / "results.csv")   # parameter values may look like formulas: written as text (literal)
+    to_csv(batch_checks(results), out / "checks.csv")
     return results, table
 
 

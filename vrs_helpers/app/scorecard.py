@@ -41,6 +41,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import VRSError
+from ..literal import read_back, to_csv
 
 
 class ScorecardError(VRSError, ValueError):
@@ -504,7 +505,7 @@ def load_baseline(path: str | Path | pd.DataFrame = BASELINE) -> pd.DataFrame:
         p = Path(path)
         if not p.is_file():
             return pd.DataFrame(columns=KEY + ["kind", "book", "match"])
-        base = pd.read_csv(p, dtype=str, keep_default_na=False)
+        base = read_back(pd.read_csv(p, dtype=str, keep_default_na=False))
     if "kind" not in base.columns:
         base["kind"] = "book"
     return base
@@ -556,7 +557,7 @@ def accept_baseline(rows: pd.DataFrame, folder: str | Path = ".") -> Path:
         runs = set(zip(new["notebook"], new["analysis"], strict=True))
         keep = [(nb, an) not in runs for nb, an in zip(old["notebook"], old["analysis"], strict=True)]
         new = pd.concat([old[keep][KEY + ["kind", "book", "match"]], new], ignore_index=True)
-    new.to_csv(path, index=False)
+    to_csv(new, path)
     return path
 
 

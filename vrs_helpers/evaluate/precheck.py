@@ -10,6 +10,8 @@ once (issue 42).
 - :func:`iter_json_lines` - the records of a JSON-lines file, a bad line an error naming it;
 - :func:`names`, :func:`count`, :func:`fraction` - option values (:class:`~.spec.AnalysisSpec` checks its own with
   them);
+- :func:`check_system_count` - a number of systems the analysis cannot be meant for (an id column as the system, or
+  more than :func:`max_systems`), checked by :func:`~.scores.validate` before any model (issue 50);
 - :class:`InputError` - the error of bad input (exit 2), raised here and by :mod:`.scores`.
 
 Only what is certainly wrong is reported here; whatever this module cannot judge (a zipped file, a header with
@@ -26,7 +28,18 @@ import os
 import re
 from pathlib import Path
 
-from .files import InputError, base_suffix, check_not_spreadsheet, not_utf8, open_text
+from .files import (
+    RAISE_IT,
+    InputError,
+    base_suffix,
+    check_inflation,
+    check_not_spreadsheet,
+    compression,
+    format_size,
+    max_input_bytes,
+    not_utf8,
+    open_text,
+)
 
 TABLE_SUFFIXES = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".jsonl": "jsonl", ".ndjson": "jsonl",
                   ".parquet": "parquet", ".pq": "parquet"}
@@ -36,21 +49,30 @@ _FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 table_suffix = base_suffix   # the suffix that tells a table's kind (``.csv`` for ``scores.csv.gz``), lower case
 
 
-def iter_json_lines(path, error: type = None):
+def iter_json_lines(path, error: type = None, whole: bool = True):
     """(line number, record) for every non-empty line of a JSON-lines file (compressed or not, :func:`~.files.
     open_text`); a line that is not a JSON object is an error (``error``, default :class:`InputError`) naming the
-    file and the line."""
+    file and the line, and so are a line longer than 1/16 of the input bound (:func:`~.files.max_input_bytes`), a
+    line nested deeper than the JSON parser goes, and a damaged compressed file. ``whole``: the records are kept (a
+    table, a log), so a compressed file is first checked to inflate within the bound (:func:`~.files.
+    check_inflation`); a reader that looks at a few records only passes False."""
     import json
 
     error = error or InputError
     path = Path(path)
+    longest = max(max_input_bytes() // 16, 1 << 16)
     try:
+        if whole:
+            check_inflation(path)
         handle = open_text(path)
     except (OSError, InputError) as exc:
         raise error(str(exc) if isinstance(exc, InputError) else f"Could not read {path}: {exc}") from exc
     with handle:
         try:
-            for number, line in enumerate(handle, start=1):
+            for number, line in enumerate(iter(lambda: handle.readline(longest + 1), ""), start=1):
+                if len(line) > longest and not line.endswith("\n"):
+                    raise error(f"{path}, line {number}: longer than {format_size(longest)} (1/16 of the bound on "
+                                f"an input file): not a JSON-lines record. If it is one, {RAISE_IT}.")
                 text = line.strip()
                 if not text:
                     continue
@@ -59,12 +81,20 @@ def iter_json_lines(path, error: type = None):
                 except json.JSONDecodeError as exc:
                     raise error(f"{path}, line {number}: not valid JSON ({exc.msg} at column {exc.colno}: "
                                 f"{text[:60]!r}). A JSON-lines file has one JSON object per line.") from None
+                except RecursionError:
+                    raise error(f"{path}, line {number}: JSON nested deeper than the parser follows (about 1,000 "
+                                "levels): not a record of scores. Check the file (a damaged or hostile log?).") \
+                        from None
                 if not isinstance(record, dict):
                     raise error(f"{path}, line {number}: a JSON {type(record).__name__}, not an object "
                                 "({...}). A JSON-lines file has one JSON object per line.")
                 yield number, record
         except UnicodeDecodeError:
             raise error(not_utf8(path)) from None
+        except InputError as exc:   # a damaged or inflating compressed file (files.open_binary)
+            if isinstance(exc, error):
+                raise
+            raise error(str(exc)) from None
         except (OSError, EOFError) as exc:   # a damaged compressed file
             raise error(f"Could not read {path}: {exc}") from None
 
@@ -184,14 +214,20 @@ def _delimited_header(path: Path, sep: str):
     if handle is None:
         return None
     with handle:
-        line = handle.readline()
-    fields = next(csv.reader([line], delimiter=sep), [])
+        line = handle.readline(1 << 20)
+    try:
+        fields = next(csv.reader([line], delimiter=sep), [])
+    except csv.Error:   # a NUL byte, a field beyond csv's limit: the full read says what is wrong
+        return None
     if len(fields) == 1:
         found = [d for d in (",", "\t", ";", "|") if d != sep and d in fields[0]]
         if len(found) > 1:
             return None   # read_delimited names the delimiters
         if found:
-            fields = next(csv.reader([line], delimiter=found[0]), [])
+            try:
+                fields = next(csv.reader([line], delimiter=found[0]), [])
+            except csv.Error:
+                return None
     fields = [f.rstrip("\r\n") for f in fields]
     if not fields or any(not f for f in fields) or len(set(fields)) != len(fields):
         return None   # pandas renames empty and repeated names
@@ -202,7 +238,7 @@ def _jsonl_columns(path: Path, wanted) -> list | None:
     """The keys of a JSON-lines file's records: those of the first record when it has every ``wanted`` column,
     else of all records (pandas takes their union)."""
     keys: dict = {}
-    for i, (_, record) in enumerate(iter_json_lines(path)):
+    for i, (_, record) in enumerate(iter_json_lines(path, whole=False)):
         keys.update(dict.fromkeys(record))
         if i == 0 and all(c in keys for c in wanted):
             break
@@ -254,4 +290,51 @@ def check_table_input(data, roles) -> None:
     wanted = [c for _, c in roles if c is not None]
     columns = _file_columns(first, wanted)
     if columns is not None:
-        check_roles(roles, fields + [c for c in columns if c not in fields])
+        try:
+            check_roles(roles, fields + [c for c in columns if c not in fields])
+        except InputError:
+            if compression(first):   # the header of a damaged archive is garbage: say that it is damaged
+                check_inflation(first)
+            raise
+
+
+#: the most systems one analysis compares (every pair: k (k - 1) / 2 of them, with k x k and pairs x k matrices);
+#: ``VRS_MAX_SYSTEMS`` (``vrs analyze --max-systems``) raises it
+MAX_SYSTEMS = 500
+ENV_MAX_SYSTEMS = "VRS_MAX_SYSTEMS"
+#: from this many systems on, fewer than :data:`MIN_ROWS_PER_SYSTEM` rows per system is taken for a wrong column
+PLAUSIBLE_SYSTEMS, MIN_ROWS_PER_SYSTEM = 20, 3
+
+
+def max_systems() -> int:
+    """The most systems an analysis takes: ``VRS_MAX_SYSTEMS`` or :data:`MAX_SYSTEMS`."""
+    text = os.environ.get(ENV_MAX_SYSTEMS, "").strip()
+    if not text:
+        return MAX_SYSTEMS
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 2:
+        raise InputError(f"{ENV_MAX_SYSTEMS} (--max-systems) must be a whole number of at least 2, got {text!r}.")
+    return value
+
+
+def check_system_count(n_systems: int, n_rows: int, column: str | None) -> None:
+    """Issue 50: before any model is fitted, a number of systems the analysis cannot be meant for is an error that
+    says so - an id column of the rows or items given as the system (50,000 "systems" of 2 rows each would build
+    matrices of k x k and every pair's contrast: gigabytes, and hours), or more systems than
+    :func:`max_systems`."""
+    what = f"The system column {column!r}" if column else "The data"
+    if n_systems >= PLAUSIBLE_SYSTEMS and n_rows < MIN_ROWS_PER_SYSTEM * n_systems:
+        raise InputError(f"{what} has {n_systems:,} different labels for {n_rows:,} rows ({n_rows / n_systems:.1f} "
+                         "rows per system): is --system the right column? A system is a model or configuration "
+                         "whose scores are compared, scored on every item (and run); an id of the rows or items is "
+                         "not one. Name the column of the systems with --system (e.g. --system model).")
+    limit = max_systems()
+    if n_systems > limit:
+        pairs = n_systems * (n_systems - 1) // 2
+        raise InputError(f"{what} has {n_systems:,} systems: the analysis compares every pair of them ({pairs:,} "
+                         f"pairs), which needs more memory and time than it is made for beyond {limit:,} systems. "
+                         "Analyse a subset (a family of models, the top of a leaderboard), or raise the bound with "
+                         f"--max-systems N (or {ENV_MAX_SYSTEMS}=N) if the machine has the memory.")

@@ -24,12 +24,16 @@ from ..book.glrt import replication_problem
 from ..literal import html_text, no_math
 from .files import base_suffix, check_text_file, not_utf8, read_text
 from .precheck import (  # noqa: F401 - the names of the light checks, importable from here as before
+    ENV_MAX_SYSTEMS,
+    MAX_SYSTEMS,
     PLAIN_SUFFIXES,
     TABLE_SUFFIXES,
     InputError,
     check_roles,
+    check_system_count,
     iter_json_lines,
     match_pattern,
+    max_systems,
     no_file,
     suggest,
     table_suffix,
@@ -59,14 +63,19 @@ def _read_table(path: Path) -> pd.DataFrame:
 def _reading(path):
     """What goes wrong while a table file is read, as the user's error: not UTF-8 (where, and what to do), or
     unreadable (pandas' or the system's reason)."""
+    import lzma
+    import zipfile
+    import zlib
+
     try:
         yield
     except UnicodeDecodeError:
         raise InputError(not_utf8(path)) from None
-    except (ValueError, OSError, EOFError, pd.errors.ParserError) as exc:
+    except (ValueError, OSError, EOFError, pd.errors.ParserError, lzma.LZMAError, zlib.error,
+            zipfile.BadZipFile, RecursionError) as exc:
         if isinstance(exc, InputError):
             raise
-        raise InputError(f"Could not read {path}: {exc}") from exc
+        raise InputError(f"Could not read {path}: {type(exc).__name__}: {exc}") from exc
 
 
 def _read_csv(path, sep: str) -> pd.DataFrame:
@@ -474,6 +483,7 @@ def validate(df, *, response, system: str | None = None, item: str, replications
     if lazy:   # the labels of a dask table: those of its cells (computed above)
         check_near_duplicates(frame, key_roles)
     systems = sorted(frame[sys_col].unique())
+    check_system_count(len(systems), int(frame["n"].sum()), system)   # before any model or pair is built
     if frame[item].nunique() < 2:
         raise InputError(f"The data hold a single item ({item} = {frame[item].iloc[0]!r}): the variation between "
                          "items, and any comparison that generalizes over them, needs at least 2 items. Check the "

@@ -9,7 +9,7 @@ Jupyter displays a result with it (``_repr_html_``), and report.ipynb stores its
 - ``render(result, "markdown")`` - the answer, the warnings, the leaderboard and the readings in Markdown;
 - ``render(result, "text")`` - the console: the warnings, the answer, the leaderboard and the verdict lines (the
   disagreements between readings are in the report and summary.txt). Data printed to a terminal have their
-  control characters escaped (:func:`printable`);
+  control characters escaped (:func:`vrs_helpers.literal.console_text`);
 - ``render(result, "summary")`` - summary.txt: the same lines and the tables behind them as plain text.
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import html as _html
 
-from ...literal import NO_MATH_CLASS, html_text, markdown_text
+from ...literal import NO_MATH_CLASS, console_text, html_text, markdown_text
 from . import html
 from .logs_html import logs_body
 
@@ -79,20 +79,6 @@ def page_and_fragment(result) -> tuple[str, str]:
 
 # ------------------------------------------------------------------------------------------ text and Markdown
 
-def printable(value) -> str:
-    """Text for a terminal: every control character (C0 and C1, DEL; a line break too) escaped as Python writes it
-    in a string literal, so that data can neither move the cursor, erase a line, set the window's title nor split a
-    line."""
-    out = []
-    for ch in str(value):
-        code = ord(ch)
-        if code < 0x20 or code == 0x7F or 0x80 <= code < 0xA0:
-            out.append(repr(ch)[1:-1])
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
 def _board_lines(board: dict | None) -> list:
     if not board or not board.get("rows") or len(board["rows"]) < 3:
         return []
@@ -113,7 +99,7 @@ def _verdict_lines(data: dict) -> list:
 
 
 def text(data: dict) -> str:
-    """The console and summary.txt (every line :func:`printable`)."""
+    """The console and summary.txt (every line :func:`vrs_helpers.literal.console_text`)."""
     lines = [f"WARNING: {w}" for w in data.get("warnings") or []]
     if data.get("answer"):
         lines.append(data["answer"])
@@ -126,7 +112,7 @@ def text(data: dict) -> str:
             lines += [f"[{m}] {line}" for line in _board_lines(part.get("leaderboard")) + _verdict_lines(part)]
     else:
         lines += [v for v in data.get("verdict") or [] if v != data.get("answer")]
-    return "\n".join(printable(x) for x in lines) + "\n"
+    return "\n".join(console_text(x) for x in lines) + "\n"
 
 
 def _text_table(rows: list, columns=None) -> list:
@@ -172,7 +158,7 @@ def summary_text(data: dict) -> str:
                 ignores[str(rows[0].get("harness") or rows[0].get("method") or key)] = rows[0]["ignores"]
         lines += ["", "What each ignores:", *[f"- {k}: {v}" for k, v in ignores.items() if v]]
         lines += [f"Note: {n}" for n in data.get("notes") or []]
-    return "\n".join(printable(x) for x in lines) + "\n"
+    return "\n".join(console_text(x) for x in lines) + "\n"
 
 
 def _md_table(rows: list, columns: list, headers: dict | None = None) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..files import find_files
+from ..files import find_files, one_walk, walk
 from ..scores import InputError, match_pattern
 from . import every_eval_ever, helm, inspect_logs, lm_eval  # noqa: F401  (each registers its format)
 from .base import FORMATS, KEYS, EvalLogs, LogDescription, LogFormatError, ReadResult, assemble
@@ -49,12 +49,13 @@ def detect_format(path) -> str:
     known format, or logs of several formats in one folder, are errors naming the files and the layouts
     expected."""
     roots = _roots(path)
-    found = {name: [f for root, _ in roots for f in fmt.detect(root)] for name, fmt in FORMATS.items()}
+    with one_walk():   # each folder searched once for the four detectors
+        found = {name: [f for root, _ in roots for f in fmt.detect(root)] for name, fmt in FORMATS.items()}
     found = {name: files for name, files in found.items() if files}
     if not found:
-        layouts = "\n  ".join(f"{name}: {fmt.layout}" for name, fmt in FORMATS.items())
+        layouts = "; ".join(f"{name}: {fmt.layout}" for name, fmt in FORMATS.items())
         raise LogFormatError(f"No evaluation logs of a known format at {path} (it holds {_unknown(roots)}). "
-                             f"Expected one of:\n  {layouts}")
+                             f"Expected one of: {layouts}")
     if len(found) > 1:
         desc = "; ".join(f"{name}: {len(files)} file(s), e.g. {files[0]}" for name, files in found.items())
         raise LogFormatError(f"{path} holds logs of several formats ({desc}). Read one format at a time: put them "
@@ -94,8 +95,16 @@ def load_eval_logs(path, format: str = "auto", *, system: str | None = None, ite
     subject. ``metrics``: keep only these metric columns.
 
     Bad input raises :class:`~.base.LogFormatError` (a :class:`~vrs_helpers.errors.VRSError`, exit 2): the
-    message names the file, the line where there is one, and what was expected.
+    message names the file, the line where there is one, and what was expected. Files and folders under ``path``
+    that cannot be read (dangling links, link loops, named pipes, devices, folders that may not be listed, special
+    file systems; :func:`vrs_helpers.evaluate.files.walk`) are never left out in silence: each is a note starting
+    with ``WARNING:`` in ``.description.notes`` (the console and summary.json show them).
     """
+    with one_walk():   # the detectors and the warnings read one search of each folder
+        return _load_eval_logs(path, format, system, item_fields, metrics)
+
+
+def _load_eval_logs(path, format, system, item_fields, metrics) -> EvalLogs:
     roots = _roots(path)
     name = ALIASES.get(format, format)
     if name == "auto":
@@ -106,6 +115,10 @@ def load_eval_logs(path, format: str = "auto", *, system: str | None = None, ite
     fields = list(roots[0][1])
     run_fields = [f for f in fields if f != "system"]
     merged = ReadResult()
+    for root, _ in roots:
+        if root.is_dir():
+            searched = walk(root)
+            merged.notes += [n for n in searched.warnings() + searched.notes if n not in merged.notes]
     all_files: list = []
     for root, values in roots:
         files = fmt.detect(root)

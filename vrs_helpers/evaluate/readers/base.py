@@ -113,6 +113,11 @@ class LogDescription:
 
     def describe(self) -> str:
         """A readable account: what was read and how it is laid out, before any analysis."""
+        return "\n".join(self.lines())
+
+    def lines(self) -> list:
+        """:meth:`describe` as its lines (a name with a line break in it stays in its line: the console escapes
+        it); a note that is a warning (files of the logs that could not be read) starts with ``WARNING:``."""
         lines = [f"{self.format}: {len(self.files)} file(s); {len(self.systems)} system(s): "
                  f"{', '.join(self.systems)}; {len(self.tasks)} task(s)."]
         for task in self.tasks:
@@ -129,8 +134,8 @@ class LogDescription:
         elif primaries:
             lines.append("Primary metric per task: " + "; ".join(
                 f"{t}: {self.task_primary.get(t) or self.primary_metric}" for t in self.tasks) + ".")
-        lines += [f"Note: {n}" for n in self.notes]
-        return "\n".join(lines)
+        lines += [n if str(n).startswith("WARNING:") else f"Note: {n}" for n in self.notes]
+        return lines
 
     def __repr__(self) -> str:
         return self.describe()
@@ -201,6 +206,9 @@ def read_json(path: Path):
     except json.JSONDecodeError as exc:
         raise LogFormatError(f"{path}, line {exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno}).") \
             from None
+    except RecursionError:
+        raise LogFormatError(f"{path}: JSON nested deeper than the parser follows (about 1,000 levels): not an "
+                             "evaluation log. Check the file (a damaged or hostile log?).") from None
 
 
 def peek_json(path: Path, size: int = 4096) -> str:
@@ -216,11 +224,11 @@ def first_json_line(path: Path):
     """The first non-empty line of a file parsed as JSON, or None (detection only: errors come at reading)."""
     try:
         with open_text(path, errors="replace") as handle:
-            for line in handle:
+            for line in iter(lambda: handle.readline(16 << 20), ""):   # a first line of gigabytes is no log
                 if line.strip():
                     return json.loads(line)
-    except (OSError, EOFError, InputError, json.JSONDecodeError):
-        return None
+    except (OSError, EOFError, InputError, json.JSONDecodeError, RecursionError):
+        return None   # a damaged or hostile file is not detected; reading it says what is wrong with it
     return None
 
 

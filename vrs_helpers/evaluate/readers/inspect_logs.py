@@ -18,7 +18,7 @@ import math
 import re
 from pathlib import Path
 
-from ..files import find_files
+from ..files import InputError, check_archive_members, check_inflation, find_files
 from .base import LogFormat, LogFormatError, ReadResult, dotted, peek_json, register, relative
 
 LAYOUT = "Inspect logs: *.eval (zip) or *.json written by inspect_ai (inspect eval --log-dir DIR)"
@@ -90,6 +90,13 @@ def _read(files: list, options: dict) -> ReadResult:
         prompt_hash_name="the sample's input and target")
     skipped: dict = {}
     for path in files:
+        try:   # bounded before inspect_ai inflates it (issue 50)
+            if path.suffix == ".eval":
+                check_archive_members(path)
+            else:
+                check_inflation(path)
+        except InputError as exc:
+            raise LogFormatError(str(exc)) from None
         try:
             log = read_eval_log(str(path))
         except Exception as exc:  # inspect_ai raises several kinds (zip, JSON, validation)
