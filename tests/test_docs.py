@@ -54,7 +54,7 @@ def test_the_guide_builds_with_a_navigation_and_offline_math(tmp_path):
     html = (tmp_path / "guide" / "verdict.html").read_text(encoding="utf-8")
     assert "../mathjax/MathJax.js?config=" in html and "\\(\\phi" in html
     assert all(f"href='{p}'" in html for p in pages)   # every page in the navigation
-    assert (tmp_path / "guide" / "figures" / "report-figure.png").is_file()
+    assert (tmp_path / "guide" / "figures" / "report-12-systems.png").is_file()
     from vrs_helpers.app.report import external_resources
 
     assert external_resources(index.read_text(encoding="utf-8")) == []
@@ -68,7 +68,7 @@ def test_the_guide_builds_with_a_navigation_and_offline_math(tmp_path):
     (("planning.md", "(../api/vrs_helpers/evaluate/power.html)", "(../benchmarks/README.md)"), "outside the site"),
     (("index.md", "14. [Development](development.md)", "14. Development"), "development.md is not linked"),
     (("many.md", "```python", "```py"), "a code block of kind 'py'"),
-    (("verdict.md", "(figures/report-figure.png)", "(figures/missing.png)"), "an image figures/missing.png"),
+    (("verdict.md", "(figures/report-12-systems.png)", "(figures/missing.png)"), "an image figures/missing.png"),
 ])
 def test_a_broken_link_anchor_page_or_block_fails_the_build(tmp_path, change, message):
     src = tmp_path / "docs"

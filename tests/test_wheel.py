@@ -76,7 +76,7 @@ def test_wheel_holds_the_workbooks_and_book_tables(installed):
     assert "vrs_helpers/book_tables/coverage.csv" in names and "vrs_helpers/workbooks/scorecard_baseline.csv" in names
     for page in sorted((ROOT / "docs").glob("*.md")):   # the user guide, built into the report site
         assert f"vrs_helpers/guide/{page.name}" in names
-    assert "vrs_helpers/guide/figures/report-figure.png" in names
+    assert "vrs_helpers/guide/figures/report-12-systems.png" in names
 
 
 def test_installed_package_is_not_the_checkout(installed, tmp_path):

@@ -30,7 +30,9 @@ PAGE_TAGS = {"html", "head", "meta", "title", "style", "script", "body", "main",
              "tr", "th", "td", "img", "br", "sub", "sup", "figure", "figcaption", "details", "summary"}
 PAGE_ATTRIBUTES = {"class", "id", "style", "href", "src", "alt", "type", "charset", "name", "content", "lang", "open",
                    "border", "tabindex", "scoped", "data-mime-type", "data-jp-theme-light", "data-jp-theme-name"}
-PAGE_SCRIPTS = [{"type": "text/x-mathjax-config"}, {"src": "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe"}]
+# a workbook page's scripts: MathJax's configuration and code, and the site's own (a link opens a collapsed check)
+PAGE_SCRIPTS = [{"type": "text/x-mathjax-config"}, {"src": "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe"},
+                {}]
 # where MathJax 2 (tex2jax) looks for no math: these elements and any element of class tex2jax_ignore
 NO_MATH_TAGS = {"script", "noscript", "style", "textarea", "pre", "code"}
 MATH_STARTS = ("$", "\\(", "\\[", "\\begin", "\\ref", "\\eqref")

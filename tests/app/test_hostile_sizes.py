@@ -219,4 +219,4 @@ def test_reports_in_one_process_hold_no_more_descriptors_than_before(tmp_path, c
         assert cli.main(["analyze", *argv]) == 0, capsys.readouterr().err
         counts.append(_descriptors())
     assert counts == [start] * 4, (start, counts)
-    assert json.loads((tmp_path / "l" / "summary.json").read_text())["kind"] == "evaluation logs"
+    assert json.loads((tmp_path / "l" / "summary.json").read_text())["kind"] == "logs"

@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 
 from vrs_helpers.app import cli
-from vrs_helpers.evaluate.presentation.notebook import analysis_code, executed
+from vrs_helpers.app.analyze import executed
+from vrs_helpers.evaluate.presentation.notebook import analysis_code
 from vrs_helpers.evaluate.presentation.result import Result
 
 ROOT = Path(__file__).resolve().parents[2]

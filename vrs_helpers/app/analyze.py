@@ -29,7 +29,7 @@ def write_report(result, out_dir, *, execute: bool = False) -> dict:
     report.ipynb (executed in a kernel first with ``execute``). Returns {name: path}."""
     import nbformat
 
-    from ..evaluate.presentation.notebook import executed, report_notebook
+    from ..evaluate.presentation.notebook import report_notebook
     from ..evaluate.presentation.render import page_and_fragment, render
     from .publish import DiskFullError, disk_full, disk_full_error, publish, work_dir
 
@@ -53,6 +53,20 @@ def write_report(result, out_dir, *, execute: bool = False) -> dict:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return {name: out / name for name in REPORT}
+
+
+def executed(nb, cwd: str, timeout: int = 3600):
+    """``nb`` executed in a fresh kernel (nbclient, the runs' kernel manager and arguments) in folder ``cwd``; a
+    failing cell raises."""
+    from nbclient import NotebookClient
+
+    from .kernel import KERNEL_ARGUMENTS, KERNEL_NAME, closing_event_loop, kernel_manager_class
+
+    client = NotebookClient(nb, timeout=timeout, kernel_name=KERNEL_NAME, kernel_manager_class=kernel_manager_class(),
+                            extra_arguments=KERNEL_ARGUMENTS, resources={"metadata": {"path": cwd}})
+    with closing_event_loop():
+        client.execute()
+    return nb
 
 
 def cmd_analyze(args) -> int:

@@ -16,6 +16,8 @@ import os
 from .publish import KERNEL_PREFIX
 
 KERNEL_NAME = "python3"  # resolved by jupyter_client to the interpreter that runs `vrs`, so any venv works
+# what a kernel started by nbclient gets: the IPython history in memory, no sqlite file per run
+KERNEL_ARGUMENTS = ["--HistoryManager.hist_file=:memory:"]
 IPC_PATH_MAX = 100   # a Unix socket's path has at most 107 bytes (sockaddr_un); ours end in "-N" (the channel)
 
 

@@ -52,12 +52,3 @@ def write_report_notebook(result, path) -> None:
     import nbformat
 
     nbformat.write(report_notebook(result), str(path))
-
-
-def executed(nb, cwd: str, timeout: int = 3600):
-    """``nb`` executed in a fresh kernel (nbclient) in folder ``cwd``; a failing cell raises."""
-    from nbclient import NotebookClient
-
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": cwd}})
-    client.execute()
-    return nb
