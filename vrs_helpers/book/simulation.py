@@ -34,7 +34,7 @@ def evaluation_log(rng: np.random.Generator | int, systems: int = 2, runs=3, ite
                    delta: float | np.ndarray = 0.0, run_sd=0.05, item_sd: float = 0.1,
                    residual_sd=0.1, mean: float = 0.0, system_item_sd: float = 0.0,
                    family: str = "gaussian", missing: float = 0.0, shared_run_sd: float = 0.0,
-                   run_labels: str = "shared") -> pd.DataFrame:
+                   run_labels: str = "shared", residual_df: float | None = None) -> pd.DataFrame:
     """One simulated evaluation log: ``systems`` systems (``S0``, ``S1``, ...), ``runs`` training runs each and the
     same ``items`` test items, one row per system, run and item.
 
@@ -56,6 +56,9 @@ def evaluation_log(rng: np.random.Generator | int, systems: int = 2, runs=3, ite
     shared_run_sd^2) per run label shared by every system (the same seed or few-shot draw shifting all systems
     alike, the ``(1|run)`` term of crossed runs), drawn after everything else; ``run_labels``: ``"shared"`` (run
     labels 0, 1, ... in every system, default) or ``"own"`` (``S0-0``, ``S1-0``, ...: every run a system's own).
+
+    Issue 56: ``residual_df``, heavy-tailed residuals: Student's t on that many df (> 2) scaled to SD
+    ``residual_sd`` (gaussian scores; None, the default: normal).
     """
     rng = np.random.default_rng(rng)
     if systems < 1 or np.min(runs) < 1 or items < 1:
@@ -78,8 +81,13 @@ def evaluation_log(rng: np.random.Generator | int, systems: int = 2, runs=3, ite
     item_effect = rng.normal(0.0, item_sd, items)
     run_effect = rng.normal(0.0, 1.0, (systems, runs)) * run_sd
     eta = mean + shift[:, None, None] + run_effect[:, :, None] + item_effect[None, None, :]
-    if family == "gaussian":
+    if residual_df is not None and not residual_df > 2:
+        raise SimulationError(f"residual_df must be > 2 (a finite variance), got {residual_df!r}.")
+    if family == "gaussian" and residual_df is None:
         score = eta + rng.normal(0.0, 1.0, (systems, runs, items)) * residual_sd
+    elif family == "gaussian":
+        t = rng.standard_t(residual_df, (systems, runs, items)) * np.sqrt((residual_df - 2) / residual_df)
+        score = eta + t * residual_sd
     if system_item_sd > 0:
         si = rng.normal(0.0, system_item_sd, (systems, 1, items))
         eta = eta + si
