@@ -205,3 +205,33 @@ def help_text() -> str:
     return ("the test of the runs-random reading; " + "; ".join(parts) + f". Default: {defaults} scores; 0/1 "
             "scores with runs and no --test: the linear mixed model of the scores, the continuous scores' tests "
             "(valid whatever the run variance)")
+
+
+# ------------------------------------------------------------------------------------------- the default rule
+# Which test decides, for a score table and for harness logs alike (issue 56: the same rows gave a sign-flip test
+# as logs and the linear model as a table). One declarative place, read by vrs_helpers.evaluate.steps (tables),
+# vrs_helpers.evaluate.tasks (logs, per task and pooled) and vrs_helpers.book.glrt / run_means (the runs-random
+# reading's test); the measurements behind each branch are in docs/error-rates.md.
+
+#: fewer items than this and no runs: the chi-square reference of the LRT does not hold (3 items and one run gave
+#: p = 0.0105 where McNemar's exact test gives 1), an exact or permutation test on the items decides (issue 40)
+SMALL_ITEMS = 30
+
+
+def verdict_reading(runs: bool, n_items: int, test: str | None = None) -> str:
+    """The reading whose test answers "do the systems differ?" for one comparison (a table's or a task's):
+
+    - ``"named"``: a ``--test`` was given: that test (of the runs-random reading where there are runs);
+    - ``"runs-random"``: some system has 2 or more runs: the runs-random reading's default test
+      (:func:`vrs_helpers.book.glrt.compare_systems` with ``replications``: Kenward-Roger's F, the tests on run
+      means of :func:`run_means_rule`, the linear model of 0/1 scores), whatever the number of items - the runs
+      carry the replication, and a test on per-item means would ignore them (0.089 of true nulls with 20 items x
+      3 runs of 0/1 scores where this reading rejects 0.025);
+    - ``"exact"``: one run and fewer than :data:`SMALL_ITEMS` items: the exact or permutation test on the items
+      (:func:`vrs_helpers.evaluate.small_data.small_test`);
+    - ``"glrt"``: one run and enough items: the chi-square GLRT of the runs-as-replications model."""
+    if test is not None and str(test).strip():
+        return "named"
+    if runs:
+        return "runs-random"
+    return "exact" if n_items < SMALL_ITEMS else "glrt"

@@ -98,6 +98,7 @@ class OwnAnalysis:
     fit_notes: list = field(default_factory=list)            # boundary estimates, failed simulations, non-convergence
     ranking: pd.DataFrame | None = field(default=None, repr=False)  # k >= 3: one row per system (steps.rank)
     judge: object = field(default=None, repr=False)          # judged.JudgeAnalysis: the judge corrected (--human)
+    exact: object = None   # one run, < 30 items: the exact / permutation test that answers (registry.verdict_reading)
 
     @property
     def glrt(self):
@@ -134,6 +135,7 @@ class OwnAnalysis:
             "replications": list(self.replications), "properties": list(self.properties),
             "systems": list(map(str, self.systems)), "alpha": self.alpha,
             "glrt": None if self.glrt is None else self.glrt.as_dict(),
+            "exact": None if self.exact is None else {"test": self.exact.method, **self.exact.as_dict()},
             "glrt_replications_random": _random_dict(self.comparison_random),
             "readings_disagree": self.disagree,
             "conditional": {p: c.glrt.as_dict() for p, c in self.conditional.items()},

@@ -206,6 +206,7 @@ def significance(result, w: Work) -> None:
     result.comparison.means = w.rename_back(result.comparison.means)
     _blank_separated(result, result.comparison)
     if not w.reps:
+        _exact(result, w)
         return
     # the user's test (None: the default rule of compare_systems, which may choose a test on the run means or the
     # linear model of 0/1 scores; w.test is the family's default by name, which would switch that rule off)
@@ -222,6 +223,29 @@ def significance(result, w: Work) -> None:
             f"only {fewest} run(s) for some system: with fewer than 3 runs per system the run-to-run variation "
             "cannot be separated from the system difference with any reliability; the random-effect reading has "
             "almost no denominator degrees of freedom. Add runs.")
+
+
+def _exact(result, w: Work) -> None:
+    """One run and fewer than :data:`~vrs_helpers.registry.SMALL_ITEMS` items (the rule of tables and logs,
+    :func:`vrs_helpers.registry.verdict_reading`): the exact or permutation test on the items decides
+    (:func:`vrs_helpers.evaluate.small_data.small_test`, as for a task of harness logs), the GLRT beside it."""
+    from ..outcomes import ResamplingTest
+    from ..registry import verdict_reading
+    from .small_data import SMALL_ITEMS, item_means, small_test
+
+    n_items = int(computed(w.d[w.it].nunique()))
+    if verdict_reading(False, n_items, w.spec.test) != "exact":
+        return
+    d = computed(w.d[[w.sy, w.it, w.y]]).rename(columns={w.sy: "system", w.it: "item", w.y: "score"})
+    d["system"] = d["system"].astype(str)
+    got = small_test(d, seed=w.spec.seed)
+    wide = item_means(d)[[str(s) for s in w.systems]]
+    diff = float((wide.iloc[:, -1] - wide.iloc[:, 0]).mean()) if wide.shape[1] == 2 else float("nan")
+    result.exact = ResamplingTest(diff if wide.shape[1] == 2 else float(np.var(wide.mean(axis=0))),
+                                  got["p_value"], 0, method=got["method"])
+    result.notes.append(f"{n_items} items (< {SMALL_ITEMS}) and one run: the chi-square reference of the GLRT does "
+                        f"not hold; the answer is the {got['method']} on the items ({got['evidence']}), the GLRT "
+                        "beside it (the same rule as for harness logs)")
 
 
 def _runs_notes(result, w: Work) -> None:
@@ -725,8 +749,11 @@ def answer_sentence(result) -> str | None:
     comp = result.comparison_random if result.comparison_random is not None else result.comparison
     if comp is None:
         return None
-    t = comp.test
-    if result.comparison_random is None:
+    exact = getattr(result, "exact", None) if result.comparison_random is None else None
+    t = exact if exact is not None else comp.test
+    if exact is not None:
+        scope = "On these items (one run, fewer than 30 items: an exact test on the items)"
+    elif result.comparison_random is None:
         scope = "On these runs and items (the runs as replications; no run-to-run variation in the test)"
     elif comp.system_item:
         scope = "Across runs and items like these"
