@@ -235,3 +235,28 @@ def verdict_reading(runs: bool, n_items: int, test: str | None = None) -> str:
     if runs:
         return "runs-random"
     return "exact" if n_items < SMALL_ITEMS else "glrt"
+
+
+def runs_models(option: str, shared: bool, systems: int, f_test: bool = True) -> tuple:
+    """The runs model(s) the runs-random reading fits (``--runs``; issue 56: ``auto`` decided by the labels alone
+    fitted crossed runs to independently trained seeds named 0, 1, 2, and the test lost half its df):
+
+    - ``"crossed"`` or ``"nested"`` as asked; ``auto`` with run labels not all shared by the systems: nested;
+    - ``auto``, every label shared, two systems, an F test (continuous scores, 0/1 scores' linear model): both,
+      ``("crossed", "nested")``: the verdict's p is the smaller of the two adjusted for taking the smaller
+      (:func:`vrs_helpers.book.run_means.two_models_p`, exact in the balanced design without a shared run effect,
+      conservative with one). Shared labels say nothing about whether the runs share an effect: with independent
+      runs (no shared effect) the crossed model's test has (n - 1) df instead of 2 (n - 1) (power 0.53 against the
+      nested model's 0.80 with 3 runs), with a shared seed effect the nested model has almost none (0.04 against
+      0.89); the adjusted smaller p gives up 0.08 of power to the nested model without a shared effect and 0.08 to
+      the crossed one with it (docs/error-rates.md, 2 systems, 3 and 5 runs);
+    - ``auto``, every label shared, three or more systems (or a test that is not an F test): crossed. The crossed
+      model then costs less ((k - 1)(n - 1) against k (n - 1) df: power 0.73 against 0.85 with 3 systems x 3 runs,
+      0.81 against 0.85 with 5) than taking the smaller p would (its pairs and rank intervals would need the same
+      adjustment)."""
+    option = str(option or "auto").strip().lower()
+    if option in ("crossed", "nested"):
+        return (option,)
+    if not shared:
+        return ("nested",)
+    return ("crossed", "nested") if systems == 2 and f_test else ("crossed",)

@@ -46,7 +46,7 @@ def test_identical_per_run_differences_give_the_test_against_the_within_run_nois
     d = _log(IDENTICAL)
     acc = d.groupby(["system", "run"])["score"].mean().unstack()
     assert np.allclose(acc.loc["S1"] - acc.loc["S0"], 0.2)
-    c = _compare(d, items="fixed")
+    c = _compare(d, items="fixed", runs="crossed")
     (m0, f0), (m1, f1) = _run_item_ms(d, "S0"), _run_item_ms(d, "S1")
     v = (m0 + m1) / (3 * 20)
     df = v ** 2 / ((m0 / 60) ** 2 / f0 + (m1 / 60) ** 2 / f1)
@@ -75,7 +75,7 @@ def test_the_guard_never_lowers_the_run_means_p():
     for _ in range(25):
         d = pd.DataFrame([{"system": f"S{s}", "run": str(r), "item": f"i{i}", "score": int(rng.random() < 0.7)}
                           for s in range(2) for r in range(3) for i in range(20)])
-        c = _compare(d, items="fixed")
+        c = _compare(d, items="fixed", runs="crossed")
         if "run means" not in c.test.method:
             continue
         seen += 1
@@ -85,3 +85,59 @@ def test_the_guard_never_lowers_the_run_means_p():
         if plain is not None:
             assert c.test.p_value >= plain.p_value - 1e-12
     assert seen >= 5
+
+
+# --- 2. unequal variances among 3+ systems: every pair its own SE, adjusted together ------------------------------
+
+def test_unequal_variances_among_five_systems_give_each_pair_its_own_se():
+    """5 systems x 3 runs (each its own labels: nested), S0 with 9 times the variance: the model's pooled Tukey
+    contrast says S0 - S2 differ (p = 0.035) where Welch's unadjusted t on the run means says p = 0.12. Now each
+    pair's SE is its own, sqrt(v_a / 3 + v_b / 3) with v_s the spread of the run means (written out here), the p
+    adjusted by the bootstrap max-|t| is at least 0.12, and every interval excludes 0 exactly when p < 0.05."""
+    from vrs_helpers.book.simulation import evaluation_log
+
+    d = evaluation_log(15, systems=5, items=100, run_sd=[0.15] + [0.05] * 4, residual_sd=[0.3] + [0.1] * 4,
+                       run_labels="own")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pooled = compare_systems(d, "score", "system", "item", replications=["run"], items="fixed",
+                                 test="kenward-roger")
+        c = compare_systems(d, "score", "system", "item", replications=["run"], items="fixed")
+    row = lambda t: t.contrasts.set_index("contrast").loc["S0 - S2"]  # noqa: E731
+    assert row(pooled)["p_value"] < 0.05
+    m = d.groupby(["system", "run"], observed=True)["score"].mean()
+    welch = stats.ttest_ind(m["S0"], m["S2"], equal_var=False)
+    assert welch.pvalue > 0.1
+    assert c.adjust == "bootstrap max-|t|, own SEs" and c.test.method.startswith("max-|t| of the pairs")
+    se = np.sqrt(m["S0"].var(ddof=1) / 3 + m["S2"].var(ddof=1) / 3)
+    assert row(c)["SE"] == pytest.approx(se, rel=1e-10)
+    assert row(c)["estimate"] == pytest.approx(m["S0"].mean() - m["S2"].mean(), rel=1e-10)
+    assert row(c)["p_value"] >= welch.pvalue
+    excludes = (c.contrasts["lower"] > 0) | (c.contrasts["upper"] < 0)
+    assert (excludes == (c.contrasts["p_value"] < 0.05)).all()
+    assert c.test.p_value == pytest.approx(c.contrasts["p_value"].min())
+
+
+# --- 5. run labels shared by two systems: both runs models, the smaller p adjusted --------------------------------
+
+@pytest.mark.parametrize("systems,runs", [(2, 3), (2, 5), (3, 3)])
+def test_two_models_p_is_the_null_distribution_of_the_smaller_p(systems, runs):
+    """two_models_p (a quadrature) against a simulation of the two F tests of the run means under the null without
+    a shared run effect (400,000 draws written here): P(min(P_c, P_n) <= m) within 4 Monte-Carlo SE."""
+    from vrs_helpers.book.run_means import two_models_p
+
+    rng = np.random.default_rng(56)
+    k, n, draws = systems, runs, 400_000
+    m = rng.normal(size=(draws, n, k))                          # run means, one run variance, no shared effect
+    sys_means, run_means = m.mean(axis=1), m.mean(axis=2)
+    num = n * sys_means.var(axis=1, ddof=1)                     # SS_sys / (k - 1)
+    resid = m - sys_means[:, None, :] - run_means[:, :, None] + m.mean(axis=(1, 2))[:, None, None]
+    ss_sr = (resid ** 2).sum(axis=(1, 2))
+    ss_r = k * ((run_means - m.mean(axis=(1, 2))[:, None]) ** 2).sum(axis=1)
+    p_c = stats.f.sf(num / (ss_sr / ((k - 1) * (n - 1))), k - 1, (k - 1) * (n - 1))
+    p_n = stats.f.sf(num / ((ss_sr + ss_r) / (k * (n - 1))), k - 1, k * (n - 1))
+    low = np.minimum(p_c, p_n)
+    for q in (0.01, 0.03, 0.1):
+        sim = float(np.mean(low <= q))
+        assert two_models_p(q, n, k) == pytest.approx(sim, abs=4 * np.sqrt(sim * (1 - sim) / draws))
+    assert two_models_p(0.0, n, k) == 0.0 and two_models_p(1.0, n, k) == 1.0

@@ -279,7 +279,7 @@ def boundary(model, system: str, runs: list, tol: float = 1e-10) -> bool:
 
 
 def choose(data, response: str, system: str, item: str, runs: list, model, system_item: bool,
-           layout: str = "nested"):
+           layout: str = "nested", seed: int = 0):
     """The run-means test that replaces the mixed model's F test as the default test of a nested-runs comparison
     of continuous scores, and why; ``(None, None)`` to keep the model's test. The rule (issue 39):
 
@@ -299,6 +299,13 @@ def choose(data, response: str, system: str, item: str, runs: list, model, syste
     variance, or with unequal residual variances (two systems), the paired t on the run means (two systems; each
     system's variances its own) or the system x run ANOVA F (three or more, no system x item variance).
 
+    0. (issue 56) Three or more systems whose residual variances differ by more than :data:`HETERO_RATIO`, nested
+       or crossed: every pair a t test with its own SE, adjusted together by the bootstrap max-|t|
+       (:func:`hetero_pairs`); the outcome carries the pairs (``pairs``) that replace the model's Tukey contrasts.
+
+    Every run-means test's p-value is at least that of the same difference against the within-run noise
+    (:func:`run_means_test`, issue 56). ``seed``: the bootstrap's (rule 0).
+
     A dask table's columns the rule reads (response, system, item, the runs) are collected first: the rule and its
     tests are sums over the rows, and both backends then choose and report the same test."""
     if hasattr(data, "dask"):
@@ -309,6 +316,17 @@ def choose(data, response: str, system: str, item: str, runs: list, model, syste
     order = list(ms.index)
     vc = model.variance_components["variance"]
     si_positive = system_item and float(vc.get(f"{system}:{item}", 0.0)) > 1e-10 * max(float(vc.max()), 1e-300)
+    if len(ms) >= 3 and heteroscedastic(ms):
+        got = hetero_pairs(data, response, system, item, runs, order, crossed=layout == "crossed",
+                           system_item=si_positive, seed=seed)
+        if got is None:
+            return None, None
+        pairs, test = got
+        test.pairs = pairs
+        ratio = float(ms.max() / ms.min())
+        return test, (f"unequal variances: the residual variances of the {len(ms)} systems differ by a factor of "
+                      f"{ratio:.3g} (> {HETERO_RATIO:g}); every pair is a t test with its own SE, the pairs "
+                      f"adjusted together by the {test.method}")
     if layout == "crossed":
         hetero = len(ms) == 2 and heteroscedastic(ms)
         if not (hetero or boundary(model, system, runs)):
@@ -339,3 +357,139 @@ def choose(data, response: str, system: str, item: str, runs: list, model, syste
     exact = " (exact whatever the run variance)" if not si else ""
     return t, (f"run variance at zero: the REML variance of the runs is 0 in a balanced design; the test is the "
                f"{t.method}{exact}, not the model's F test at the boundary")
+
+
+def two_models_p(p_min: float, runs: int, systems: int = 2, nodes: int = 400) -> float:
+    """The p-value of "the smaller of the crossed and the nested runs models' p-values" (issue 56: run labels shared
+    by the systems, ``--runs auto``): P(min(P_crossed, P_nested) <= p_min) under the null when the runs share no
+    effect, the worst case (with a shared run effect the nested model's p only grows, so the rate is lower).
+
+    In a balanced design of ``systems`` systems with ``runs`` run labels and no system x item term both tests are
+    F tests of the run means with the same numerator, ``SS_sys / (k - 1)``: the crossed one against the system x run
+    mean square on (k - 1)(n - 1) df, the nested one against the pooled within-system run mean square, which adds
+    the run labels' mean square, on k(n - 1) df. With ``X_r ~ chi2(n - 1)`` and ``X_sr ~ chi2((k - 1)(n - 1))``
+    independent of ``X_sys ~ chi2(k - 1)`` the probability is the expectation over (X_r, X_sr) of
+    ``chi2(k - 1).sf((k - 1) min(f_c X_sr / ((k - 1)(n - 1)), f_n (X_r + X_sr) / (k (n - 1))))``, f_c and f_n the
+    two F quantiles at ``p_min``: a midpoint rule on ``nodes`` quantiles of each. p_min = 0.0307 gives 0.05 with 2
+    systems and 3 runs (0.0331 with 5 runs; 400,000 simulations of the run means agree to 1e-3)."""
+    p_min = float(p_min)
+    if not np.isfinite(p_min):
+        return float("nan")
+    if p_min <= 0.0 or p_min >= 1.0:
+        return min(max(p_min, 0.0), 1.0)
+    k, n = int(systems), int(runs)
+    if k < 2 or n < 2:
+        raise ValueError("two_models_p needs 2 or more systems and runs.")
+    df_c, df_n = (k - 1) * (n - 1), k * (n - 1)
+    f_c, f_n = stats.f.isf(p_min, k - 1, df_c), stats.f.isf(p_min, k - 1, df_n)
+    q = (np.arange(nodes) + 0.5) / nodes
+    x_r = stats.chi2.ppf(q, n - 1)[:, None]
+    x_sr = stats.chi2.ppf(q, df_c)[None, :]
+    bound = (k - 1) * np.minimum(f_c * x_sr / df_c, f_n * (x_r + x_sr) / df_n)
+    return float(min(1.0, max(p_min, float(np.mean(stats.chi2.sf(bound, k - 1))))))
+
+
+def hetero_pairs(data: pd.DataFrame, response: str, system: str, item: str, runs: list, systems=None,
+                 crossed: bool = False, system_item: bool = False, n_boot: int = 1999, seed: int = 0,
+                 alpha: float = 0.05):
+    """Three or more systems whose residual variances differ (:func:`heteroscedastic`; issue 56): every pair gets
+    its own standard error, as Welch's t for two (Welch 1947; Games & Howell 1976 for many), and the pairs are
+    adjusted together by the single-step max-|t| of their joint null distribution, simulated by a parametric
+    bootstrap of the run means (Westfall & Young 1993; Krishnamoorthy, Lu & Mathew 2007, "A parametric bootstrap
+    approach for ANOVA with unequal variances", Computational Statistics & Data Analysis 51: 5731-5742). One pooled
+    variance made the noisier system's pairs pass for precise (family-wise 0.120 of true nulls with 5 systems x 3
+    runs, one with 9 times the variance); Games-Howell's studentized range on each pair's Welch df rejected 0.064
+    there and 0.120 with 12 systems (3 runs each: each variance on 2 df); the bootstrap max-|t| 0.038 and 0.025
+    (3,000 simulations of the run means, 999 bootstrap draws each).
+
+    - Nested runs: pair (a, b) has ``t = (M_a - M_b) / sqrt(v_a / n_a + v_b / n_b + s_ab)``, ``v_s`` system s's
+      spread of its run means, floored at its within-run noise ``MS_s / I`` (:func:`run_means_test`).
+    - Crossed runs (every label run by every system): ``t = mean_r(D_r) / sqrt(max(var_r(D_r), (MS_a + MS_b) / I)
+      / n + s_ab)``, D_r the per-run differences of the pair (the shared run effect cancels).
+    - ``s_ab`` (``system_item``): the pair's system x item part, ``var_i(d_i) / I - MS_a / (n_a I) - MS_b / (n_b
+      I)`` truncated at 0, held fixed in the bootstrap.
+
+    The bootstrap draws ``n_boot`` null sets of run means - nested: each system's own N(0, v_s); crossed: each
+    system's own part N(0, w_s), the w_s fitted by least squares to the pairs' var_r(D_r) = w_a + w_b (floored at
+    the within-run noise) - and computes the same statistics; a pair's adjusted p is (1 + #{max |t*| >= |t|}) /
+    (n_boot + 1) and its simultaneous interval +- q |SE|, q the critical max |t*| at ``alpha``
+    (the rule of :func:`vrs_helpers.book.glrt.bootstrap_critical`), so p < alpha exactly when the interval excludes 0.
+
+    Returns (pairs, outcome) - pairs a DataFrame (a, b, estimate, SE, t, df: each pair's Satterthwaite df,
+    p_value, lower, upper) in ``itertools.combinations(systems)`` order, the outcome a ZTest-like test of "some pair
+    differs" (its statistic the largest |t|, its p the smallest adjusted p) - or None when the design is not complete
+    or a system has fewer than 2 runs."""
+    import itertools
+
+    from ..outcomes import ZTest
+
+    d = _complete(data, system, item, runs)
+    if d is None:
+        return None
+    d["y"] = data[response].to_numpy(dtype=float)
+    m = d.groupby([system, "_run"], observed=True)["y"].mean().rename("m").reset_index()
+    order = list(systems) if systems is not None else list(pd.unique(m[system]))
+    k, n_items = len(order), d[item].nunique()
+    ms_all = residual_mean_squares(data, response, system, item, runs)
+    groups = [m.loc[m[system] == s, "m"].to_numpy() for s in order]
+    n = np.array([len(g) for g in groups])
+    if ms_all is None or k < 3 or (n < 2).any():
+        return None
+    noise = np.array([float(ms_all[s]) for s in order]) / n_items
+    pairs = list(itertools.combinations(range(k), 2))
+    si = np.zeros(len(pairs))
+    if system_item:
+        wide_i = d.groupby([item, system], observed=True)["y"].mean().unstack(system)[order].to_numpy()
+        si = np.array([max(float((wide_i[:, a] - wide_i[:, b]).var(ddof=1)) / n_items
+                           - noise[a] / n[a] - noise[b] / n[b], 0.0) for a, b in pairs])
+    ia, ib = np.array([a for a, _ in pairs]), np.array([b for _, b in pairs])
+    rng = np.random.default_rng([int(seed), 56])
+    if crossed:
+        wide = m.pivot(index="_run", columns=system, values="m")
+        if wide.isna().any().any() or wide.shape[1] != k:
+            return None
+        x = wide[order].to_numpy()                                    # runs x systems
+        n_r = x.shape[0]
+
+        def stats_of(x):
+            diff = x[..., ia] - x[..., ib]                            # (..., runs, pairs)
+            var = np.maximum(diff.var(axis=-2, ddof=1), noise[ia] + noise[ib])
+            se2 = var / n_r + si
+            return diff.mean(axis=-2), se2, var
+
+        est, se2, var = stats_of(x)
+        design = np.zeros((len(pairs), k))
+        design[np.arange(len(pairs)), ia] = design[np.arange(len(pairs)), ib] = 1.0
+        w = np.maximum(np.linalg.lstsq(design, var, rcond=None)[0], noise)
+        sims = rng.standard_normal((n_boot, n_r, k)) * np.sqrt(w)
+        _, s_se2, _ = stats_of(sims)
+        s_est = (sims[..., ia] - sims[..., ib]).mean(axis=-2)
+        dfs = np.full(len(pairs), float(n_r - 1))
+    else:
+        means = np.array([g.mean() for g in groups])
+        v = np.maximum(np.array([g.var(ddof=1) for g in groups]), noise)
+        est = means[ia] - means[ib]
+        se2 = v[ia] / n[ia] + v[ib] / n[ib] + si
+        parts = [v[ia] / n[ia], v[ib] / n[ib]]
+        dfs = se2 ** 2 / (parts[0] ** 2 / (n[ia] - 1) + parts[1] ** 2 / (n[ib] - 1)
+                          + np.where(si > 0, si ** 2 / (n_items - 1), 0.0))
+        s_means = np.empty((n_boot, k))
+        s_v = np.empty((n_boot, k))
+        for s in range(k):
+            draw = rng.standard_normal((n_boot, n[s])) * np.sqrt(v[s])
+            s_means[:, s], s_v[:, s] = draw.mean(axis=1), np.maximum(draw.var(axis=1, ddof=1), noise[s])
+        s_est = s_means[:, ia] - s_means[:, ib]
+        s_se2 = s_v[:, ia] / n[ia] + s_v[:, ib] / n[ib] + si
+    t = est / np.sqrt(se2)
+    top = np.max(np.abs(s_est) / np.sqrt(s_se2), axis=1)
+    p = (1 + (top[None, :] >= np.abs(t)[:, None]).sum(axis=1)) / (n_boot + 1)
+    # the critical max |t*|: the (c + 1)-th largest, c the most exceedances with (1 + c) / (n_boot + 1) < alpha
+    c = int(np.ceil(alpha * (n_boot + 1))) - 2
+    crit = float(np.sort(top)[n_boot - c - 1]) if 0 <= c < n_boot else float("nan")
+    se = np.sqrt(se2)
+    out = pd.DataFrame({"a": [order[a] for a, _ in pairs], "b": [order[b] for _, b in pairs], "estimate": est,
+                        "SE": se, "t": t, "df": dfs, "p_value": p, "lower": est - crit * se, "upper": est + crit * se})
+    j = int(np.argmax(np.abs(t)))
+    test = ZTest(float(abs(t[j])), float(p[j]), method=f"max-|t| of the pairs, each with its own SE (parametric "
+                                                         f"bootstrap, {n_boot} simulations)")
+    return out, test

@@ -279,7 +279,7 @@ def workflow_p_values(data: pd.DataFrame, family: str = "gaussian", n_sim: int =
 
     A log the comparison refuses (an error of the package) or cannot fit gives NaN for both, counted apart by
     :class:`RejectionRates` (its ``simulations`` column)."""
-    from .glrt import compare_systems
+    from .glrt import OWN_SE, compare_systems
 
     try:
         with warnings.catch_warnings():
@@ -298,6 +298,7 @@ def workflow_p_values(data: pd.DataFrame, family: str = "gaussian", n_sim: int =
         default = float(np.nanmin(pairwise)) if np.isfinite(pairwise).any() else 1.0
     small = "df" in c.contrasts.columns
     adjusted = ("bootstrap LRT of the pair left" if c.adjust == "bootstrap LRT of the pair" else
+                "own SEs, bootstrap max-|t| adjusted" if c.adjust == OWN_SE else
                 "bootstrap max-|z| adjusted" if c.adjust.startswith("bootstrap") else
                 f"{c.adjust.capitalize()}-adjusted")
     method = (c.test.method if pairwise is None else

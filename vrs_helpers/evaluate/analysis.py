@@ -58,7 +58,8 @@ def _random_dict(comparison) -> dict | None:
         return None
     test, lrt = comparison.test, comparison.glrt
     model = {"formula": comparison.formula, "items": "random" if comparison.system_item else "fixed",
-             "runs": getattr(comparison, "runs", "nested")}
+             "runs": getattr(comparison, "runs", "nested"),
+             "runs_models": list(getattr(comparison, "runs_models", ()) or [getattr(comparison, "runs", "nested")])}
     if test is None or test is lrt:
         return {"test": registry.get("chisq").method, **lrt.as_dict(), "lrt": lrt.as_dict(), **model}
     return {"test": test.method, **test.as_dict(), "lrt": lrt.as_dict(), **model}

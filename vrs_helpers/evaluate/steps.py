@@ -27,7 +27,7 @@ import pandas as pd
 
 from .. import mixed
 from ..book.binary import latent_variance_components
-from ..book.glrt import compare_systems, interaction_test, random_part, runs_layout, runs_shared
+from ..book.glrt import OWN_SE, compare_systems, interaction_test, random_part, runs_layout, runs_shared
 from ..book.reliability import decision_study, phi
 from ..book.significance import bootstrap_test, permutation_test, resampling_test_dask
 from ..errors import VRSError
@@ -254,6 +254,8 @@ def _runs_notes(result, w: Work) -> None:
     denominator), or crossed runs whose shared-run variance is estimated as zero."""
     comp = result.comparison_random
     names = ", ".join(w.back.get(r, r) for r in w.reps)
+    if len(getattr(comp, "runs_models", ())) == 2:   # both models tested (issue 56): compare_systems' note says so
+        return
     if comp.runs == "crossed":
         result.notes.append(f"runs crossed ({names}): every run label is one run condition shared by the systems, "
                             f"(1|{names}) + (1|system:{names}); a shift shared by all systems cancels in the "
@@ -486,7 +488,10 @@ def pairwise_sentence(result) -> str | None:
 
     parts = [said(r) for _, r in c.iterrows()]
     missing = int((~np.isfinite(c["p_value"].to_numpy(dtype=float))).sum())
-    how = ("t tests on small-sample df, Tukey-adjusted on those df" if small else
+    own = getattr(comp, "adjust", "") == OWN_SE
+    how = ("t tests each with its own SE (unequal variances), adjusted by the maximum |t| over a parametric "
+           "bootstrap of the run means" if own else
+           "t tests on small-sample df, Tukey-adjusted on those df" if small else
            "the pair of the two systems left compared by the GLMMs' parametric-bootstrap LRT without the separated "
            "systems" if getattr(comp, "adjust", "") == "bootstrap LRT of the pair" else
            "Wald z tests on the logit scale, adjusted by the maximum |z| over the parametric bootstrap's simulations "
@@ -518,7 +523,8 @@ def rank(result, w: Work) -> None:
     systems = m.iloc[:, 0].astype(str).tolist()
     small = "df" in comp.contrasts and "t" in comp.contrasts
     adjust = str(getattr(comp, "adjust", ""))
-    how = ("Tukey-adjusted t tests on small-sample df" if small else
+    how = ("t tests with each pair's own SE, single-step max-|t| over a parametric bootstrap" if adjust == OWN_SE else
+           "Tukey-adjusted t tests on small-sample df" if small else
            "the bootstrap LRT of the one pair left" if adjust == "bootstrap LRT of the pair" else
            "single-step max-|z| over the parametric bootstrap" if adjust.startswith("bootstrap") else
            "single-step max-|z| from the joint normal of the contrasts (multcomp::glht)" if adjust == "mvt" else
@@ -759,7 +765,10 @@ def answer_sentence(result) -> str | None:
         scope = "Across runs and items like these"
     else:
         scope = "Across runs, on these items"
-    if getattr(comp, "runs", "") == "crossed":
+    if len(getattr(comp, "runs_models", ())) == 2:
+        scope += (" (run labels shared by the systems: crossed and nested runs both tested, the smaller p "
+                  "adjusted)")
+    elif getattr(comp, "runs", "") == "crossed":
         scope += " (runs crossed: each run label is shared by the systems)"
     evidence = f"{t.method}: {t.evidence()}, p = {t.p_value:.3g}"
     means = result.runs.groupby(result.system or "_system", observed=True)["mean"].mean()
