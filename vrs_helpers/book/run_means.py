@@ -44,6 +44,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+#: a spread of the run means at most this fraction of the within-run noise is zero (0/1 scores on few items:
+#: identical per-run differences; 1e-33 of floating-point rounding gave an F of 2.8e31): run_means_test
+ZERO_SPREAD = 1e-8
+
 #: residual variances of two systems differing by more than this factor: the systems are treated as
 #: heteroscedastic (the run x item mean squares have (n_s - 1)(I - 1) df, hundreds in a log: the ratio is stable)
 HETERO_RATIO = 2.0
@@ -151,16 +155,16 @@ def run_means_test(data: pd.DataFrame, response: str, system: str, item: str, ru
     (:func:`behrens_fisher_p`; each system's run-mean term on n_s - 1 df, the system x item part one term on its
     Satterthwaite df) - the default with unequal run counts, where Welch's df are liberal.
 
-    **The within-run noise (issue 56).** The spread of the run means estimates the run variance plus each run
-    mean's within-run noise ``MS_s / I``; it cannot truly be smaller than that noise, but with few runs it often
-    is, and with 0/1 scores on few items it can be exactly 0 (three identical per-run differences: t infinite, an
-    F of 1e31). The p-value is therefore the larger of the run-means test's and that of the same difference
-    against the within-run noise alone (the run part's spread replaced by ``sum_s MS_s / (n_s I)``, Satterthwaite's
-    df; for k systems the F against it): a p-value at least the exact test's, so the level is never above it, and
-    never 0 where the runs happen to agree. Under normal scores it costs at most 0.02 of power (3 runs, run
-    variance 0: 0.373 against 0.390; 200,000 simulations, docs/error-rates.md). The outcome is the test whose p
-    is reported (``method`` ends "(at least the within-run noise)" when it is the second); ``noise_floor=False``:
-    the run-means test alone (None where its spread is 0)."""
+    **A zero spread (issue 56).** The spread of the run means estimates the run variance plus each run mean's
+    within-run noise ``MS_s / I``; with 0/1 scores on few items it can be 0 (three identical per-run differences,
+    or every run accuracy the same): the t is then infinite or 0/0 (an F of 2.8e31, or a ZeroDivisionError). Where
+    the spread is zero - at most :data:`ZERO_SPREAD` times the within-run noise - the test is that of the same
+    difference against the within-run noise alone (the run part's spread replaced by ``sum_s MS_s / (n_s I)``,
+    Satterthwaite's df; for k systems the F against it), what the spread would show without run-to-run variation.
+    Anywhere else the run-means test stands as it is: it is exact under normal scores whatever the run variance,
+    where the larger of its p and the noise test's (tried first) kept the level, but at a run variance of 0 rejected
+    0.013 of true nulls where 0.05 is the aim (400 simulated logs; docs/error-rates.md). ``method`` ends "(zero
+    spread: against the within-run noise)" then; ``noise_floor=False``: never (None where the spread is zero)."""
     from ..mixed.ddf import FTest
 
     d = _complete(data, system, item, runs)
@@ -231,7 +235,9 @@ def run_means_test(data: pd.DataFrame, response: str, system: str, item: str, ru
     name = ("paired t on run means (crossed runs)" if crossed else "Welch's t on run means, Satterthwaite df"
             if welch else "t test on run means") + (" (with the system x item variance)" if extra else "")
     found = _t_test(delta, terms)
-    floor = _t_test(delta, noise_terms + extra) if noise_floor else None
+    runs_part = sum(c * v for c, v, _ in terms[:len(terms) - len(extra)])
+    zero = runs_part <= ZERO_SPREAD * sum(c * v for c, v, _ in noise_terms)
+    floor = _t_test(delta, noise_terms + extra) if noise_floor and zero else None
     if found is None and floor is None:
         return None
     if found is not None:
@@ -247,28 +253,28 @@ def run_means_test(data: pd.DataFrame, response: str, system: str, item: str, ru
                 dfs.append(e ** 2 / sum((c * v) ** 2 / f for c, v, f in part))
             p = behrens_fisher_p(float(t), shares, dfs)
             name = name.replace("Welch's t on run means, Satterthwaite df", "Behrens-Fisher test on run means")
-    if found is None or (floor is not None and floor[2] > p):
+    if floor is not None:
         t, df, p = floor
-        name = f"{name} (at least the within-run noise)"
+        name = f"{name} (zero spread: against the within-run noise)"
+    elif found is None or zero:
+        return None
     return FTest(system, float(t * t), 1, float(df), float(p), method=name)
 
 
 def _f_at_least_noise(FTest, system, num: float, den: float, k: int, df2: int, per: int, noise: float,
                       noise_df: float, name: str):
-    """The run-means F ``num / den`` on (k - 1, df2), or, where its p-value is smaller, the F of ``num`` against
-    the within-run noise of the run means, ``noise / per`` on (k - 1, noise_df) (:func:`run_means_test`); None when
-    neither denominator is positive."""
-    out = []
-    if den > 0:
+    """The run-means F ``num / den`` on (k - 1, df2), or, where the spread ``den`` is zero (at most
+    :data:`ZERO_SPREAD` times the within-run noise), the F of ``num`` against the within-run noise of the run means,
+    ``noise / per`` on (k - 1, noise_df) (:func:`run_means_test`); None when neither applies (``noise`` 0: not
+    asked for)."""
+    if den > ZERO_SPREAD * noise / per and den > 0:
         f = num / den
-        out.append((float(stats.f.sf(f, k - 1, df2)), f, float(df2), name))
+        return FTest(system, float(f), k - 1, float(df2), float(stats.f.sf(f, k - 1, df2)), method=name)
     if noise > 0:
         f = num / (noise / per)
-        out.append((float(stats.f.sf(f, k - 1, noise_df)), f, noise_df, f"{name} (at least the within-run noise)"))
-    if not out:
-        return None
-    p, f, df, label = max(out, key=lambda x: x[0])
-    return FTest(system, float(f), k - 1, df, p, method=label)
+        return FTest(system, float(f), k - 1, noise_df, float(stats.f.sf(f, k - 1, noise_df)),
+                     method=f"{name} (zero spread: against the within-run noise)")
+    return None
 
 
 def boundary(model, system: str, runs: list, tol: float = 1e-10) -> bool:
@@ -389,6 +395,11 @@ def two_models_p(p_min: float, runs: int, systems: int = 2, nodes: int = 400) ->
     return float(min(1.0, max(p_min, float(np.mean(stats.chi2.sf(bound, k - 1))))))
 
 
+def _unless_zero(spread, noise):
+    """``spread``, or the within-run ``noise`` where the spread is zero (:data:`ZERO_SPREAD`)."""
+    return np.where(spread <= ZERO_SPREAD * noise, noise, spread)
+
+
 def hetero_pairs(data: pd.DataFrame, response: str, system: str, item: str, runs: list, systems=None,
                  crossed: bool = False, system_item: bool = False, n_boot: int = 1999, seed: int = 0,
                  alpha: float = 0.05):
@@ -403,15 +414,15 @@ def hetero_pairs(data: pd.DataFrame, response: str, system: str, item: str, runs
     (3,000 simulations of the run means, 999 bootstrap draws each).
 
     - Nested runs: pair (a, b) has ``t = (M_a - M_b) / sqrt(v_a / n_a + v_b / n_b + s_ab)``, ``v_s`` system s's
-      spread of its run means, floored at its within-run noise ``MS_s / I`` (:func:`run_means_test`).
-    - Crossed runs (every label run by every system): ``t = mean_r(D_r) / sqrt(max(var_r(D_r), (MS_a + MS_b) / I)
-      / n + s_ab)``, D_r the per-run differences of the pair (the shared run effect cancels).
+      spread of its run means (its within-run noise ``MS_s / I`` where the spread is zero, :func:`run_means_test`).
+    - Crossed runs (every label run by every system): ``t = mean_r(D_r) / sqrt(var_r(D_r) / n + s_ab)``, D_r the
+      per-run differences of the pair (the shared run effect cancels; a zero spread: (MS_a + MS_b) / I).
     - ``s_ab`` (``system_item``): the pair's system x item part, ``var_i(d_i) / I - MS_a / (n_a I) - MS_b / (n_b
       I)`` truncated at 0, held fixed in the bootstrap.
 
     The bootstrap draws ``n_boot`` null sets of run means - nested: each system's own N(0, v_s); crossed: each
-    system's own part N(0, w_s), the w_s fitted by least squares to the pairs' var_r(D_r) = w_a + w_b (floored at
-    the within-run noise) - and computes the same statistics; a pair's adjusted p is (1 + #{max |t*| >= |t|}) /
+    system's own part N(0, w_s), the w_s fitted by least squares to the pairs' var_r(D_r) = w_a + w_b (kept
+    positive) - and computes the same statistics; a pair's adjusted p is (1 + #{max |t*| >= |t|}) /
     (n_boot + 1) and its simultaneous interval +- q |SE|, q the critical max |t*| at ``alpha``
     (the rule of :func:`vrs_helpers.book.glrt.bootstrap_critical`), so p < alpha exactly when the interval excludes 0.
 
@@ -453,21 +464,21 @@ def hetero_pairs(data: pd.DataFrame, response: str, system: str, item: str, runs
 
         def stats_of(x):
             diff = x[..., ia] - x[..., ib]                            # (..., runs, pairs)
-            var = np.maximum(diff.var(axis=-2, ddof=1), noise[ia] + noise[ib])
+            var = _unless_zero(diff.var(axis=-2, ddof=1), noise[ia] + noise[ib])
             se2 = var / n_r + si
             return diff.mean(axis=-2), se2, var
 
         est, se2, var = stats_of(x)
         design = np.zeros((len(pairs), k))
         design[np.arange(len(pairs)), ia] = design[np.arange(len(pairs)), ib] = 1.0
-        w = np.maximum(np.linalg.lstsq(design, var, rcond=None)[0], noise)
+        w = np.maximum(np.linalg.lstsq(design, var, rcond=None)[0], ZERO_SPREAD * noise)
         sims = rng.standard_normal((n_boot, n_r, k)) * np.sqrt(w)
         _, s_se2, _ = stats_of(sims)
         s_est = (sims[..., ia] - sims[..., ib]).mean(axis=-2)
         dfs = np.full(len(pairs), float(n_r - 1))
     else:
         means = np.array([g.mean() for g in groups])
-        v = np.maximum(np.array([g.var(ddof=1) for g in groups]), noise)
+        v = _unless_zero(np.array([g.var(ddof=1) for g in groups]), noise)
         est = means[ia] - means[ib]
         se2 = v[ia] / n[ia] + v[ib] / n[ib] + si
         parts = [v[ia] / n[ia], v[ib] / n[ib]]
@@ -477,7 +488,7 @@ def hetero_pairs(data: pd.DataFrame, response: str, system: str, item: str, runs
         s_v = np.empty((n_boot, k))
         for s in range(k):
             draw = rng.standard_normal((n_boot, n[s])) * np.sqrt(v[s])
-            s_means[:, s], s_v[:, s] = draw.mean(axis=1), np.maximum(draw.var(axis=1, ddof=1), noise[s])
+            s_means[:, s], s_v[:, s] = draw.mean(axis=1), _unless_zero(draw.var(axis=1, ddof=1), noise[s])
         s_est = s_means[:, ia] - s_means[:, ib]
         s_se2 = s_v[:, ia] / n[ia] + s_v[:, ib] / n[ib] + si
     t = est / np.sqrt(se2)

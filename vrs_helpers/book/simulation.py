@@ -34,7 +34,8 @@ def evaluation_log(rng: np.random.Generator | int, systems: int = 2, runs=3, ite
                    delta: float | np.ndarray = 0.0, run_sd=0.05, item_sd: float = 0.1,
                    residual_sd=0.1, mean: float = 0.0, system_item_sd: float = 0.0,
                    family: str = "gaussian", missing: float = 0.0, shared_run_sd: float = 0.0,
-                   run_labels: str = "shared", residual_df: float | None = None) -> pd.DataFrame:
+                   run_labels: str = "shared", residual_df: float | None = None,
+                   item_share: float = 1.0) -> pd.DataFrame:
     """One simulated evaluation log: ``systems`` systems (``S0``, ``S1``, ...), ``runs`` training runs each and the
     same ``items`` test items, one row per system, run and item.
 
@@ -58,7 +59,8 @@ def evaluation_log(rng: np.random.Generator | int, systems: int = 2, runs=3, ite
     labels 0, 1, ... in every system, default) or ``"own"`` (``S0-0``, ``S1-0``, ...: every run a system's own).
 
     Issue 56: ``residual_df``, heavy-tailed residuals: Student's t on that many df (> 2) scaled to SD
-    ``residual_sd`` (gaussian scores; None, the default: normal).
+    ``residual_sd`` (gaussian scores; None, the default: normal); ``item_share`` < 1: items not shared, each
+    system keeps its own random round(item_share x items) of the items in every run (drawn last).
     """
     rng = np.random.default_rng(rng)
     if systems < 1 or np.min(runs) < 1 or items < 1:
@@ -114,6 +116,13 @@ def evaluation_log(rng: np.random.Generator | int, systems: int = 2, runs=3, ite
     drop = int(round(missing * len(out)))
     if drop:
         out = out.drop(index=rng.choice(len(out), drop, replace=False)).reset_index(drop=True)
+    if not 0 < item_share <= 1:
+        raise SimulationError(f"item_share must be a fraction in (0, 1], got {item_share!r}.")
+    if item_share < 1:
+        keep_items = {f"S{k}": set(rng.choice(items, int(round(item_share * items)), replace=False).astype(str))
+                      for k in range(systems)}
+        mask = [i in keep_items[str(sy)] for sy, i in zip(out["system"], out["item"], strict=True)]
+        out = out[np.asarray(mask)].reset_index(drop=True)
     return out
 
 
@@ -256,7 +265,7 @@ def permutation_p_value(sample: ReplicatedComparison, n_resamples: int = 500) ->
 
 def workflow_p_values(data: pd.DataFrame, family: str = "gaussian", n_sim: int = 199, seed: int = 0,
                       response: str = "score", system: str = "system", item: str = "item",
-                      run: str = "run", items: str = "random", runs: str = "auto") -> dict:
+                      run: str = "run", items: str = "random", runs: str = "auto", test: str | None = None) -> dict:
     """The p-values of the workflow's own comparison on one log: exactly what ``vrs analyze`` runs for the
     runs-random reading, :func:`vrs_helpers.book.glrt.compare_systems` with ``replications=[run]`` and its
     default test for the family (``n_sim`` simulations and ``seed`` where that test is a bootstrap); ``items`` as
@@ -273,6 +282,8 @@ def workflow_p_values(data: pd.DataFrame, family: str = "gaussian", n_sim: int =
 
     - ``method``: how the default test is named (the outcome's ``method``).
 
+    ``test``: a registered test named instead of the default (``vrs analyze --test``; the benchmarks' comparisons).
+
     0/1 scores with a separated system (all correct or all wrong, :func:`vrs_helpers.mixed.check_separation`): its
     pairs are "not estimable" as in ``vrs analyze`` (no decision), so they are left out of ``default``; a log with no
     estimable pair declares no difference (``default`` 1).
@@ -285,7 +296,7 @@ def workflow_p_values(data: pd.DataFrame, family: str = "gaussian", n_sim: int =
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             c = compare_systems(data, response, system, item, replications=[run], family=family, n_sim=n_sim,
-                                seed=seed, items=items, runs=runs)
+                                seed=seed, items=items, runs=runs, test=test)
     except (VRSError, np.linalg.LinAlgError):
         return {"default": float("nan"), "chisq": float("nan"), "omnibus": float("nan"), "method": "failed"}
     k = data[system].nunique()
