@@ -364,7 +364,8 @@ def test_runs_random_variance_written_out():
     means' PPI variance (divisor n - 1) plus max(s2_b - v_w, 0) / R, s2_b the runs' sample variance of the run-level
     PPI estimates, v_w = MS_int(unlabelled) / N + MS_int(labelled) / n from the two-way ANOVA (least squares here);
     df: Satterthwaite's of the sum, the item means' Welch df, the run part's those of s2_b / R (R - 1) minus v_w / R
-    (its two mean squares on (N - 1)(R - 1) and (n - 1)(R - 1) df)."""
+    (its two mean squares on (N - 1)(R - 1) and (n - 1)(R - 1) df); a difference sums the two systems' run parts
+    before the truncation."""
     rng = np.random.default_rng(5)
     r, n, big_n = 4, 12, 40
     for shared in (1.0, 0.0):
@@ -383,6 +384,17 @@ def test_runs_random_variance_written_out():
         df_w = v_w ** 2 / (wu ** 2 / ((big_n - 1) * (r - 1)) + wl ** 2 / ((n - 1) * (r - 1)))
         den = ppi.se ** 4 / ppi.df + ((s2b / r) ** 2 / (r - 1) + (v_w / r) ** 2 / df_w if s2b > v_w else 0.0)
         assert est.df == pytest.approx((ppi.se ** 2 + run) ** 2 / den, rel=1e-10)
+        # the difference with a second system (the same items and labels): both run parts summed, then truncated
+        y2 = c_l + rng.normal(size=(r, n)) + rng.normal(0, 0.3, (r, 1))
+        yh2 = 0.7 * y2 + rng.normal(0, 0.5, (r, n))
+        yu2 = c_u + rng.normal(size=(r, big_n)) + rng.normal(0, 0.3, (r, 1))
+        diff = judge.ppi_runs_difference(y, y2, yhat, yh2, yu, yu2)
+        paired = judge.ppi_mean(y2.mean(0) - y.mean(0), yh2.mean(0) - yhat.mean(0), yu2.mean(0) - yu.mean(0),
+                                lam=1.0, small_sample=True)
+        theta2 = yu2.mean(1) + (y2 - yh2).mean(1)
+        v_w2 = _interaction_ms(yu2) / big_n + _interaction_ms(y2 - yh2) / n
+        both = max((np.var(theta, ddof=1) - v_w + np.var(theta2, ddof=1) - v_w2) / r, 0.0)
+        assert diff.se ** 2 == pytest.approx(paired.se ** 2 + both, rel=1e-10)
 
 
 def test_runs_random_keeps_the_level_where_the_two_stage_test_does_not():
