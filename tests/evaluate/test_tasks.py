@@ -14,8 +14,7 @@ from statsmodels.stats.multitest import multipletests
 
 from vrs_helpers import mixed
 from vrs_helpers.book.glrt import compare_systems
-from vrs_helpers.evaluate.analysis import analyze
-from vrs_helpers.evaluate.analysis import rounded
+from vrs_helpers.evaluate.analysis import analyze, rounded
 from vrs_helpers.evaluate.readers import load_eval_logs
 from vrs_helpers.evaluate.readers.writers import simulate_binary, write_every_eval_ever
 from vrs_helpers.evaluate.scores import InputError

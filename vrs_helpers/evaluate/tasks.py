@@ -29,9 +29,10 @@ Each task is analysed with its own metric (:mod:`vrs_helpers.evaluate.task_metri
 (constant, one item, one system) is a row "not testable: <reason>" and the run goes on. A task with one run and
 fewer than 30 items is decided by an exact or permutation test (:mod:`vrs_helpers.evaluate.small_data`), the LRT's
 chi-square beside it; with runs the runs-random reading decides whatever the items (the rule of
-:func:`vrs_helpers.registry.verdict_reading`, the same for score tables). Our aggregates are checked against the logged ones (:mod:`vrs_helpers.evaluate.log_checks`), and each
-task's systems are ranked (:mod:`vrs_helpers.evaluate.many_tasks`: forest plots, the model x task heatmap, Friedman
-and Nemenyi over 5 or more tasks).
+:func:`vrs_helpers.registry.verdict_reading`, the same for score tables). Our aggregates are checked against the
+logged ones (:mod:`vrs_helpers.evaluate.log_checks`), and each task's systems are ranked
+(:mod:`vrs_helpers.evaluate.many_tasks`: forest plots, the model x task heatmap, Friedman and Nemenyi over 5 or more
+tasks).
 
 Every number a harness prints (:func:`~vrs_helpers.evaluate.harness_stats.harness_numbers`), Miller's (2024)
 clustered errors and paired difference, and McNemar's test sit beside the verdict, each with a sentence on which
