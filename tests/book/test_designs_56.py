@@ -1,7 +1,9 @@
 """Issue 56: the verdict's second audit. Every expected number is a closed form written here (scipy's t and normal
 distributions, the two-way ANOVA mean squares by numpy) or R's (tests/reference/designs_56.R)."""
 
+import json
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -10,6 +12,13 @@ from scipy import stats
 
 from vrs_helpers.book.glrt import compare_systems
 from vrs_helpers.book.run_means import run_means_test
+
+REF = Path(__file__).resolve().parents[1] / "reference"
+R = json.loads((REF / "designs_56.json").read_text())
+
+
+def _ref(name: str) -> pd.DataFrame:
+    return pd.read_csv(REF / f"{name}.csv.gz", dtype={"system": str, "seed": str, "item": str})
 
 
 def _log(spec: dict, items: int = 20) -> pd.DataFrame:
@@ -143,3 +152,53 @@ def test_two_models_p_is_the_null_distribution_of_the_smaller_p(systems, runs):
         sim = float(np.mean(low <= q))
         assert two_models_p(q, n, k) == pytest.approx(sim, abs=4 * np.sqrt(sim * (1 - sim) / draws))
     assert two_models_p(0.0, n, k) == 0.0 and two_models_p(1.0, n, k) == 1.0
+
+
+# --- R: tests/reference/designs_56.R --------------------------------------------------------------------------
+
+def test_own_se_pairs_are_welchs_t_as_r():
+    """hetero5.csv.gz (5 systems x 3 runs, S0 with 9 times the variance; items fixed: no system x item part): every
+    pair's t and df are R's t.test(var.equal = FALSE) on the run means (1e-8)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        c = compare_systems(_ref("hetero5"), "score", "system", "item", replications=["seed"], items="fixed")
+    assert c.adjust == "bootstrap max-|t|, own SEs"
+    got = c.contrasts.set_index("contrast")
+    for pair, ref in R["hetero5"]["welch"].items():
+        assert (got.loc[pair, "t"], got.loc[pair, "df"]) == pytest.approx((ref["t"], ref["df"]), rel=1e-8)
+        assert got.loc[pair, "p_value"] >= ref["p_value"] - 1e-12   # adjusted for the 10 pairs
+
+
+def test_zero_spread_test_is_rs_test_against_the_within_run_noise():
+    """identical.csv.gz: the test against the within-run noise written anew in R (each system's run x item mean
+    square from lm(score ~ seed + item)) equals ours (1e-8, crossed runs, items fixed); the contrast of the items-
+    random crossed model is emmeans' Kenward-Roger contrast (1e-4)."""
+    d = _ref("identical").rename(columns={"seed": "run"})
+    ref = R["identical"]
+    assert ref["per_run_differences"] == pytest.approx([0.2, 0.2, 0.2])
+    t = _compare(d, items="fixed", runs="crossed").test
+    assert (t.F, t.den_df, t.p_value) == pytest.approx(
+        (ref["noise"]["F"], ref["noise"]["den_df"], ref["noise"]["p_value"]), rel=1e-8)
+    c = _compare(d, runs="crossed")
+    assert c.contrasts["p_value"].iloc[0] == pytest.approx(ref["emmeans_kr"]["p_value"], rel=1e-4)
+    assert abs(c.contrasts["estimate"].iloc[0]) == pytest.approx(abs(ref["emmeans_kr"]["estimate"]), rel=1e-8)
+
+
+def test_three_seeds_both_runs_models_are_pbkrtests():
+    """small_sample_three_seeds.csv.gz (seeds s0-s2 in both systems): the crossed and the nested model's Kenward-Roger
+    F tests equal pbkrtest's KRmodcomp (1e-5), and --runs auto gives their smaller p adjusted (two_models_p)."""
+    from vrs_helpers.book.run_means import two_models_p
+
+    d = pd.read_csv(REF / "small_sample_three_seeds.csv.gz", dtype={"seed": str})
+    p = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for runs in ("crossed", "nested"):
+            ref = R["three_seeds"][runs]
+            t = compare_systems(d, "score", "system", "item", replications=["seed"], runs=runs,
+                                test="kenward-roger").test
+            assert (t.F, t.den_df, t.p_value) == pytest.approx((ref["F"], ref["den_df"], ref["p_value"]), rel=1e-5)
+            p[runs] = compare_systems(d, "score", "system", "item", replications=["seed"], runs=runs).test.p_value
+        auto = compare_systems(d, "score", "system", "item", replications=["seed"])
+    assert auto.runs_models == ("crossed", "nested")
+    assert auto.test.p_value == pytest.approx(two_models_p(min(p.values()), 3, 2), rel=1e-12)
