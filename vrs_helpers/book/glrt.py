@@ -366,7 +366,7 @@ def _both_runs_models(data, response, system, item, replications, test, n_sim, s
     method = {r: c.test.method for r, c in both.items()}
     win = "crossed" if p["crossed"] <= p["nested"] else "nested"
     out = both[win]
-    labels = int(_computed(data.groupby(list(replications), observed=True).ngroups))
+    labels = int(len(_computed(data[list(replications)].drop_duplicates())))
     adjusted = two_models_p(min(p.values()), labels, 2)
     out.f_test = replace(out.test, p_value=adjusted, method=f"{out.test.method}, runs {win} (the smaller p of the "
                                                               "crossed and nested runs models, adjusted)")
