@@ -58,8 +58,8 @@ def test_shared_labels_under_auto_test_both_runs_models():
     assert c.runs == "crossed" and c.runs_models == ("crossed", "nested")
     want = two_models_p(min(crossed["p_value"], nested["p_value"]), 5, 2)
     assert c.test.p_value == pytest.approx(want, rel=1e-4) and want > crossed["p_value"]
-    assert "(run labels shared by the systems: crossed and nested runs both tested, the smaller p adjusted)" in \
-        a.answer
+    assert "(run labels shared: crossed and nested runs both tested)" in a.answer
+    assert "(runs crossed: the smaller p of both runs models, adjusted)" in a.answer
     note = next(n for n in a.notes if n.startswith("run labels shared by the systems"))
     assert f"p = {crossed['p_value']:.3g}" in note and f"p = {nested['p_value']:.3g}" in note
     assert a.to_summary()["glrt_replications_random"]["runs_models"] == ["crossed", "nested"]

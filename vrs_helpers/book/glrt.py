@@ -368,8 +368,8 @@ def _both_runs_models(data, response, system, item, replications, test, n_sim, s
     out = both[win]
     labels = int(len(_computed(data[list(replications)].drop_duplicates())))
     adjusted = two_models_p(min(p.values()), labels, 2)
-    out.f_test = replace(out.test, p_value=adjusted, method=f"{out.test.method}, runs {win} (the smaller p of the "
-                                                              "crossed and nested runs models, adjusted)")
+    out.f_test = replace(out.test, p_value=adjusted,
+                         method=f"{out.test.method} (runs {win}: the smaller p of both runs models, adjusted)")
     out.runs_models = ("crossed", "nested")
     out.notes[:0] = notes + [
         f"run labels shared by the systems: they may name one run condition of both (crossed runs) or each system's "

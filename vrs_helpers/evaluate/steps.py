@@ -728,8 +728,7 @@ def answer_sentence(result) -> str | None:
     else:
         scope = "Across runs, on these items"
     if len(getattr(comp, "runs_models", ())) == 2:
-        scope += (" (run labels shared by the systems: crossed and nested runs both tested, the smaller p "
-                  "adjusted)")
+        scope += " (run labels shared: crossed and nested runs both tested)"
     elif getattr(comp, "runs", "") == "crossed":
         scope += " (runs crossed: each run label is shared by the systems)"
     evidence = f"{t.method}: {t.evidence()}, p = {t.p_value:.3g}"
