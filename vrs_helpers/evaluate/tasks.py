@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from .. import mixed
+from ..errors import VRSError
 from ..outcomes import p_text
 from ..registry import verdict_reading
 from .harness_stats import IGNORES, harness_numbers, mcnemar_test, miller_errors, miller_inputs, paired_difference
@@ -171,11 +172,18 @@ def system_lrt(data: pd.DataFrame, family: str, fixed: str = "", item: str = "it
             m1, m0 = mixed.fit(f1, data, method="ML"), mixed.fit(f0, data, method="ML")
         lrt = mixed.lrt(m0, m1)
         outcome = lrt
+        failed = None
         if has_runs and test is None and not fixed:
-            # the table's runs-random reading, the same call (vrs_helpers.evaluate.steps.significance)
-            outcome = compare_systems(data, "score", "system", item, replications=["run"], family=family,
-                                      n_sim=n_sim, seed=seed, items=items, runs=runs, contrasts=False,
-                                      settle_alpha=settle_alpha).test
+            # the table's runs-random reading, the same call (vrs_helpers.evaluate.steps.significance); where its
+            # fit is degenerate (e.g. two systems with the same score on every item in every run: no residual
+            # variation) the chi-square LRT stays the verdict, and a note says why
+            try:
+                outcome = compare_systems(data, "score", "system", item, replications=["run"], family=family,
+                                          n_sim=n_sim, seed=seed, items=items, runs=runs, contrasts=False,
+                                          settle_alpha=settle_alpha).test
+            except VRSError as exc:
+                failed = (f"the runs-random test could not be computed ({exc}); the verdict is the chi-square "
+                          "LRT")
         elif chosen.name != "chisq":
             as_float = data.assign(score=pd.to_numeric(data["score"]).astype(float)) if linear else data
             # the Laplace fit; the REML fit (of the 0/1 scores themselves when linear)
@@ -190,6 +198,7 @@ def system_lrt(data: pd.DataFrame, family: str, fixed: str = "", item: str = "it
             if linear:
                 outcome.method = f"{outcome.method} (linear model of the 0/1 scores)"
     notes = list(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, mixed.SingularFitWarning)))
+    notes += [failed] if failed else []
     return {"formula": f1, "family": family, "chi2": float(lrt.chi2), "df": int(lrt.df),
             "chi2_p_value": float(lrt.p_value), "method": outcome.method, "evidence": outcome.evidence(),
             "p_value": float(outcome.p_value), "test": outcome.as_dict(), "notes": notes}
