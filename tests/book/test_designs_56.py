@@ -202,3 +202,19 @@ def test_three_seeds_both_runs_models_are_pbkrtests():
         auto = compare_systems(d, "score", "system", "item", replications=["seed"])
     assert auto.runs_models == ("crossed", "nested")
     assert auto.test.p_value == pytest.approx(two_models_p(min(p.values()), 3, 2), rel=1e-12)
+
+
+@pytest.mark.parametrize("spec,items", [(IDENTICAL, 20),
+                                        ({"S0": [(0, 97), (1, 97), (2, 97)], "S1": [(3, 97), (0, 97), (1, 97)]}, 100)])
+def test_zero_spread_logs_get_an_answer(spec, items):
+    """vrs analyze's steps on the zero-spread logs (identical per-run differences; six equal accuracies, a
+    ZeroDivisionError on main): an answer with a finite F, never a crash."""
+    import re
+
+    from vrs_helpers.evaluate.analysis import analyze
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = analyze(_log(spec, items), "score", "system", "item", replications=["run"], n_resamples=99)
+    found = re.search(r"F = ([0-9.e+-]+) on", a.answer)
+    assert found and np.isfinite(float(found.group(1))) and float(found.group(1)) < 1e3
