@@ -158,15 +158,20 @@ def test_two_models_p_is_the_null_distribution_of_the_smaller_p(systems, runs):
 
 def test_own_se_pairs_are_welchs_t_as_r():
     """hetero5.csv.gz (5 systems x 3 runs, S0 with 9 times the variance; items fixed: no system x item part): every
-    pair's t and df are R's t.test(var.equal = FALSE) on the run means (1e-8)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        c = compare_systems(_ref("hetero5"), "score", "system", "item", replications=["seed"], items="fixed")
-    assert c.adjust == "bootstrap max-|t|, own SEs"
-    got = c.contrasts.set_index("contrast")
-    for pair, ref in R["hetero5"]["welch"].items():
-        assert (got.loc[pair, "t"], got.loc[pair, "df"]) == pytest.approx((ref["t"], ref["df"]), rel=1e-8)
-        assert got.loc[pair, "p_value"] >= ref["p_value"] - 1e-12   # adjusted for the 10 pairs
+    pair's t and df are R's t.test(var.equal = FALSE) on the run means (1e-8), with each system's own run labels
+    (nested) and with the labels 0-2 shared by the systems (crossed runs: the spreads are still each system's own)."""
+    d = _ref("hetero5")
+    for labels in (d["seed"], d["seed"].str.split("-").str[-1]):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            c = compare_systems(d.assign(seed=labels), "score", "system", "item", replications=["seed"],
+                                items="fixed")
+        assert c.adjust == "bootstrap max-|t|, own SEs"
+        got = c.contrasts.set_index("contrast")
+        for pair, ref in R["hetero5"]["welch"].items():
+            assert (got.loc[pair, "t"], got.loc[pair, "df"]) == pytest.approx((ref["t"], ref["df"]), rel=1e-8)
+            assert got.loc[pair, "p_value"] >= ref["p_value"] - 1e-12   # adjusted for the 10 pairs
+    assert c.runs == "crossed"
 
 
 def test_zero_spread_test_is_rs_test_against_the_within_run_noise():

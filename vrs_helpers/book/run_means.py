@@ -306,8 +306,9 @@ def choose(data, response: str, system: str, item: str, runs: list, model, syste
     system's variances its own) or the system x run ANOVA F (three or more, no system x item variance).
 
     0. (issue 56) Three or more systems whose residual variances differ by more than :data:`HETERO_RATIO`, nested
-       or crossed: every pair a t test with its own SE, adjusted together by the bootstrap max-|t|
-       (:func:`hetero_pairs`); the outcome carries the pairs (``pairs``) that replace the model's Tukey contrasts.
+       or crossed: every pair Welch's t on the run means (each system's own spread), adjusted together by the
+       bootstrap max-|t| (:func:`hetero_pairs`); the outcome carries the pairs (``pairs``) that replace the model's
+       Tukey contrasts.
 
     Every run-means test's p-value is at least that of the same difference against the within-run noise
     (:func:`run_means_test`, issue 56). ``seed``: the bootstrap's (rule 0).
@@ -323,8 +324,7 @@ def choose(data, response: str, system: str, item: str, runs: list, model, syste
     vc = model.variance_components["variance"]
     si_positive = system_item and float(vc.get(f"{system}:{item}", 0.0)) > 1e-10 * max(float(vc.max()), 1e-300)
     if len(ms) >= 3 and heteroscedastic(ms):
-        got = hetero_pairs(data, response, system, item, runs, order, crossed=layout == "crossed",
-                           system_item=si_positive, seed=seed)
+        got = hetero_pairs(data, response, system, item, runs, order, system_item=si_positive, seed=seed)
         if got is None:
             return None, None
         pairs, test = got
@@ -401,8 +401,7 @@ def _unless_zero(spread, noise):
 
 
 def hetero_pairs(data: pd.DataFrame, response: str, system: str, item: str, runs: list, systems=None,
-                 crossed: bool = False, system_item: bool = False, n_boot: int = 1999, seed: int = 0,
-                 alpha: float = 0.05):
+                 system_item: bool = False, n_boot: int = 1999, seed: int = 0, alpha: float = 0.05):
     """Three or more systems whose residual variances differ (:func:`heteroscedastic`; issue 56): every pair gets
     its own standard error, as Welch's t for two (Welch 1947; Games & Howell 1976 for many), and the pairs are
     adjusted together by the single-step max-|t| of their joint null distribution, simulated by a parametric
@@ -413,18 +412,19 @@ def hetero_pairs(data: pd.DataFrame, response: str, system: str, item: str, runs
     there and 0.120 with 12 systems (3 runs each: each variance on 2 df); the bootstrap max-|t| 0.038 and 0.025
     (3,000 simulations of the run means, 999 bootstrap draws each).
 
-    - Nested runs: pair (a, b) has ``t = (M_a - M_b) / sqrt(v_a / n_a + v_b / n_b + s_ab)``, ``v_s`` system s's
-      spread of its run means (its within-run noise ``MS_s / I`` where the spread is zero, :func:`run_means_test`).
-    - Crossed runs (every label run by every system): ``t = mean_r(D_r) / sqrt(var_r(D_r) / n + s_ab)``, D_r the
-      per-run differences of the pair (the shared run effect cancels; a zero spread: (MS_a + MS_b) / I).
-    - ``s_ab`` (``system_item``): the pair's system x item part, ``var_i(d_i) / I - MS_a / (n_a I) - MS_b / (n_b
-      I)`` truncated at 0, held fixed in the bootstrap.
+    Pair (a, b) has ``t = (M_a - M_b) / sqrt(v_a / n_a + v_b / n_b + s_ab)``, ``v_s`` system s's spread of its run
+    means (its within-run noise ``MS_s / I`` where the spread is zero, :func:`run_means_test`), ``s_ab``
+    (``system_item``) the pair's system x item part, ``var_i(d_i) / I - MS_a / (n_a I) - MS_b / (n_b I)`` truncated
+    at 0, held fixed in the bootstrap. With run labels shared by the systems the spreads are still each system's
+    own: a run effect shared by the systems then inflates them (conservative: 0.003 of true nulls with a shared run
+    SD twice the largest own one), where the paired t of the pair's per-run differences with a bootstrap of each
+    system's own part, fitted by least squares to the pairs' spreads, rejected 0.075 of the benchmark's nulls with
+    independent runs (5 systems, one with 9 times the variance; each own part on 2 df).
 
-    The bootstrap draws ``n_boot`` null sets of run means - nested: each system's own N(0, v_s); crossed: each
-    system's own part N(0, w_s), the w_s fitted by least squares to the pairs' var_r(D_r) = w_a + w_b (kept
-    positive) - and computes the same statistics; a pair's adjusted p is (1 + #{max |t*| >= |t|}) /
-    (n_boot + 1) and its simultaneous interval +- q |SE|, q the critical max |t*| at ``alpha``
-    (the rule of :func:`vrs_helpers.book.glrt.bootstrap_critical`), so p < alpha exactly when the interval excludes 0.
+    The bootstrap draws ``n_boot`` null sets of run means, each system's from N(0, v_s), and computes the same
+    statistics; a pair's adjusted p is (1 + #{max |t*| >= |t|}) / (n_boot + 1) and its simultaneous interval +- q
+    SE, q the critical max |t*| at ``alpha`` (the rule of :func:`vrs_helpers.book.glrt.bootstrap_critical`), so
+    p < alpha exactly when the interval excludes 0.
 
     Returns (pairs, outcome) - pairs a DataFrame (a, b, estimate, SE, t, df: each pair's Satterthwaite df,
     p_value, lower, upper) in ``itertools.combinations(systems)`` order, the outcome a ZTest-like test of "some pair
@@ -455,42 +455,20 @@ def hetero_pairs(data: pd.DataFrame, response: str, system: str, item: str, runs
                            - noise[a] / n[a] - noise[b] / n[b], 0.0) for a, b in pairs])
     ia, ib = np.array([a for a, _ in pairs]), np.array([b for _, b in pairs])
     rng = np.random.default_rng([int(seed), 56])
-    if crossed:
-        wide = m.pivot(index="_run", columns=system, values="m")
-        if wide.isna().any().any() or wide.shape[1] != k:
-            return None
-        x = wide[order].to_numpy()                                    # runs x systems
-        n_r = x.shape[0]
-
-        def stats_of(x):
-            diff = x[..., ia] - x[..., ib]                            # (..., runs, pairs)
-            var = _unless_zero(diff.var(axis=-2, ddof=1), noise[ia] + noise[ib])
-            se2 = var / n_r + si
-            return diff.mean(axis=-2), se2, var
-
-        est, se2, var = stats_of(x)
-        design = np.zeros((len(pairs), k))
-        design[np.arange(len(pairs)), ia] = design[np.arange(len(pairs)), ib] = 1.0
-        w = np.maximum(np.linalg.lstsq(design, var, rcond=None)[0], ZERO_SPREAD * noise)
-        sims = rng.standard_normal((n_boot, n_r, k)) * np.sqrt(w)
-        _, s_se2, _ = stats_of(sims)
-        s_est = (sims[..., ia] - sims[..., ib]).mean(axis=-2)
-        dfs = np.full(len(pairs), float(n_r - 1))
-    else:
-        means = np.array([g.mean() for g in groups])
-        v = _unless_zero(np.array([g.var(ddof=1) for g in groups]), noise)
-        est = means[ia] - means[ib]
-        se2 = v[ia] / n[ia] + v[ib] / n[ib] + si
-        parts = [v[ia] / n[ia], v[ib] / n[ib]]
-        dfs = se2 ** 2 / (parts[0] ** 2 / (n[ia] - 1) + parts[1] ** 2 / (n[ib] - 1)
-                          + np.where(si > 0, si ** 2 / (n_items - 1), 0.0))
-        s_means = np.empty((n_boot, k))
-        s_v = np.empty((n_boot, k))
-        for s in range(k):
-            draw = rng.standard_normal((n_boot, n[s])) * np.sqrt(v[s])
-            s_means[:, s], s_v[:, s] = draw.mean(axis=1), _unless_zero(draw.var(axis=1, ddof=1), noise[s])
-        s_est = s_means[:, ia] - s_means[:, ib]
-        s_se2 = s_v[:, ia] / n[ia] + s_v[:, ib] / n[ib] + si
+    means = np.array([g.mean() for g in groups])
+    v = _unless_zero(np.array([g.var(ddof=1) for g in groups]), noise)
+    est = means[ia] - means[ib]
+    se2 = v[ia] / n[ia] + v[ib] / n[ib] + si
+    parts = [v[ia] / n[ia], v[ib] / n[ib]]
+    dfs = se2 ** 2 / (parts[0] ** 2 / (n[ia] - 1) + parts[1] ** 2 / (n[ib] - 1)
+                      + np.where(si > 0, si ** 2 / (n_items - 1), 0.0))
+    s_means = np.empty((n_boot, k))
+    s_v = np.empty((n_boot, k))
+    for s in range(k):
+        draw = rng.standard_normal((n_boot, n[s])) * np.sqrt(v[s])
+        s_means[:, s], s_v[:, s] = draw.mean(axis=1), _unless_zero(draw.var(axis=1, ddof=1), noise[s])
+    s_est = s_means[:, ia] - s_means[:, ib]
+    s_se2 = s_v[:, ia] / n[ia] + s_v[:, ib] / n[ib] + si
     t = est / np.sqrt(se2)
     top = np.max(np.abs(s_est) / np.sqrt(s_se2), axis=1)
     p = (1 + (top[None, :] >= np.abs(t)[:, None]).sum(axis=1)) / (n_boot + 1)
