@@ -83,6 +83,12 @@ BINARY_DELTA = 0.8  # logit scale
 #: issue 39's shared-seed design: every run label one seed shared by both systems, shifting both alike (SD 0.05),
 #: little run-to-run variation of the difference (SD 0.01); power at a difference of 0.03
 SHARED = {"runs": 5, "shared_run_sd": 0.05, "run_sd": 0.01, "delta": 0.03, "run_labels": "shared"}
+#: issue 56's designs: its held-out design (a system x item SD as the residual's, run SD 0.01), 0/1 scores near the
+#: ceiling (97 % correct; the alternative 0.6 logits lower, 2 accuracy points: 0.9725 against 0.9525), 5 systems of
+#: which one has 9 times the variance (run and residual SD 3 times the others')
+HELD_OUT = {"system_item_sd": 0.1, "run_sd": 0.01}
+CEILING = {**BINARY, "mean": 4.0, "items": 100, "delta": -0.6}
+UNEQUAL5 = {"systems": 5, "run_sd": [0.15] + [0.05] * 4, "residual_sd": [0.3] + [0.1] * 4}
 #: cell name -> the base design's arguments it changes (evaluation_log's)
 CELLS = {
     "base": {},
@@ -119,10 +125,31 @@ CELLS = {
     # issue 38: many systems of 0/1 scores
     "0/1 x 12 systems": {**BINARY, "systems": 12},
     "0/1 x 10 % rows missing": {**BINARY, "missing": 0.1},
+    # issue 56: the verdict's second audit, each design with run labels shared by name (0 .. R-1 in every system,
+    # as users write seeds; the runs still independent) and with each system's own labels
+    **{f"{name}{labels}": {**args, "run_labels": "shared" if labels else "own"}
+       for name, args in (("held-out: system x item SD 0.1, run SD 0.01", HELD_OUT),
+                          ("0/1 near the ceiling (97 %)", CEILING), ("heavy tails (t, 3 df)", {"residual_df": 3}),
+                          ("5 systems, one with 9x the variance", UNEQUAL5), ("0/1, 20 items", {**BINARY, "items": 20}),
+                          ("items not shared (80 % of 200 each)", {"items": 200, "item_share": 0.8}))
+       for labels in ("", ", labels shared")},
+    "shared seeds, 3 runs": {**SHARED, "runs": 3},
 }
 COLUMNS = ["cell", "family", "default test", "sims", "failed", "null rate", "MC SE", "band", "chi-square null",
            "chi-square SE", "delta", "power sims", "power", "power SE", "chi-square power", "omnibus null",
-           "omnibus SE", "CPU s", "omnibus sims"]
+           "omnibus SE", "CPU s", "omnibus sims", "omnibus power"]
+
+
+def alternatives(d: dict) -> dict:
+    """The other tests of a cell, beside the default and the chi-square LRT (issue 56: the power the default gives
+    up against the best valid test), each measured on the cell's first --power-sims null and alternative logs:
+    ``kenward-roger`` - the model's F (or, with 3+ systems, Tukey on Kenward-Roger df) without the rules on run means
+    (0/1 scores: of their linear model); with run labels shared by the systems also the default test with ``nested``
+    and with ``crossed`` runs alone. name -> workflow_p_values' arguments."""
+    out = {"kenward-roger": {"test": "kenward-roger", "family": "gaussian"}}
+    if d["run_labels"] == "shared":
+        out.update({"nested": {"runs": "nested"}, "crossed": {"runs": "crossed"}})
+    return out
 
 
 def design(cell: str) -> dict:
@@ -152,7 +179,8 @@ def alternative(d: dict) -> float:
 def _simulate(job) -> tuple[list, float]:
     """(rows, CPU seconds) of simulations ``indices`` of a cell: per simulation the p-values under the null and the
     alternative."""
-    cell, indices, seed, boot, power_sims = job
+    cell, indices, seed, boot, power_sims, with_alternatives = job
+    only = with_alternatives == "only"   # the alternatives alone, on logs whose default a previous run measured
     d = design(cell)
     delta = alternative(d)
     key = zlib.crc32(d.get("seed_name", cell).encode())
@@ -166,10 +194,18 @@ def _simulate(job) -> tuple[list, float]:
             for name, ss, dl in (("null", null_ss, 0.0), ("alt", alt_ss, delta))[:1 + (i < power_sims)]:
                 rng = np.random.default_rng(ss)
                 log = evaluation_log(rng, delta=dl, **log_args(d))
-                p = workflow_p_values(log, family=d["family"], n_sim=boot, seed=int(rng.integers(2**31)),
-                                      runs=d.get("runs_model", "auto"))
-                out.update({f"{name} default": p["default"], f"{name} chisq": p["chisq"],
-                            f"{name} omnibus": p["omnibus"], "method": p["method"]})
+                seed_i = int(rng.integers(2**31))
+                if not only:
+                    p = workflow_p_values(log, family=d["family"], n_sim=boot, seed=seed_i,
+                                          runs=d.get("runs_model", "auto"))
+                    out.update({f"{name} default": p["default"], f"{name} chisq": p["chisq"],
+                                f"{name} omnibus": p["omnibus"], "method": p["method"]})
+                if i < power_sims and with_alternatives:
+                    for alt, kw in alternatives(d).items():
+                        kw = {"family": d["family"], "runs": d.get("runs_model", "auto"), **kw}
+                        q = workflow_p_values(log.assign(score=log["score"].astype(float)), n_sim=boot, seed=seed_i,
+                                              **kw)
+                        out[f"{name} {alt}"] = q["default"]
             rows.append(out)
     return rows, time.process_time() - t0
 
@@ -180,8 +216,10 @@ def _rate(p: pd.Series) -> tuple[float, float, int]:
     return r, float(np.sqrt(r * (1 - r) / max(len(p), 1))), len(p)
 
 
-def run_cell(cell: str, sims: int, seed: int, boot: int, pool, power_sims: int, chunk: int = 10) -> dict:
-    jobs = [(cell, range(a, min(a + chunk, sims)), seed, boot, power_sims) for a in range(0, sims, chunk)]
+def run_cell(cell: str, sims: int, seed: int, boot: int, pool, power_sims: int, chunk: int = 10,
+             with_alternatives: bool = True) -> dict:
+    jobs = [(cell, range(a, min(a + chunk, sims)), seed, boot, power_sims, with_alternatives)
+            for a in range(0, sims, chunk)]
     results = list(pool.map(_simulate, jobs)) if pool is not None else [_simulate(j) for j in jobs]
     rows = pd.DataFrame([r for rs, _ in results for r in rs])
     cpu = sum(c for _, c in results)
@@ -193,25 +231,85 @@ def run_cell(cell: str, sims: int, seed: int, boot: int, pool, power_sims: int, 
     o0, ose0, on = _rate(rows["null omnibus"]) if d["systems"] > 2 else (np.nan, np.nan, 0)
     lo, hi = BAND[d["family"]]
     methods = [m for m in rows["method"].unique() if m != "failed"]
-    return {"cell": cell, "family": d["family"], "default test": "; ".join(methods), "sims": sims,
-            "failed": sims - n0, "null rate": r0, "MC SE": se0, "band": "ok" if lo <= r0 <= hi else "FLAG",
-            "chi-square null": c0, "chi-square SE": cse0, "delta": alternative(d), "power sims": n1, "power": r1,
-            "power SE": se1,
-            "chi-square power": c1, "omnibus null": o0, "omnibus SE": ose0, "CPU s": round(cpu, 1),
-            "omnibus sims": on if d["systems"] > 2 else np.nan}
+    out = {"cell": cell, "family": d["family"], "default test": "; ".join(methods), "sims": sims,
+           "failed": sims - n0, "null rate": r0, "MC SE": se0, "band": "ok" if lo <= r0 <= hi else "FLAG",
+           "chi-square null": c0, "chi-square SE": cse0, "delta": alternative(d), "power sims": n1, "power": r1,
+           "power SE": se1,
+           "chi-square power": c1, "omnibus null": o0, "omnibus SE": ose0, "CPU s": round(cpu, 1),
+           "omnibus sims": on if d["systems"] > 2 else np.nan,
+           "omnibus power": _rate(rows["alt omnibus"])[0] if d["systems"] > 2 else np.nan}
+    if with_alternatives:
+        for alt in alternatives(d):
+            out[f"{alt} null"] = _rate(rows[f"null {alt}"])[0] if f"null {alt}" in rows else np.nan
+            out[f"{alt} power"] = _rate(rows[f"alt {alt}"])[0] if f"alt {alt}" in rows else np.nan
+            out[f"{alt} sims"] = _rate(rows[f"null {alt}"])[2] if f"null {alt}" in rows else 0
+    return out
+
+
+def alternatives_only(cell: str, power_sims: int, seed: int, boot: int, pool, row: dict, chunk: int = 10) -> dict:
+    """``row`` (the cell's row in --out, its default measured before) with the alternatives measured on the first
+    ``power_sims`` null and alternative logs (the same seeds as the default's)."""
+    jobs = [(cell, range(a, min(a + chunk, power_sims)), seed, boot, power_sims, "only")
+            for a in range(0, power_sims, chunk)]
+    results = list(pool.map(_simulate, jobs)) if pool is not None else [_simulate(j) for j in jobs]
+    rows = pd.DataFrame([r for rs, _ in results for r in rs])
+    out = dict(row)
+    for alt in alternatives(design(cell)):
+        out[f"{alt} null"], _, out[f"{alt} sims"] = _rate(rows[f"null {alt}"])
+        out[f"{alt} power"] = _rate(rows[f"alt {alt}"])[0]
+    out["CPU s"] = float(row.get("CPU s", 0) or 0) + round(sum(c for _, c in results), 1)
+    return out
+
+
+def best_valid(r) -> tuple:
+    """(name, null rate, power) of the most powerful test beside the default whose null rate is at most the band's
+    upper end (the chi-square LRT and the alternatives measured), or None when none was measured or valid."""
+    hi = BAND[r["family"]][1]
+    found = [("chi-square LRT", r["chi-square null"], r["chi-square power"])]
+    found += [(name, r.get(f"{name} null", np.nan), r.get(f"{name} power", np.nan))
+              for name in ("kenward-roger", "nested", "crossed")]
+    ok = [f for f in found if pd.notna(f[1]) and pd.notna(f[2]) and f[1] <= hi]
+    return max(ok, key=lambda f: f[2]) if ok else None
 
 
 def markdown(table: pd.DataFrame) -> str:
-    """The user guide's table (docs/error-rates.md): rates with their Monte-Carlo SE in parentheses."""
-    lines = ["| cell | default test | sims | null rate (SE) | band | chi-square LRT, null | delta | power (SE), sims | "
-             "chi-square power | omnibus test, null (SE) |", "|:--|:--|--:|--:|:--|--:|--:|--:|--:|--:|"]
+    """The user guide's table (docs/error-rates.md): rates with their Monte-Carlo SE in parentheses, each level
+    column with its power beside it, and the power the default gives up against the best valid test measured (the
+    chi-square LRT and :func:`alternatives`, valid: null rate at most the band's upper end; negative: the default is
+    the more powerful)."""
+    lines = ["| cell | default test | sims | null rate (SE) | band | power (SE), sims | delta | chi-square LRT: null, "
+             "power | omnibus test: null (SE), power | best valid other test: null, power (sims) | power given up |",
+             "|:--|:--|--:|--:|:--|--:|--:|--:|--:|--:|--:|"]
     for _, r in table.iterrows():
-        test = str(r["default test"]).replace("|", "\\|")  # a pipe in a test's name (max-|z|) would split the row
-        lines.append(f"| {r['cell']} | {test} | {int(r['sims'])} | {r['null rate']:.3f} "
-                     f"({r['MC SE']:.3f}) | {r['band']} | {r['chi-square null']:.3f} ({r['chi-square SE']:.3f}) | "
-                     f"{r['delta']:.3g} | {r['power']:.3f} ({r['power SE']:.3f}), {int(r['power sims'])} | "
-                     f"{r['chi-square power']:.3f} | {_omnibus(r)} |")
+        test = _tests_text(str(r["default test"])).replace("|", "\\|")  # a pipe (max-|z|) would split the row
+        best = best_valid(r)
+        measured = any(pd.notna(r.get(f"{n} power", np.nan)) for n in ("kenward-roger", "nested", "crossed"))
+        if best is None:
+            other, given = "none valid", "-"
+        else:
+            sims = int(r.get(f"{best[0]} sims", 0) or 0) if best[0] != "chi-square LRT" else int(r["sims"])
+            other = f"{best[0]}: {best[1]:.3f}, {best[2]:.3f} ({sims})"
+            given = f"{best[2] - r['power']:+.3f}"
+        if not measured:
+            other += "; others not measured"
+        lines.append(f"| {r['cell']} | {test} | {int(r['sims'])} | {r['null rate']:.3f} ({r['MC SE']:.3f}) | "
+                     f"{r['band']} | {r['power']:.3f} ({r['power SE']:.3f}), {int(r['power sims'])} | "
+                     f"{r['delta']:.3g} | {r['chi-square null']:.3f}, {r['chi-square power']:.3f} | {_omnibus(r)} | "
+                     f"{other} | {given} |")
     return "\n".join(lines) + "\n"
+
+
+def _tests_text(methods: str) -> str:
+    """The default tests of a cell as the table shows them: where both runs models were tested (issue 56), each
+    test once without its "runs crossed/nested: the smaller p ..." part, and that said once in front."""
+    import re
+
+    both = re.compile(r",? ?\(?runs (crossed|nested)(: | \()the smaller p of (both runs models|the crossed and nested "
+                      r"runs models), adjusted\)")
+    if not both.search(methods):
+        return methods
+    seen = list(dict.fromkeys(both.sub("", m).strip() for m in methods.split("; ")))
+    return "both runs models, the smaller p adjusted: " + "; ".join(seen)
 
 
 def _omnibus(r) -> str:
@@ -225,8 +323,9 @@ def _omnibus(r) -> str:
     if pd.isna(o):
         return "not measured"
     n = r.get("omnibus sims", np.nan)
-    fewer = f", {int(n)}" if pd.notna(n) and int(n) < int(r["sims"]) - int(r.get("failed", 0) or 0) else ""
-    return f"{o:.3f} ({r['omnibus SE']:.3f}){fewer}"
+    fewer = f", {int(n)} logs" if pd.notna(n) and int(n) < int(r["sims"]) - int(r.get("failed", 0) or 0) else ""
+    w = r.get("omnibus power", np.nan)
+    return f"{o:.3f} ({r['omnibus SE']:.3f}){fewer}, " + (f"{w:.3f}" if pd.notna(w) else "power not measured")
 
 
 def _write(table: pd.DataFrame, out: Path) -> None:
@@ -318,10 +417,13 @@ def exact_bound(cell: str, sims: int, seed: int) -> dict:
 
 
 def tasks_path_rate(cell: str, sims: int, seed: int) -> dict:
-    """The null rate of the harness-logs path's per-task verdict (vrs_helpers.evaluate.tasks.system_lrt, what `vrs
-    analyze LOGDIR` runs per task; for 0/1 scores with runs the Kenward-Roger F of the linear model of the scores,
-    without compare_systems' run-means rules) on the cell's own null logs (the seeds of _simulate)."""
+    """The null rate of the harness-logs path's per-task verdict on the cell's own null logs (the seeds of
+    _simulate): the rule of tables and logs (vrs_helpers.registry.verdict_reading) - with runs
+    vrs_helpers.evaluate.tasks.system_lrt, the same test as a score table's runs-random reading (issue 56); one run
+    and fewer than 30 items the exact test of vrs_helpers.evaluate.small_data.small_test."""
+    from vrs_helpers.evaluate.small_data import small_test
     from vrs_helpers.evaluate.tasks import system_lrt
+    from vrs_helpers.registry import verdict_reading
 
     d = design(cell)
     key = zlib.crc32(d.get("seed_name", cell).encode())
@@ -331,8 +433,13 @@ def tasks_path_rate(cell: str, sims: int, seed: int) -> dict:
         for i in range(sims):
             null_ss, _ = np.random.SeedSequence([seed, key, i]).spawn(2)
             log = evaluation_log(np.random.default_rng(null_ss), delta=0.0, **log_args(d))
+            runs = bool(log.groupby("system", observed=True)["run"].nunique().max() > 1)
             try:
-                out = system_lrt(log, d["family"])
+                if verdict_reading(runs, log["item"].nunique()) == "exact":
+                    out = small_test(log.assign(system=log["system"].astype(str)))
+                else:
+                    out = system_lrt(log.assign(system=log["system"].astype(str)), d["family"],
+                                     runs=d.get("runs_model", "auto"))
             except (VRSError, np.linalg.LinAlgError):  # counted apart, as in workflow_p_values
                 p.append(np.nan)
                 continue
@@ -353,6 +460,10 @@ def main(argv=None) -> int:
     ap.add_argument("--cells", nargs="+", default=list(CELLS), metavar="CELL",
                     help=f"a subset of the cells (default all): {', '.join(map(repr, CELLS))}")
     ap.add_argument("--redo", action="store_true", help="recompute the chosen cells even when --out has them")
+    ap.add_argument("--no-alternatives", action="store_true",
+                    help="the default test and the chi-square LRT only, not the other tests of alternatives()")
+    ap.add_argument("--alternatives-only", action="store_true",
+                    help="for the chosen cells already in --out: add the alternatives on the first --power-sims logs")
     ap.add_argument("--workers", type=int, default=2, help="processes sharing a cell's simulations (default 2)")
     ap.add_argument("--out", default="benchmarks/results/type_one_error.csv",
                     help="the table (CSV; markdown beside it as .md); cells already in it are skipped")
@@ -391,10 +502,19 @@ def main(argv=None) -> int:
             for cell in bar:
                 sims = args.binary_sims if design(cell)["family"] == "binomial" else args.sims
                 have = done[done["cell"] == cell]
+                if args.alternatives_only:
+                    if not len(have):
+                        continue
+                    row = alternatives_only(cell, min(args.power_sims, int(have["power sims"].iloc[0])), args.seed,
+                                            args.boot, pool, have.iloc[0].to_dict())
+                    done = pd.concat([done[done["cell"] != cell], pd.DataFrame([row])], ignore_index=True)
+                    _write(done, out)
+                    continue
                 if len(have) and int(have["sims"].iloc[0]) >= sims and not args.redo:
                     continue
                 bar.set_postfix_str(f"{cell}, {sims} sims")
-                row = run_cell(cell, sims, args.seed, args.boot, pool, min(args.power_sims, sims))
+                row = run_cell(cell, sims, args.seed, args.boot, pool, min(args.power_sims, sims),
+                               with_alternatives=not args.no_alternatives)
                 done = pd.concat([done[done["cell"] != cell], pd.DataFrame([row])], ignore_index=True)
                 _write(done, out)
     finally:

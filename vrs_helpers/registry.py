@@ -205,3 +205,58 @@ def help_text() -> str:
     return ("the test of the runs-random reading; " + "; ".join(parts) + f". Default: {defaults} scores; 0/1 "
             "scores with runs and no --test: the linear mixed model of the scores, the continuous scores' tests "
             "(valid whatever the run variance)")
+
+
+# ------------------------------------------------------------------------------------------- the default rule
+# Which test decides, for a score table and for harness logs alike (issue 56: the same rows gave a sign-flip test
+# as logs and the linear model as a table). One declarative place, read by vrs_helpers.evaluate.steps (tables),
+# vrs_helpers.evaluate.tasks (logs, per task and pooled) and vrs_helpers.book.glrt / run_means (the runs-random
+# reading's test); the measurements behind each branch are in docs/error-rates.md.
+
+#: fewer items than this and no runs: the chi-square reference of the LRT does not hold (3 items and one run gave
+#: p = 0.0105 where McNemar's exact test gives 1), an exact or permutation test on the items decides (issue 40)
+SMALL_ITEMS = 30
+
+
+def verdict_reading(runs: bool, n_items: int, test: str | None = None) -> str:
+    """The reading whose test answers "do the systems differ?" for one comparison (a table's or a task's):
+
+    - ``"named"``: a ``--test`` was given: that test (of the runs-random reading where there are runs);
+    - ``"runs-random"``: some system has 2 or more runs: the runs-random reading's default test
+      (:func:`vrs_helpers.book.glrt.compare_systems` with ``replications``: Kenward-Roger's F, the tests on run
+      means of :func:`run_means_rule`, the linear model of 0/1 scores), whatever the number of items - the runs
+      carry the replication, and a test on per-item means would ignore them (0.089 of true nulls with 20 items x
+      3 runs of 0/1 scores where this reading rejects 0.025);
+    - ``"exact"``: one run and fewer than :data:`SMALL_ITEMS` items: the exact or permutation test on the items
+      (:func:`vrs_helpers.evaluate.small_data.small_test`);
+    - ``"glrt"``: one run and enough items: the chi-square GLRT of the runs-as-replications model."""
+    if test is not None and str(test).strip():
+        return "named"
+    if runs:
+        return "runs-random"
+    return "exact" if n_items < SMALL_ITEMS else "glrt"
+
+
+def runs_models(option: str, shared: bool, systems: int, f_test: bool = True) -> tuple:
+    """The runs model(s) the runs-random reading fits (``--runs``; issue 56: ``auto`` decided by the labels alone
+    fitted crossed runs to independently trained seeds named 0, 1, 2, and the test lost half its df):
+
+    - ``"crossed"`` or ``"nested"`` as asked; ``auto`` with run labels not all shared by the systems: nested;
+    - ``auto``, every label shared, two systems, an F test (continuous scores, 0/1 scores' linear model): both,
+      ``("crossed", "nested")``: the verdict's p is the smaller of the two adjusted for taking the smaller
+      (:func:`vrs_helpers.book.run_means.two_models_p`, exact in the balanced design without a shared run effect,
+      conservative with one). Shared labels say nothing about whether the runs share an effect: with independent
+      runs (no shared effect) the crossed model's test has (n - 1) df instead of 2 (n - 1) (power 0.53 against the
+      nested model's 0.80 with 3 runs), with a shared seed effect the nested model has almost none (0.04 against
+      0.89); the adjusted smaller p gives up 0.08 of power to the nested model without a shared effect and 0.08 to
+      the crossed one with it (docs/error-rates.md, 2 systems, 3 and 5 runs);
+    - ``auto``, every label shared, three or more systems (or a test that is not an F test): crossed. The crossed
+      model then costs less ((k - 1)(n - 1) against k (n - 1) df: power 0.73 against 0.85 with 3 systems x 3 runs,
+      0.81 against 0.85 with 5) than taking the smaller p would (its pairs and rank intervals would need the same
+      adjustment)."""
+    option = str(option or "auto").strip().lower()
+    if option in ("crossed", "nested"):
+        return (option,)
+    if not shared:
+        return ("nested",)
+    return ("crossed", "nested") if systems == 2 and f_test else ("crossed",)

@@ -31,9 +31,8 @@ def _analyze(d, runs):
         return analyze(d, "score", "system", "item", replications=["seed"], runs=runs, n_resamples=99)
 
 
-@pytest.mark.parametrize("runs", ["auto", "crossed"])
-def test_shared_seeds_fitted_crossed_and_said(runs):
-    a = _analyze(_shared(), runs)
+def test_shared_seeds_fitted_crossed_and_said():
+    a = _analyze(_shared(), "crossed")
     crossed, nested = R["shared_seeds"]["crossed"], R["shared_seeds"]["nested"]
     assert a.fits.comparison_random.runs == "crossed"
     assert a.fits.comparison_random.test.p_value == pytest.approx(crossed["p_value"], rel=1e-5)
@@ -44,6 +43,26 @@ def test_shared_seeds_fitted_crossed_and_said(runs):
     # the shared-seed variance is positive here: no nested model beside it
     assert crossed["variances"]["seed"] > 0 and not any("with runs nested" in n for n in a.notes)
     assert nested["p_value"] > 0.5 > 0.2 > crossed["p_value"]
+
+
+def test_shared_labels_under_auto_test_both_runs_models():
+    """Issue 56: --runs auto (the default) on labels both systems share tests the crossed and the nested model
+    (pbkrtest's p of each, tests/reference/designs_39.R, in the note) and answers with the smaller p adjusted for
+    taking the smaller: P(min(P_c, P_n) <= p) without a shared run effect (two_models_p; its closed form checked
+    by simulation in tests/book/test_designs_56.py)."""
+    from vrs_helpers.book.run_means import two_models_p
+
+    a = _analyze(_shared(), "auto")
+    crossed, nested = R["shared_seeds"]["crossed"], R["shared_seeds"]["nested"]
+    c = a.comparison_random
+    assert c.runs == "crossed" and c.runs_models == ("crossed", "nested")
+    want = two_models_p(min(crossed["p_value"], nested["p_value"]), 5, 2)
+    assert c.test.p_value == pytest.approx(want, rel=1e-4) and want > crossed["p_value"]
+    assert "(run labels shared: crossed and nested runs both tested)" in a.answer
+    assert "(runs crossed: the smaller p of both runs models, adjusted)" in a.answer
+    note = next(n for n in a.notes if n.startswith("run labels shared by the systems"))
+    assert f"p = {crossed['p_value']:.3g}" in note and f"p = {nested['p_value']:.3g}" in note
+    assert a.to_summary()["glrt_replications_random"]["runs_models"] == ["crossed", "nested"]
 
 
 def test_nested_runs_on_shared_labels_show_the_crossed_p():
@@ -97,14 +116,23 @@ def _p(d, **kw) -> float:
        items=st.integers(8, 15), shared_sd=st.sampled_from([0.0, 0.05]))
 def test_auto_is_nested_on_own_labels_and_crossed_on_shared_ones(seed, systems, runs, items, shared_sd):
     """auto (the default) on labels no two systems share (each system its own: the type-I cells with independent
-    runs relabel them so) fits exactly the nested model; on labels every system shares, exactly the crossed one:
-    the same test, the same p (identical floats, the same fit)."""
+    runs relabel them so) fits exactly the nested model; on labels every system shares, with three systems exactly
+    the crossed one (the same test, the same p: identical floats, the same fit), with two both and the smaller p
+    adjusted (issue 56, registry.runs_models)."""
+    from vrs_helpers.book.run_means import two_models_p
+
     d = _design(np.random.default_rng(seed), systems, runs, items, shared_sd)
     own = d.assign(seed=d["system"] + "-" + d["seed"])
     assert _p(own) == _p(own, runs="auto") == _p(own, runs="nested")
     assert _p(own)[0] == "nested"
-    assert _p(d) == _p(d, runs="auto") == _p(d, runs="crossed")
-    assert _p(d)[0] == "crossed"
+    if systems > 2:
+        assert _p(d) == _p(d, runs="auto") == _p(d, runs="crossed")
+        assert _p(d)[0] == "crossed"
+        return
+    c, n = _p(d, runs="crossed"), _p(d, runs="nested")
+    auto = _p(d)
+    assert auto[0] == ("crossed" if c[2] <= n[2] else "nested")
+    assert auto[2] == pytest.approx(two_models_p(min(c[2], n[2]), runs, 2), rel=1e-12)
 
 
 def test_the_default_is_auto_everywhere(tmp_path, monkeypatch):
@@ -132,28 +160,17 @@ def test_the_default_is_auto_everywhere(tmp_path, monkeypatch):
     assert seen == ["auto", "auto", "nested"]
 
 
-def test_the_default_on_shared_seeds_is_crossed_and_said():
-    """Without --runs, the committed shared-seed log is fitted with crossed runs: pbkrtest's crossed p."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        a = analyze(_shared(), "score", "system", "item", replications=["seed"], n_resamples=99)
-    assert a.fits.comparison_random.runs == "crossed"
-    assert a.fits.comparison_random.test.p_value == pytest.approx(R["shared_seeds"]["crossed"]["p_value"], rel=1e-5)
-    assert "(runs crossed: each run label is shared by the systems)" in a.answer
-    assert a.data["glrt_replications_random"]["runs"] == "crossed"
-
-
 def test_the_default_gives_the_nested_p_where_the_shared_run_variance_is_zero():
     """Shared labels whose shift is exactly zero (every seed's mean over systems and items the same): the crossed
-    fit puts the shared-run variance at zero, and a note gives the nested model's p beside it - the p that
-    compare_systems(runs="nested") gives, itself checked against pbkrtest (test_designs_39)."""
+    fit (--runs crossed) puts the shared-run variance at zero, and a note gives the nested model's p beside it - the p
+    that compare_systems(runs="nested") gives, itself checked against pbkrtest (test_designs_39)."""
     from vrs_helpers.book.glrt import compare_systems
 
     d = _shared()
     d["score"] = d["score"] - d.groupby("seed")["score"].transform("mean") + d["score"].mean()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        a = analyze(d, "score", "system", "item", replications=["seed"], n_resamples=99)
+        a = analyze(d, "score", "system", "item", replications=["seed"], n_resamples=99, runs="crossed")
         nested = compare_systems(d, "score", "system", "item", replications=["seed"], runs="nested",
                                  contrasts=False)
     assert a.fits.comparison_random.runs == "crossed"

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from statsmodels.stats.multitest import multipletests
 
 from vrs_helpers import mixed
-from vrs_helpers.evaluate.analysis import rounded
+from vrs_helpers.book.glrt import compare_systems
+from vrs_helpers.evaluate.analysis import analyze, rounded
 from vrs_helpers.evaluate.readers import load_eval_logs
 from vrs_helpers.evaluate.readers.writers import simulate_binary, write_every_eval_ever
 from vrs_helpers.evaluate.scores import InputError
@@ -21,7 +22,7 @@ from vrs_helpers.evaluate.steps import verdict_text
 from vrs_helpers.evaluate.tasks import adjusted, analyze_logs, random_part, system_lrt, validate_tasks
 from vrs_helpers.mixed.ddf import contrast_test
 from vrs_helpers.outcomes import p_text
-from vrs_helpers.registry import TestChoiceError
+from vrs_helpers.registry import SMALL_ITEMS, TestChoiceError, verdict_reading
 
 REFERENCE = Path(__file__).resolve().parent.parent / "reference"
 
@@ -104,11 +105,16 @@ def test_gaussian_scores_are_compared_by_ml_fits():
     assert test["formula"] == f
     m1, m0 = mixed.fit(f, d, method="ML"), mixed.fit(f.replace("system +", "1 +"), d, method="ML")
     assert test["chi2"] == pytest.approx(2 * (m1.loglik - m0.loglik), abs=1e-6)
-    # with runs the verdict is the registry's gaussian default on the REML fit (Kenward-Roger), the chi-square
-    # LRT beside it; --test chisq makes the LRT the verdict again
+    # with runs the verdict is the runs-random reading's default test, exactly as compare_systems makes it for a
+    # score table (issue 56), the chi-square LRT beside it; --test chisq makes the LRT the verdict again
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = compare_systems(d, "score", "system", "item", replications=["run"], runs="nested").test
+    assert test["method"] == table.method and test["p_value"] == pytest.approx(table.p_value, rel=1e-12)
     kr = contrast_test(mixed.fit(f, d), np.array([[0.0, 1.0]]), "system", ddf="kenward-roger")
-    assert test["method"] == kr.method and test["p_value"] == pytest.approx(kr.p_value, rel=1e-9)
-    assert test["test"]["den_df"] == pytest.approx(kr.den_df, rel=1e-3)
+    named = system_lrt(d, "gaussian", test="kenward-roger", runs="nested")   # --test kenward-roger: the model's F
+    assert named["method"] == kr.method and named["p_value"] == pytest.approx(kr.p_value, rel=1e-9)
+    assert named["test"]["den_df"] == pytest.approx(kr.den_df, rel=1e-3)
     assert test["chi2_p_value"] != test["p_value"]
     chisq = system_lrt(d, "gaussian", test="chisq", runs="nested")
     assert chisq["p_value"] == chisq["chi2_p_value"] == pytest.approx(test["chi2_p_value"], rel=1e-12)
@@ -169,3 +175,32 @@ def test_missing_scores_within_a_task_need_dropna(tmp_path):
         validate_tasks(logs)
     specs, _ = validate_tasks(logs, dropna=True)
     assert specs[("t", "score")].design.n_dropped_nan == 2 and specs[("t", "score")].design.n_items == 19
+
+
+# --- issue 56: one rule for tables and logs ---------------------------------------------------------------------
+
+def test_the_rule_of_tables_and_logs():
+    """registry.verdict_reading: a named test; runs decide by the runs-random reading whatever the items; one run
+    and fewer than 30 items by the exact test; else the GLRT."""
+    assert SMALL_ITEMS == 30
+    assert verdict_reading(True, 20, "bootstrap") == verdict_reading(False, 500, "chisq") == "named"
+    assert verdict_reading(True, 5) == verdict_reading(True, 300) == "runs-random"
+    assert verdict_reading(False, 29) == "exact" and verdict_reading(False, 30) == "glrt"
+
+
+@pytest.mark.parametrize("runs", [3, 1])
+def test_the_same_rows_as_a_table_and_as_logs_give_the_same_test_and_p(tmp_path, runs):
+    """0/1 scores of 20 items (fewer than 30), with 3 runs (logs: a sign-flip test on item means on main, the
+    table the linear model) and with one run: the task's verdict and vrs analyze's answer on the same rows name the
+    same test and p (1e-12)."""
+    write_every_eval_ever(simulate_binary(56, items=20, runs=runs, run_sd=0.3), tmp_path)
+    logs = load_eval_logs(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        row = analyze_logs(logs).tasks.iloc[0]
+        d = logs.scores(task=row["task"])[["system", "run", "item", "score"]]
+        a = analyze(d, "score", "system", "item", replications=["run"] if runs > 1 else [], n_resamples=99)
+    t = a.random_test if runs > 1 else a.exact
+    assert row["method"] == t.method and row["p_value"] == pytest.approx(t.p_value, rel=1e-12, abs=1e-15)
+    assert t.method.startswith("F test, Kenward-Roger df" if runs > 1 else "exact McNemar test (mid-p)")
+    assert f"p = {t.p_value:.3g}" in a.answer

@@ -44,6 +44,9 @@ class SystemComparison:
     emm: object = field(default=None, repr=False)  # the mixed.marginal.EMMResult the means and contrasts came from
     # the bootstrap that adjusted the pairs when it is not ``f_test`` (a separated system: the others compared apart)
     pairs_test: object = field(default=None, repr=False)
+    # issue 56: ("crossed", "nested") where both runs models were tested (run labels shared, two systems, --runs
+    # auto) and the verdict's p is the smaller adjusted (registry.runs_models); ``runs`` is then the smaller p's
+    runs_models: tuple = ()
 
     @property
     def test(self):
@@ -192,6 +195,10 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
         if problem:
             raise SignificanceError(problem)
     layout = runs_layout(data, system, replications, runs)
+    if (replications and by is None and covariate is None and family == "gaussian" and chosen.outcome == "F"
+            and len(registry.runs_models(runs, layout == "crossed", n_sys)) == 2):
+        return _both_runs_models(data, response, system, item, replications, test, n_sim, seed, items, models,
+                                 contrasts, notes)
     rand, crossed = random_part(data, system, item, replications, items,
                                 shared=replications if layout == "crossed" else ())
     if by is not None:
@@ -204,7 +211,7 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
             and trials is None and mixed.check_separation(data, response, system).empty):
         # the default of 0/1 scores with runs random: the linear model of the scores (a separated system keeps the
         # GLMM, where its contrasts are "not estimable", issue 39)
-        return _linear_probability(data, response, system, item, replications, n_sim, seed, items, layout, contrasts,
+        return _linear_probability(data, response, system, item, replications, n_sim, seed, items, runs, contrasts,
                                    notes)
     if family == "binomial":
         full = mixed.glmer(formula, data, family="binomial")
@@ -254,7 +261,7 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
         if family == "gaussian" and test is None and f_test is not None:
             from .run_means import choose
 
-            means_test, why = choose(data, response, system, item, replications, full, crossed, layout)
+            means_test, why = choose(data, response, system, item, replications, full, crossed, layout, seed)
             if means_test is not None:
                 notes.append(f"{why}; the model's {f_test.method} gives p = {f_test.p_value:.3g}")
                 f_test = means_test
@@ -275,9 +282,36 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
         return SystemComparison(formula, null, glrt, pd.DataFrame(), pd.DataFrame(), None, full, f_test, notes=notes,
                                 system_item=crossed, adjust=adjust, runs=layout)
     emm = emmeans(full, system, by=by, adjust=adjust, lmer_df=lmer_df)
+    if getattr(f_test, "pairs", None) is not None:   # unequal variances, 3+ systems: each pair its own SE (issue 56)
+        emm = _own_se_pairs(emm, f_test.pairs, system)
     slopes = None if covariate is None else _slopes(full, system, covariate)
     return SystemComparison(formula, null, glrt, emm.means, emm.contrasts, slopes, full, f_test, notes=notes,
                             system_item=crossed, adjust=emm.adjust, emm=emm, runs=layout)
+
+
+def _own_se_pairs(emm, pairs: pd.DataFrame, system: str):
+    """The model's contrasts replaced by :func:`vrs_helpers.book.run_means.hetero_pairs`' (each pair its own SE,
+    the bootstrap max-|t| adjustment), matched by the contrast's label ``a - b`` (the sign flipped where the model
+    has ``b - a``)."""
+    from dataclasses import replace
+
+    c = emm.contrasts.copy()
+    found = {f"{a} - {b}": r for r, (a, b) in enumerate(zip(pairs["a"].astype(str), pairs["b"].astype(str),
+                                                                strict=True))}
+    found.update({f"{b} - {a}": -1 - r for r, (a, b) in enumerate(zip(pairs["a"].astype(str),
+                                                                          pairs["b"].astype(str), strict=True))})
+    for i, label in enumerate(c["contrast"].astype(str)):
+        r = found.get(label)
+        if r is None:
+            continue
+        sign, row = (1.0, pairs.iloc[r]) if r >= 0 else (-1.0, pairs.iloc[-1 - r])
+        lo, hi = sign * row["lower"], sign * row["upper"]
+        for col, v in (("estimate", sign * row["estimate"]), ("SE", row["SE"]), ("t", sign * row["t"]),
+                       ("df", row["df"]), ("p_value", row["p_value"]), ("lower", min(lo, hi)),
+                       ("upper", max(lo, hi))):
+            if col in c.columns:
+                c.iat[i, c.columns.get_loc(col)] = v
+    return replace(emm, contrasts=c, adjust=OWN_SE)
 
 
 ITEMS = ("random", "fixed")  # compare_systems(items=...): items like these (1|system:item), or these items
@@ -312,6 +346,38 @@ def _linear_probability(data, response: str, system: str, item: str, replication
 
 
 RUNS = ("auto", "crossed", "nested")  # compare_systems(runs=...)
+OWN_SE = "bootstrap max-|t|, own SEs"  # the pairs' adjustment with unequal variances among 3+ systems (issue 56)
+
+
+def _both_runs_models(data, response, system, item, replications, test, n_sim, seed, items, models, contrasts,
+                      notes) -> SystemComparison:
+    """Run labels shared by two systems under ``--runs auto`` (:func:`vrs_helpers.registry.runs_models`): the
+    comparison with crossed runs and with nested runs, each with its default test; the one with the smaller p is
+    returned, its test's p replaced by the smaller p adjusted for taking the smaller
+    (:func:`vrs_helpers.book.run_means.two_models_p`), a note giving both."""
+    from dataclasses import replace
+
+    from .run_means import two_models_p
+
+    kw = {"replications": replications, "family": "gaussian", "test": test, "n_sim": n_sim, "seed": seed,
+          "items": items, "models": models, "contrasts": contrasts}
+    both = {r: compare_systems(data, response, system, item, runs=r, **kw) for r in ("crossed", "nested")}
+    p = {r: float(c.test.p_value) for r, c in both.items()}
+    method = {r: c.test.method for r, c in both.items()}
+    win = "crossed" if p["crossed"] <= p["nested"] else "nested"
+    out = both[win]
+    labels = int(len(_computed(data[list(replications)].drop_duplicates())))
+    adjusted = two_models_p(min(p.values()), labels, 2)
+    out.f_test = replace(out.test, p_value=adjusted,
+                         method=f"{out.test.method} (runs {win}: the smaller p of both runs models, adjusted)")
+    out.runs_models = ("crossed", "nested")
+    out.notes[:0] = notes + [
+        f"run labels shared by the systems: they may name one run condition of both (crossed runs) or each system's "
+        f"own runs (nested); both models tested: crossed {method['crossed']}, p = {p['crossed']:.3g}; "
+        f"nested {method['nested']}, p = {p['nested']:.3g}; the verdict's p = {adjusted:.3g} is the "
+        f"smaller adjusted for taking the smaller (its null distribution without a shared run effect, {labels} "
+        "runs); --runs crossed or --runs nested tests one model"]
+    return out
 
 
 def runs_shared(data, system: str, column: str) -> bool:

@@ -34,7 +34,8 @@ def evaluation_log(rng: np.random.Generator | int, systems: int = 2, runs=3, ite
                    delta: float | np.ndarray = 0.0, run_sd=0.05, item_sd: float = 0.1,
                    residual_sd=0.1, mean: float = 0.0, system_item_sd: float = 0.0,
                    family: str = "gaussian", missing: float = 0.0, shared_run_sd: float = 0.0,
-                   run_labels: str = "shared") -> pd.DataFrame:
+                   run_labels: str = "shared", residual_df: float | None = None,
+                   item_share: float = 1.0) -> pd.DataFrame:
     """One simulated evaluation log: ``systems`` systems (``S0``, ``S1``, ...), ``runs`` training runs each and the
     same ``items`` test items, one row per system, run and item.
 
@@ -56,6 +57,10 @@ def evaluation_log(rng: np.random.Generator | int, systems: int = 2, runs=3, ite
     shared_run_sd^2) per run label shared by every system (the same seed or few-shot draw shifting all systems
     alike, the ``(1|run)`` term of crossed runs), drawn after everything else; ``run_labels``: ``"shared"`` (run
     labels 0, 1, ... in every system, default) or ``"own"`` (``S0-0``, ``S1-0``, ...: every run a system's own).
+
+    Issue 56: ``residual_df``, heavy-tailed residuals: Student's t on that many df (> 2) scaled to SD
+    ``residual_sd`` (gaussian scores; None, the default: normal); ``item_share`` < 1: items not shared, each
+    system keeps its own random round(item_share x items) of the items in every run (drawn last).
     """
     rng = np.random.default_rng(rng)
     if systems < 1 or np.min(runs) < 1 or items < 1:
@@ -78,8 +83,13 @@ def evaluation_log(rng: np.random.Generator | int, systems: int = 2, runs=3, ite
     item_effect = rng.normal(0.0, item_sd, items)
     run_effect = rng.normal(0.0, 1.0, (systems, runs)) * run_sd
     eta = mean + shift[:, None, None] + run_effect[:, :, None] + item_effect[None, None, :]
-    if family == "gaussian":
+    if residual_df is not None and not residual_df > 2:
+        raise SimulationError(f"residual_df must be > 2 (a finite variance), got {residual_df!r}.")
+    if family == "gaussian" and residual_df is None:
         score = eta + rng.normal(0.0, 1.0, (systems, runs, items)) * residual_sd
+    elif family == "gaussian":
+        t = rng.standard_t(residual_df, (systems, runs, items)) * np.sqrt((residual_df - 2) / residual_df)
+        score = eta + t * residual_sd
     if system_item_sd > 0:
         si = rng.normal(0.0, system_item_sd, (systems, 1, items))
         eta = eta + si
@@ -106,6 +116,13 @@ def evaluation_log(rng: np.random.Generator | int, systems: int = 2, runs=3, ite
     drop = int(round(missing * len(out)))
     if drop:
         out = out.drop(index=rng.choice(len(out), drop, replace=False)).reset_index(drop=True)
+    if not 0 < item_share <= 1:
+        raise SimulationError(f"item_share must be a fraction in (0, 1], got {item_share!r}.")
+    if item_share < 1:
+        keep_items = {f"S{k}": set(rng.choice(items, int(round(item_share * items)), replace=False).astype(str))
+                      for k in range(systems)}
+        mask = [i in keep_items[str(sy)] for sy, i in zip(out["system"], out["item"], strict=True)]
+        out = out[np.asarray(mask)].reset_index(drop=True)
     return out
 
 
@@ -248,7 +265,7 @@ def permutation_p_value(sample: ReplicatedComparison, n_resamples: int = 500) ->
 
 def workflow_p_values(data: pd.DataFrame, family: str = "gaussian", n_sim: int = 199, seed: int = 0,
                       response: str = "score", system: str = "system", item: str = "item",
-                      run: str = "run", items: str = "random", runs: str = "auto") -> dict:
+                      run: str = "run", items: str = "random", runs: str = "auto", test: str | None = None) -> dict:
     """The p-values of the workflow's own comparison on one log: exactly what ``vrs analyze`` runs for the
     runs-random reading, :func:`vrs_helpers.book.glrt.compare_systems` with ``replications=[run]`` and its
     default test for the family (``n_sim`` simulations and ``seed`` where that test is a bootstrap); ``items`` as
@@ -265,19 +282,21 @@ def workflow_p_values(data: pd.DataFrame, family: str = "gaussian", n_sim: int =
 
     - ``method``: how the default test is named (the outcome's ``method``).
 
+    ``test``: a registered test named instead of the default (``vrs analyze --test``; the benchmarks' comparisons).
+
     0/1 scores with a separated system (all correct or all wrong, :func:`vrs_helpers.mixed.check_separation`): its
     pairs are "not estimable" as in ``vrs analyze`` (no decision), so they are left out of ``default``; a log with no
     estimable pair declares no difference (``default`` 1).
 
     A log the comparison refuses (an error of the package) or cannot fit gives NaN for both, counted apart by
     :class:`RejectionRates` (its ``simulations`` column)."""
-    from .glrt import compare_systems
+    from .glrt import OWN_SE, compare_systems
 
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             c = compare_systems(data, response, system, item, replications=[run], family=family, n_sim=n_sim,
-                                seed=seed, items=items, runs=runs)
+                                seed=seed, items=items, runs=runs, test=test)
     except (VRSError, np.linalg.LinAlgError):
         return {"default": float("nan"), "chisq": float("nan"), "omnibus": float("nan"), "method": "failed"}
     k = data[system].nunique()
@@ -290,6 +309,7 @@ def workflow_p_values(data: pd.DataFrame, family: str = "gaussian", n_sim: int =
         default = float(np.nanmin(pairwise)) if np.isfinite(pairwise).any() else 1.0
     small = "df" in c.contrasts.columns
     adjusted = ("bootstrap LRT of the pair left" if c.adjust == "bootstrap LRT of the pair" else
+                "own SEs, bootstrap max-|t| adjusted" if c.adjust == OWN_SE else
                 "bootstrap max-|z| adjusted" if c.adjust.startswith("bootstrap") else
                 f"{c.adjust.capitalize()}-adjusted")
     method = (c.test.method if pairwise is None else

@@ -58,7 +58,8 @@ def _random_dict(comparison) -> dict | None:
         return None
     test, lrt = comparison.test, comparison.glrt
     model = {"formula": comparison.formula, "items": "random" if comparison.system_item else "fixed",
-             "runs": getattr(comparison, "runs", "nested")}
+             "runs": getattr(comparison, "runs", "nested"),
+             "runs_models": list(getattr(comparison, "runs_models", ()) or [getattr(comparison, "runs", "nested")])}
     if test is None or test is lrt:
         return {"test": registry.get("chisq").method, **lrt.as_dict(), "lrt": lrt.as_dict(), **model}
     return {"test": test.method, **test.as_dict(), "lrt": lrt.as_dict(), **model}
@@ -98,6 +99,7 @@ class OwnAnalysis:
     fit_notes: list = field(default_factory=list)            # boundary estimates, failed simulations, non-convergence
     ranking: pd.DataFrame | None = field(default=None, repr=False)  # k >= 3: one row per system (steps.rank)
     judge: object = field(default=None, repr=False)          # judged.JudgeAnalysis: the judge corrected (--human)
+    exact: object = None   # one run, < 30 items: the exact / permutation test that answers (registry.verdict_reading)
 
     @property
     def glrt(self):
@@ -134,6 +136,7 @@ class OwnAnalysis:
             "replications": list(self.replications), "properties": list(self.properties),
             "systems": list(map(str, self.systems)), "alpha": self.alpha,
             "glrt": None if self.glrt is None else self.glrt.as_dict(),
+            "exact": None if self.exact is None else {"test": self.exact.method, **self.exact.as_dict()},
             "glrt_replications_random": _random_dict(self.comparison_random),
             "readings_disagree": self.disagree,
             "conditional": {p: c.glrt.as_dict() for p, c in self.conditional.items()},

@@ -23,6 +23,8 @@ import string
 import numpy as np
 import pandas as pd
 
+from ..book.glrt import OWN_SE
+
 LETTERS = tuple(string.ascii_lowercase + string.ascii_uppercase + ".")
 
 
@@ -292,3 +294,43 @@ def forest_plot(table: pd.DataFrame, ax=None, xlabel: str = "estimate"):
     ax.set_xlabel(xlabel)
     ax.grid(axis="x", alpha=0.3)
     return ax
+
+
+def pairwise_sentence(result) -> str | None:
+    """With three or more systems, the family-wise decision of the runs-random reading: every pairwise contrast
+    with its small-sample df, Tukey-adjusted on those df (emmeans, ``lmer.df = "kenward-roger"``), at ``alpha`` for
+    the whole family of k (k - 1) / 2 contrasts."""
+    comp = result.comparison_random
+    if comp is None or len(result.systems) < 3 or "contrast" not in comp.contrasts:
+        return None
+    c = comp.contrasts
+    small = "df" in c and "t" in c
+
+    def said(r) -> str:
+        if not np.isfinite(r["p_value"]):   # a separated system (issue 39): no decision, not "no difference"
+            why = [f"{s} {result.separated[s]}" for s in map(str.strip, str(r["contrast"]).split(" - "))
+                   if s in result.separated]
+            return f"{r['contrast']}: not estimable" + (f" ({', '.join(why)})" if why else "")
+        return (f"{r['contrast']}: {'differ' if r['p_value'] < result.alpha else 'no difference'} "
+                + (f"(t = {r['t']:.3g} on {r['df']:.3g} df, adjusted p = {r['p_value']:.3g})" if small else
+                   f"(z = {r['z']:.3g}, adjusted p = {r['p_value']:.3g})"))
+
+    parts = [said(r) for _, r in c.iterrows()]
+    missing = int((~np.isfinite(c["p_value"].to_numpy(dtype=float))).sum())
+    own = getattr(comp, "adjust", "") == OWN_SE
+    how = ("t tests each with its own SE (unequal variances), adjusted by the maximum |t| over a parametric "
+           "bootstrap of the run means" if own else
+           "t tests on small-sample df, Tukey-adjusted on those df" if small else
+           "the pair of the two systems left compared by the GLMMs' parametric-bootstrap LRT without the separated "
+           "systems" if getattr(comp, "adjust", "") == "bootstrap LRT of the pair" else
+           "Wald z tests on the logit scale, adjusted by the maximum |z| over the parametric bootstrap's simulations "
+           "(single-step max-T, Westfall & Young 1993)" if getattr(comp, "adjust", "").startswith("bootstrap") else
+           "Wald z tests on the logit scale, Tukey-adjusted (no small-sample df for a GLMM)")
+    found = int((c["p_value"] < result.alpha).sum())
+    listed = "; ".join(parts) if len(c) <= MAX_LISTED_PAIRS else "every pair is in summary.json ('pairs')"
+    gaps = f", {missing} not estimable" if missing else ""
+    return (f"Pairwise, runs random ({how}; family-wise alpha = {result.alpha:g} over {len(c)} contrasts): "
+            f"{found} of {len(c)} pairs differ{gaps} - " + listed + ".")
+
+
+MAX_LISTED_PAIRS = 6   # up to 4 systems the pairwise decisions are listed in the verdict; beyond, the ranking

@@ -234,6 +234,10 @@ def readings_frame(result) -> pd.DataFrame:
         g = result.glrt
         rows.append(_row(everyone, "replications", "runs as replications", g.method, g.statistic, g.df_text(),
                          g.p_value, crit, g.p_value < alpha))
+    e = getattr(result, "exact", None)
+    if e is not None:
+        rows.append(_row(everyone, "exact", "exact test on the items (one run, few items)", e.method, e.statistic,
+                         "", e.p_value, crit, e.p_value < alpha))
     t = result.random_test
     if t is not None:
         p = t.stated_p

@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-SMALL_ITEMS = 30      # fewer items than this: an exact or permutation test decides
+from ..registry import SMALL_ITEMS  # noqa: F401 - fewer items than this (and one run): an exact test decides
+
 EXACT_MAX = 18        # up to this many non-zero differences the sign-flip distribution is enumerated
 
 SMALL_IGNORES = ("the run-to-run variation and any population of items beyond these (it conditions on the items "

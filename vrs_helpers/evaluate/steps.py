@@ -27,12 +27,12 @@ import pandas as pd
 
 from .. import mixed
 from ..book.binary import latent_variance_components
-from ..book.glrt import compare_systems, interaction_test, random_part, runs_layout, runs_shared
+from ..book.glrt import OWN_SE, compare_systems, interaction_test, random_part, runs_layout, runs_shared
 from ..book.reliability import decision_study, phi
 from ..book.significance import bootstrap_test, permutation_test, resampling_test_dask
 from ..errors import VRSError
 from ..outcomes import P_FLOOR, p_text
-from .ranking import decision_intervals, ranking_sentence, ranking_table
+from .ranking import decision_intervals, pairwise_sentence, ranking_sentence, ranking_table
 from .readings import aso_readings, disagreements, expected_best_by_system, reliability_sentence, run_means
 from .scores import computed
 
@@ -206,6 +206,7 @@ def significance(result, w: Work) -> None:
     result.comparison.means = w.rename_back(result.comparison.means)
     _blank_separated(result, result.comparison)
     if not w.reps:
+        _exact(result, w)
         return
     # the user's test (None: the default rule of compare_systems, which may choose a test on the run means or the
     # linear model of 0/1 scores; w.test is the family's default by name, which would switch that rule off)
@@ -224,12 +225,37 @@ def significance(result, w: Work) -> None:
             "almost no denominator degrees of freedom. Add runs.")
 
 
+def _exact(result, w: Work) -> None:
+    """One run and fewer than :data:`~vrs_helpers.registry.SMALL_ITEMS` items (the rule of tables and logs,
+    :func:`vrs_helpers.registry.verdict_reading`): the exact or permutation test on the items decides
+    (:func:`vrs_helpers.evaluate.small_data.small_test`, as for a task of harness logs), the GLRT beside it."""
+    from ..outcomes import ResamplingTest
+    from ..registry import verdict_reading
+    from .small_data import SMALL_ITEMS, item_means, small_test
+
+    n_items = int(computed(w.d[w.it].nunique()))
+    if verdict_reading(False, n_items, w.spec.test) != "exact":
+        return
+    d = computed(w.d[[w.sy, w.it, w.y]]).rename(columns={w.sy: "system", w.it: "item", w.y: "score"})
+    d["system"] = d["system"].astype(str)
+    got = small_test(d, seed=w.spec.seed)
+    wide = item_means(d)[[str(s) for s in w.systems]]
+    diff = float((wide.iloc[:, -1] - wide.iloc[:, 0]).mean()) if wide.shape[1] == 2 else float("nan")
+    result.exact = ResamplingTest(diff if wide.shape[1] == 2 else float(np.var(wide.mean(axis=0))),
+                                  got["p_value"], 0, method=got["method"])
+    result.notes.append(f"{n_items} items (< {SMALL_ITEMS}) and one run: the chi-square reference of the GLRT does "
+                        f"not hold; the answer is the {got['method']} on the items ({got['evidence']}), the GLRT "
+                        "beside it (the same rule as for harness logs)")
+
+
 def _runs_notes(result, w: Work) -> None:
     """Which runs model the runs-random reading fitted (issue 39), and the other one beside it where the data leave
     the choice open: run labels shared by the systems fitted as nested runs (a shared seed's shift then sits in the
     denominator), or crossed runs whose shared-run variance is estimated as zero."""
     comp = result.comparison_random
     names = ", ".join(w.back.get(r, r) for r in w.reps)
+    if len(getattr(comp, "runs_models", ())) == 2:   # both models tested (issue 56): compare_systems' note says so
+        return
     if comp.runs == "crossed":
         result.notes.append(f"runs crossed ({names}): every run label is one run condition shared by the systems, "
                             f"(1|{names}) + (1|system:{names}); a shift shared by all systems cancels in the "
@@ -446,41 +472,6 @@ def verdict(result, w: Work) -> None:
         result.notes.append("one system: reliability only")
 
 
-def pairwise_sentence(result) -> str | None:
-    """With three or more systems, the family-wise decision of the runs-random reading: every pairwise contrast
-    with its small-sample df, Tukey-adjusted on those df (emmeans, ``lmer.df = "kenward-roger"``), at ``alpha`` for
-    the whole family of k (k - 1) / 2 contrasts."""
-    comp = result.comparison_random
-    if comp is None or len(result.systems) < 3 or "contrast" not in comp.contrasts:
-        return None
-    c = comp.contrasts
-    small = "df" in c and "t" in c
-
-    def said(r) -> str:
-        if not np.isfinite(r["p_value"]):   # a separated system (issue 39): no decision, not "no difference"
-            why = [f"{s} {result.separated[s]}" for s in map(str.strip, str(r["contrast"]).split(" - "))
-                   if s in result.separated]
-            return f"{r['contrast']}: not estimable" + (f" ({', '.join(why)})" if why else "")
-        return (f"{r['contrast']}: {'differ' if r['p_value'] < result.alpha else 'no difference'} "
-                + (f"(t = {r['t']:.3g} on {r['df']:.3g} df, adjusted p = {r['p_value']:.3g})" if small else
-                   f"(z = {r['z']:.3g}, adjusted p = {r['p_value']:.3g})"))
-
-    parts = [said(r) for _, r in c.iterrows()]
-    missing = int((~np.isfinite(c["p_value"].to_numpy(dtype=float))).sum())
-    how = ("t tests on small-sample df, Tukey-adjusted on those df" if small else
-           "the pair of the two systems left compared by the GLMMs' parametric-bootstrap LRT without the separated "
-           "systems" if getattr(comp, "adjust", "") == "bootstrap LRT of the pair" else
-           "Wald z tests on the logit scale, adjusted by the maximum |z| over the parametric bootstrap's simulations "
-           "(single-step max-T, Westfall & Young 1993)" if getattr(comp, "adjust", "").startswith("bootstrap") else
-           "Wald z tests on the logit scale, Tukey-adjusted (no small-sample df for a GLMM)")
-    found = int((c["p_value"] < result.alpha).sum())
-    listed = "; ".join(parts) if len(c) <= MAX_LISTED_PAIRS else "every pair is in summary.json ('pairs')"
-    gaps = f", {missing} not estimable" if missing else ""
-    return (f"Pairwise, runs random ({how}; family-wise alpha = {result.alpha:g} over {len(c)} contrasts): "
-            f"{found} of {len(c)} pairs differ{gaps} - " + listed + ".")
-
-
-MAX_LISTED_PAIRS = 6   # up to 4 systems the pairwise decisions are listed in the verdict; beyond, the ranking
 MAX_SYSTEM_LINES = 4   # beyond 4 systems ASO and reliability take one verdict line each, not one per system
 
 
@@ -499,7 +490,8 @@ def rank(result, w: Work) -> None:
     systems = m.iloc[:, 0].astype(str).tolist()
     small = "df" in comp.contrasts and "t" in comp.contrasts
     adjust = str(getattr(comp, "adjust", ""))
-    how = ("Tukey-adjusted t tests on small-sample df" if small else
+    how = ("t tests with each pair's own SE, single-step max-|t| over a parametric bootstrap" if adjust == OWN_SE else
+           "Tukey-adjusted t tests on small-sample df" if small else
            "the bootstrap LRT of the one pair left" if adjust == "bootstrap LRT of the pair" else
            "single-step max-|z| over the parametric bootstrap" if adjust.startswith("bootstrap") else
            "single-step max-|z| from the joint normal of the contrasts (multcomp::glht)" if adjust == "mvt" else
@@ -730,14 +722,19 @@ def answer_sentence(result) -> str | None:
     comp = result.comparison_random if result.comparison_random is not None else result.comparison
     if comp is None:
         return None
-    t = comp.test
-    if result.comparison_random is None:
+    exact = getattr(result, "exact", None) if result.comparison_random is None else None
+    t = exact if exact is not None else comp.test
+    if exact is not None:
+        scope = "On these items (one run, fewer than 30 items: an exact test on the items)"
+    elif result.comparison_random is None:
         scope = "On these runs and items (the runs as replications; no run-to-run variation in the test)"
     elif comp.system_item:
         scope = "Across runs and items like these"
     else:
         scope = "Across runs, on these items"
-    if getattr(comp, "runs", "") == "crossed":
+    if len(getattr(comp, "runs_models", ())) == 2:
+        scope += " (run labels shared: crossed and nested runs both tested)"
+    elif getattr(comp, "runs", "") == "crossed":
         scope += " (runs crossed: each run label is shared by the systems)"
     evidence = f"{t.method}: {t.evidence()}, p = {t.p_value:.3g}"
     means = result.runs.groupby(result.system or "_system", observed=True)["mean"].mean()

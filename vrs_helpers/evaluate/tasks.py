@@ -17,19 +17,22 @@ are fitted as a logistic GLMM (lme4's ``glmer``, Laplace), other scores as a lin
 ratio test's chi-square on (systems - 1) df (lme4's ``anova(m0, m1)``) is always reported; it is the verdict's test
 where no system has several runs (the items carry the replication). Where systems have runs (3-5 seeds), its
 chi-square reference rejects too often, and the verdict uses the family's small-sample default of the
-runs-random reading (:mod:`vrs_helpers.registry`: Kenward-Roger's F test for continuous scores; for 0/1 scores
-the same F test on the linear mixed model of the scores, the model of ``vrs analyze``'s runs-random reading without
-its run-means rules - a separated system keeps the GLMMs' parametric-bootstrap LRT; ``vrs analyze --test`` chooses
-another; benchmarks/type_one_error.py --tasks-path measures its level). The pooled model adds
+runs-random reading exactly as ``vrs analyze`` makes it for a score table (:func:`vrs_helpers.registry.
+verdict_reading`, issue 56: the same rows give the same test and p; Kenward-Roger's F test for continuous scores, the
+tests on run means at the boundary of the run variance or with unequal variances, for 0/1 scores the same tests on
+the linear mixed model of the scores - a separated system keeps the GLMMs' parametric-bootstrap LRT; ``vrs analyze
+--test`` chooses another; benchmarks/type_one_error.py --tasks-path measures its level). The pooled model adds
 ``task`` as a fixed effect with items nested in tasks (``(1|task:item)``). The per-task p-values are adjusted across
 tasks by Holm (1979; the default) or Benjamini-Hochberg (1995), one table of every task's verdict.
 
 Each task is analysed with its own metric (:mod:`vrs_helpers.evaluate.task_metrics`); a task that cannot be tested
-(constant, one item, one system) is a row "not testable: <reason>" and the run goes on. A task with fewer than 30
-items is decided by an exact or permutation test (:mod:`vrs_helpers.evaluate.small_data`), the LRT's chi-square
-beside it. Our aggregates are checked against the logged ones (:mod:`vrs_helpers.evaluate.log_checks`), and each
-task's systems are ranked (:mod:`vrs_helpers.evaluate.many_tasks`: forest plots, the model x task heatmap, Friedman
-and Nemenyi over 5 or more tasks).
+(constant, one item, one system) is a row "not testable: <reason>" and the run goes on. A task with one run and
+fewer than 30 items is decided by an exact or permutation test (:mod:`vrs_helpers.evaluate.small_data`), the LRT's
+chi-square beside it; with runs the runs-random reading decides whatever the items (the rule of
+:func:`vrs_helpers.registry.verdict_reading`, the same for score tables). Our aggregates are checked against the
+logged ones (:mod:`vrs_helpers.evaluate.log_checks`), and each task's systems are ranked
+(:mod:`vrs_helpers.evaluate.many_tasks`: forest plots, the model x task heatmap, Friedman and Nemenyi over 5 or more
+tasks).
 
 Every number a harness prints (:func:`~vrs_helpers.evaluate.harness_stats.harness_numbers`), Miller's (2024)
 clustered errors and paired difference, and McNemar's test sit beside the verdict, each with a sentence on which
@@ -46,7 +49,9 @@ import numpy as np
 import pandas as pd
 
 from .. import mixed
+from ..errors import VRSError
 from ..outcomes import p_text
+from ..registry import verdict_reading
 from .harness_stats import IGNORES, harness_numbers, mcnemar_test, miller_errors, miller_inputs, paired_difference
 from .log_checks import check_against_logs
 from .many_tasks import friedman_nemenyi, model_task_table, task_ranking
@@ -128,33 +133,35 @@ def random_part(data: pd.DataFrame, item: str = "item", items: str = "random", r
 
 
 def system_lrt(data: pd.DataFrame, family: str, fixed: str = "", item: str = "item", test: str | None = None,
-               n_sim: int = 1000, seed: int = 0, items: str = "random", runs: str = "auto") -> dict:
+               n_sim: int = 1000, seed: int = 0, items: str = "random", runs: str = "auto",
+               settle_alpha: float | None = None) -> dict:
     """The test of the system term: ``score ~ [fixed +] system + random`` against the model without ``system``
     (:func:`random_part`); a logistic GLMM for ``family == "binomial"``, else linear mixed models.
 
     The chi-square likelihood ratio test (ML fits; the GLMMs' Laplace fits, as lme4's ``anova(m0, m1)``) is always
     computed (``chi2``, ``df``, ``chi2_p_value``). The verdict's test (``method``, ``evidence``, ``p_value``) is
     ``test`` (a test of :mod:`vrs_helpers.registry` that applies to the family) when given; otherwise, where a
-    system has several runs (``(1|system:run)``), the family's default small-sample test of the runs-random
-    reading (continuous scores: the F test with Kenward-Roger df on the REML fit; 0/1 scores: the same F test on
-    the REML fit of the 0/1 scores themselves, the linear model of :func:`vrs_helpers.book.glrt._linear_probability`,
-    or with a separated system the parametric-bootstrap LRT, ``n_sim`` simulations from the null fit, ``seed``),
-    because with a few runs per
-    system the chi-square reference rejects too often; without runs the chi-square LRT (its reference is
-    accurate when the items, not a handful of runs, carry the replication). Returns formula, family, chi2, df,
-    chi2_p_value, method, evidence, p_value, the outcome's numbers (``test``) and the fit warnings (singular
-    fits)."""
+    system has several runs (``(1|system:run)``), the runs-random reading's default test exactly as ``vrs analyze``
+    makes it for a score table (:func:`vrs_helpers.registry.verdict_reading`; issue 56: the same rows, the same
+    test and p): :func:`vrs_helpers.book.glrt.compare_systems` with the runs as replications - Kenward-Roger's F,
+    the tests on run means where the run variance is at zero or the variances differ, the linear model of 0/1
+    scores (a separated system: the GLMMs' parametric-bootstrap LRT, ``n_sim`` simulations, ``seed``,
+    ``settle_alpha``); the pooled model (``fixed``) the family's small-sample test on its REML fit (continuous:
+    Kenward-Roger; 0/1: the same F test on the linear model of the scores). With a few runs per system the
+    chi-square reference rejects too often; without runs it is the verdict (its reference is accurate when the
+    items, not a handful of runs, carry the replication). Returns formula, family, chi2, df, chi2_p_value, method,
+    evidence, p_value, the outcome's numbers (``test``) and the fit warnings (singular fits)."""
     from .. import registry
-    from ..book.glrt import Hypothesis
+    from ..book.glrt import Hypothesis, compare_systems
 
     rand = random_part(data, item, items, runs)
-    runs = "(1|system:run)" in rand
+    has_runs = "(1|system:run)" in rand
     # 0/1 scores with runs, no test named, no separated system: the linear mixed model of the scores decides, as in
     # vrs analyze's runs-random reading (vrs_helpers.book.glrt._linear_probability; issue 39's type-I cells)
-    linear = (family == "binomial" and runs and test is None
+    linear = (family == "binomial" and has_runs and test is None
               and mixed.check_separation(data, "score", "system").empty)
     chosen = (registry.choose(None, "gaussian") if linear else
-              registry.choose(test, family) if (test is not None or runs) else registry.get("chisq"))
+              registry.choose(test, family) if (test is not None or has_runs) else registry.get("chisq"))
     lead = f"{fixed} + " if fixed else ""
     f1, f0 = f"score ~ {lead}system + {rand}", f"score ~ {fixed or '1'} + {rand}"
     with warnings.catch_warnings(record=True) as caught:
@@ -165,7 +172,19 @@ def system_lrt(data: pd.DataFrame, family: str, fixed: str = "", item: str = "it
             m1, m0 = mixed.fit(f1, data, method="ML"), mixed.fit(f0, data, method="ML")
         lrt = mixed.lrt(m0, m1)
         outcome = lrt
-        if chosen.name != "chisq":
+        failed = None
+        if has_runs and test is None and not fixed:
+            # the table's runs-random reading, the same call (vrs_helpers.evaluate.steps.significance); where its
+            # fit is degenerate (e.g. two systems with the same score on every item in every run: no residual
+            # variation) the chi-square LRT stays the verdict, and a note says why
+            try:
+                outcome = compare_systems(data, "score", "system", item, replications=["run"], family=family,
+                                          n_sim=n_sim, seed=seed, items=items, runs=runs, contrasts=False,
+                                          settle_alpha=settle_alpha).test
+            except VRSError as exc:
+                failed = (f"the runs-random test could not be computed ({exc}); the verdict is the chi-square "
+                          "LRT")
+        elif chosen.name != "chisq":
             as_float = data.assign(score=pd.to_numeric(data["score"]).astype(float)) if linear else data
             # the Laplace fit; the REML fit (of the 0/1 scores themselves when linear)
             full = m1 if family == "binomial" and not linear else mixed.fit(f1, as_float)
@@ -179,6 +198,7 @@ def system_lrt(data: pd.DataFrame, family: str, fixed: str = "", item: str = "it
             if linear:
                 outcome.method = f"{outcome.method} (linear model of the 0/1 scores)"
     notes = list(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, mixed.SingularFitWarning)))
+    notes += [failed] if failed else []
     return {"formula": f1, "family": family, "chi2": float(lrt.chi2), "df": int(lrt.df),
             "chi2_p_value": float(lrt.p_value), "method": outcome.method, "evidence": outcome.evidence(),
             "p_value": float(outcome.p_value), "test": outcome.as_dict(), "notes": notes}
@@ -269,9 +289,11 @@ def _task_row(task, metric, spec, alpha, test=None, n_sim=1000, seed=0, items="r
            "systems": spec.design.n_systems, "runs": bool(spec.replications), "repeats": bool(spec.repeats)}
     for s, v in d.groupby("system")["score"].mean().items():
         row[f"mean[{s}]"] = float(v)
-    small = test is None and spec.design.n_items < SMALL_ITEMS
-    # few items: the chi-square LRT only beside the exact test (no bootstrap whose verdict would be replaced)
-    t = system_lrt(d, family, test="chisq" if small else test, n_sim=n_sim, seed=seed, items=items, runs=runs)
+    # the one rule of tables and logs (vrs_helpers.registry.verdict_reading): with runs the runs-random reading
+    # whatever the items; one run and few items: an exact test (the chi-square LRT only beside it)
+    small = verdict_reading(bool(spec.replications), spec.design.n_items, test) == "exact"
+    t = system_lrt(d, family, test="chisq" if small else test, n_sim=n_sim, seed=seed, items=items, runs=runs,
+                   settle_alpha=alpha)
     out = {**row, "random": random_part(d, items=items, runs=runs), "formula": t["formula"], "method": t["method"],
            "evidence": t["evidence"], "chi2": t["chi2"], "df": t["df"], "chi2_p_value": t["chi2_p_value"],
            "p_value": t["p_value"], "notes": "; ".join(t["notes"])}
@@ -287,13 +309,14 @@ def _task_row(task, metric, spec, alpha, test=None, n_sim=1000, seed=0, items="r
 def pooled_test(tables: dict, family: str, test: str | None = None, n_sim: int = 1000, seed: int = 0,
                 items: str = "random", runs: str = "auto") -> dict:
     """The pooled model over tasks: ``task`` a fixed effect, items nested in tasks (item ids ``task:item``), the
-    system tested as in :func:`system_lrt` with ``fixed="task"``. With fewer than
+    system tested as in :func:`system_lrt` with ``fixed="task"``. With one run and fewer than
     :data:`~vrs_helpers.evaluate.small_data.SMALL_ITEMS` items in all, the verdict is the exact or permutation test
     of :func:`~vrs_helpers.evaluate.small_data.small_test` on the items of every task."""
     d = pd.concat([t.assign(task=name if isinstance(name, str) else name[0]) for name, t in tables.items()],
                   ignore_index=True)
     d["item"] = d["task"].astype(str) + ":" + d["item"].astype(str)
-    small = test is None and d["item"].nunique() < SMALL_ITEMS
+    several = bool(d.groupby("system")["run"].nunique().max() > 1) if "run" in d.columns else False
+    small = verdict_reading(several, d["item"].nunique(), test) == "exact"
     out = system_lrt(d, family, fixed="task", test="chisq" if small else test, n_sim=n_sim, seed=seed, items=items,
                      runs=runs)
     if small:
