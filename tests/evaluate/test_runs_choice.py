@@ -54,7 +54,7 @@ def test_shared_labels_under_auto_test_both_runs_models():
 
     a = _analyze(_shared(), "auto")
     crossed, nested = R["shared_seeds"]["crossed"], R["shared_seeds"]["nested"]
-    c = a.comparison_random
+    c = a.fits.comparison_random
     assert c.runs == "crossed" and c.runs_models == ("crossed", "nested")
     want = two_models_p(min(crossed["p_value"], nested["p_value"]), 5, 2)
     assert c.test.p_value == pytest.approx(want, rel=1e-4) and want > crossed["p_value"]
@@ -62,7 +62,7 @@ def test_shared_labels_under_auto_test_both_runs_models():
     assert "(runs crossed: the smaller p of both runs models, adjusted)" in a.answer
     note = next(n for n in a.notes if n.startswith("run labels shared by the systems"))
     assert f"p = {crossed['p_value']:.3g}" in note and f"p = {nested['p_value']:.3g}" in note
-    assert a.to_summary()["glrt_replications_random"]["runs_models"] == ["crossed", "nested"]
+    assert a.data["glrt_replications_random"]["runs_models"] == ["crossed", "nested"]
 
 
 def test_nested_runs_on_shared_labels_show_the_crossed_p():

@@ -200,7 +200,7 @@ def test_the_same_rows_as_a_table_and_as_logs_give_the_same_test_and_p(tmp_path,
         row = analyze_logs(logs).tasks.iloc[0]
         d = logs.scores(task=row["task"])[["system", "run", "item", "score"]]
         a = analyze(d, "score", "system", "item", replications=["run"] if runs > 1 else [], n_resamples=99)
-    t = a.random_test if runs > 1 else a.exact
+    t = a.fits.random_test if runs > 1 else a.fits.exact
     assert row["method"] == t.method and row["p_value"] == pytest.approx(t.p_value, rel=1e-12, abs=1e-15)
     assert t.method.startswith("F test, Kenward-Roger df" if runs > 1 else "exact McNemar test (mid-p)")
     assert f"p = {t.p_value:.3g}" in a.answer
