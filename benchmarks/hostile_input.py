@@ -70,7 +70,7 @@ def _bomb_zip(folder: Path) -> list:
 
 def _lm_eval(folder: Path) -> Path:
     sys.path.insert(0, str(ROOT))
-    from vrs_helpers.evaluate.readers.writers import simulate_binary, write_lm_eval
+    from vrs_helpers.evaluate.logs.readers.writers import simulate_binary, write_lm_eval
 
     logs = folder / "logs"
     write_lm_eval(simulate_binary(seed=3, tasks=("arith", "logic"), items=20, runs=3), logs)

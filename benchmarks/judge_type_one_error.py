@@ -13,7 +13,7 @@ each system, so its scores differ:
   calls 5 % of A's negatives but 25 % of B's negatives positive (naive bias of the difference: 0.2 P(Y = 0) = 0.083);
 - continuous scores: Y = u_i + e_si, the judge 0.8 Y + b_s + N(0, 0.6^2), b_A = 0, b_B = 0.2 (naive bias 0.2).
 
-Readings of the difference B - A (vrs_helpers.evaluate.judge, each along a stack of --sims simulated data sets in
+Readings of the difference B - A (vrs_helpers.evaluate.tables.judge, each along a stack of --sims simulated data sets in
 one call), as `vrs analyze --human` reads them (Student's t): the judge alone (paired t on all items, the judge
 taken as the truth), the humans alone (paired t on the labelled items), PPI (lambda 1, Welch df), PPI++ with its
 lambda cross-fitted (5 folds of the labelled items) and, for 0/1 scores, MBM with precision and FOR estimated per
@@ -32,7 +32,8 @@ run effect (SD 0.1; 0 in the third of these cells), e_sri ~ N(0, 0.8^2); the jud
 0.45^2), w_si ~ N(0, 0.4^2) its error on that item and system in every run. The null is about runs like these (no
 difference in expectation over the runs). Readings: PPI on the per-item means over the runs (runs fixed: about these
 runs), the humans alone likewise, the naive two-stage test (Welch's t on the run-level PPI estimates), and PPI
-composed with the runs-random model (:func:`vrs_helpers.evaluate.judge.ppi_runs_difference`, the verdict's reading
+composed with the runs-random model (:func:`vrs_helpers.evaluate.tables.judge.ppi_runs_difference`, the verdict's
+reading
 with runs) and the humans alone in the same model (lambda 0).
 
 0/1 scores with runs (issue 56; the same four (runs, run SD) after them, :func:`simulate_runs_binary`): the latent
@@ -54,7 +55,7 @@ from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from vrs_helpers.evaluate import judge as J  # noqa: E402
+from vrs_helpers.evaluate.tables import judge as J  # noqa: E402
 
 A_BIN, SHIFT_BIN, SHIFT_CONT = 0.3, 0.3, 0.2
 FRACTIONS = (0.02, 0.05, 0.20)

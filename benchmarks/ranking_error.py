@@ -14,7 +14,7 @@ Kenward-Roger df; 0/1 scores of 12 systems: the same on the linear mixed model o
 5 systems - rows measured before that default, with the Wald z adjusted by the maximum |z| over the parametric
 bootstrap's 199 simulations, are kept in the table as such - or with ``--test max-t`` the single-step max-|z| of
 multcomp::glht from the GLMM's covariance), then
-`vrs_helpers.evaluate.ranking.rank_intervals` on those decisions. Per cell:
+`vrs_helpers.evaluate.tables.ranking.rank_intervals` on those decisions. Per cell:
 
 - ``fwer``: the rate at which some pair of *equal* systems is declared different (global null: any pair; partial
   null: any pair among the equal six), with its Monte-Carlo SE; the band is [0.035, 0.065] (0/1: [0.025, 0.075])
@@ -59,7 +59,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from vrs_helpers.book.glrt import compare_systems  # noqa: E402
 from vrs_helpers.book.simulation import evaluation_log  # noqa: E402
 from vrs_helpers.errors import VRSError  # noqa: E402
-from vrs_helpers.evaluate.ranking import decision_matrix, rank_intervals  # noqa: E402
+from vrs_helpers.evaluate.tables.ranking import decision_matrix, rank_intervals  # noqa: E402
 from vrs_helpers.threads import blas_limit  # noqa: E402
 
 ALPHA = 0.05

@@ -1,11 +1,11 @@
 """Type-I error of the small-data verdict of `vrs analyze LOGDIR` (issue 40): a task with fewer than 30 items is
 decided by the exact McNemar mid-p test (0/1 scores, one run) or the sign-flip permutation test
-(vrs_helpers.evaluate.small_data.small_test, exactly what the task's row calls).
+(vrs_helpers.evaluate.tables.small_data.small_test, exactly what the task's row calls).
 
     python benchmarks/small_data.py [--sims 20000] [--seed 40] [--out benchmarks/results/small_data.md]
 
 Cell: 2 systems x 1 run x 20 items, 0/1 scores, no system difference: P(correct) = expit(logit(0.6) + b_i + c_si),
-item effects b ~ N(0, item_sd^2), system-by-item effects c ~ N(0, 0.5^2) (vrs_helpers.evaluate.readers.writers.
+item effects b ~ N(0, item_sd^2), system-by-item effects c ~ N(0, 0.5^2) (vrs_helpers.evaluate.logs.readers.writers.
 simulate_binary), item_sd 0.5, 1 and 2; plus a continuous cell (normal scores, item SD 1, residual SD 1) for the
 sign-flip permutation test. Reported: the rejection rate at alpha 0.05 with its Monte-Carlo SE; the acceptance
 range of issue 40 is [0.02, 0.065].
@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from vrs_helpers.evaluate.readers.writers import simulate_binary
-from vrs_helpers.evaluate.small_data import small_test
+from vrs_helpers.evaluate.logs.readers.writers import simulate_binary
+from vrs_helpers.evaluate.tables.small_data import small_test
 
 
 def rejection_rate(make, sims: int, seed: int) -> tuple[float, float]:

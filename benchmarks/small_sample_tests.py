@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from vrs_helpers import mixed  # noqa: E402
 from vrs_helpers.book.simulation import evaluation_log  # noqa: E402
-from vrs_helpers.mixed import ddf  # noqa: E402
+from vrs_helpers.mixed.inference import ddf  # noqa: E402
 
 FORMULAS = ["score ~ system + (1|item) + (1|system:item) + (1|system:run)",
             "score ~ system + (1|item) + (1|system:run)"]

@@ -33,7 +33,7 @@ its default test (vrs_helpers.book.simulation.workflow_p_values; for 3 or more s
 - with 3 or more systems also the null rate of the omnibus test (the answer's test of all systems at once) beside
   the family-wise rate of the pairwise decisions (the default test column);
 - the power of both under one alternative: continuous scores, the difference the closed-form planner
-  (vrs_helpers.evaluate.power.minimum_detectable_difference, power 0.8) says the design detects, so a power near
+  (vrs_helpers.evaluate.tables.power.minimum_detectable_difference, power 0.8) says the design detects, so a power near
   0.8 also checks the planner; 0/1 scores, 0.8 on the logit scale. Every system after the first differs by it.
 
 Simulations: --sims null logs per continuous cell, --binary-sims per 0/1 cell (the default binary test is a parametric
@@ -71,7 +71,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from vrs_helpers.book.simulation import evaluation_log, workflow_p_values  # noqa: E402
 from vrs_helpers.errors import VRSError  # noqa: E402
-from vrs_helpers.evaluate.power import minimum_detectable_difference  # noqa: E402
+from vrs_helpers.evaluate.tables.power import minimum_detectable_difference  # noqa: E402
 from vrs_helpers.threads import blas_limit  # noqa: E402
 
 ALPHA = 0.05
@@ -341,7 +341,7 @@ def _write(table: pd.DataFrame, out: Path) -> None:
 def big_bootstrap(n_sim: int, peer_sims: int, runs: int = 50, items: int = 10_000) -> list[str]:
     """Time a parametric bootstrap on a 2 x runs x items log, and its peer (engine refits one by one)."""
     from vrs_helpers import mixed
-    from vrs_helpers.mixed.bootstrap import bootstrap_plan
+    from vrs_helpers.mixed.resampling.bootstrap import bootstrap_plan
 
     random = "(1|item) + (1|system:run)"
     t0 = time.perf_counter()
@@ -419,10 +419,10 @@ def exact_bound(cell: str, sims: int, seed: int) -> dict:
 def tasks_path_rate(cell: str, sims: int, seed: int) -> dict:
     """The null rate of the harness-logs path's per-task verdict on the cell's own null logs (the seeds of
     _simulate): the rule of tables and logs (vrs_helpers.registry.verdict_reading) - with runs
-    vrs_helpers.evaluate.tasks.system_lrt, the same test as a score table's runs-random reading (issue 56); one run
-    and fewer than 30 items the exact test of vrs_helpers.evaluate.small_data.small_test."""
-    from vrs_helpers.evaluate.small_data import small_test
-    from vrs_helpers.evaluate.tasks import system_lrt
+    vrs_helpers.evaluate.logs.tasks.system_lrt, the same test as a score table's runs-random reading (issue 56); one run
+    and fewer than 30 items the exact test of vrs_helpers.evaluate.tables.small_data.small_test."""
+    from vrs_helpers.evaluate.logs.tasks import system_lrt
+    from vrs_helpers.evaluate.tables.small_data import small_test
     from vrs_helpers.registry import verdict_reading
 
     d = design(cell)

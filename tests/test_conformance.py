@@ -134,10 +134,10 @@ def _examples():
     ex += [_run(t.name, f) for t in registry.TESTS for f in t.families]
     with _quiet():
         m = mixed.fit("y ~ system + (1|item) + (1|system:seed)", LOGS["gaussian"])
-        from vrs_helpers.mixed import kenward_roger
+        from vrs_helpers.mixed.inference import kenward_roger
 
         ex.append(kenward_roger.f_test(kenward_roger.adjustment(m), glrt.system_contrast(m)))
-    from vrs_helpers.evaluate import harness_stats as hs
+    from vrs_helpers.evaluate.logs import harness_stats as hs
 
     x, y = (rng.random(40) < 0.7).astype(float), (rng.random(40) < 0.5).astype(float)
     long = pd.DataFrame({"system": ["a"] * 40 + ["b"] * 40, "item": [f"i{i}" for i in range(40)] * 2,

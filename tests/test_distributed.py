@@ -18,7 +18,7 @@ from conftest import assert_same_numbers, write_notebook  # noqa: E402
 from vrs_helpers import dask_support as vd  # noqa: E402
 from vrs_helpers import mixed  # noqa: E402
 from vrs_helpers.book.significance import resampling_test_dask  # noqa: E402
-from vrs_helpers.mixed.errors import MixedModelError  # noqa: E402
+from vrs_helpers.mixed.structure.errors import MixedModelError  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -65,7 +65,8 @@ def test_the_guide_builds_with_a_navigation_and_offline_math(tmp_path):
     (("verdict.md", "(many.md)", "(many.md#no-such-heading)"), "no heading #no-such-heading in many.html"),
     (("verdict.md", "(../07_your_evaluation.html)", "(../07_no_such_workbook.html)"), "no workbook"),
     (("designs.md", "registry.html)", "no_such_module.html)"), "no such API page"),
-    (("planning.md", "(../api/vrs_helpers/evaluate/power.html)", "(../benchmarks/README.md)"), "outside the site"),
+    (("planning.md", "(../api/vrs_helpers/evaluate/tables/power.html)", "(../benchmarks/README.md)"),
+     "outside the site"),
     (("index.md", "14. [Development](development.md)", "14. Development"), "development.md is not linked"),
     (("many.md", "```python", "```py"), "a code block of kind 'py'"),
     (("verdict.md", "(figures/report-12-systems.png)", "(figures/missing.png)"), "an image figures/missing.png"),
@@ -89,8 +90,8 @@ def test_api_anchors_are_checked_against_the_built_reference(tmp_path):
     (api / "precheck.html").write_text("<div></div>")
     src = tmp_path / "docs"
     shutil.copytree(DOCS, src)
-    (src / "many.md").write_text((src / "many.md").read_text() + "\n[it](../api/vrs_helpers/evaluate/tasks.html"
-                                 "#adjusted), [gone](../api/vrs_helpers/evaluate/tasks.html#adjust_pvalues)\n")
+    (src / "many.md").write_text((src / "many.md").read_text() + "\n[it](../api/vrs_helpers/evaluate/logs/tasks.html"
+                                 "#adjusted), [gone](../api/vrs_helpers/evaluate/logs/tasks.html#adjust_pvalues)\n")
     with pytest.raises(GuideError) as err:
         build_guide(tmp_path / "guide", source=src)
     assert "#adjust_pvalues" in str(err.value) and "#adjusted" not in str(err.value).replace("#adjust_pvalues", "")

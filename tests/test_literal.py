@@ -207,7 +207,7 @@ NAMES = st.one_of(TEXT.filter(str.strip), MARKUPISH.filter(str.strip), st.sample
 @settings(max_examples=150, deadline=None)
 @example("<script>alert(1)</script>", r"$\href{javascript:x}{y}$")
 def test_data_summary_html(system, column):
-    from vrs_helpers.evaluate.scores import DataSummary
+    from vrs_helpers.evaluate.tables.scores import DataSummary
 
     info = DataSummary(10, 5, 1, [system], replications={column: 2}, runs_per_system={system: 2},
                        design=f"10 rows: 1 system(s) ({system}), runs by {column}")
@@ -218,7 +218,7 @@ def test_data_summary_html(system, column):
 @settings(max_examples=150, deadline=None)
 @example("<img src=x onerror=alert(1)>", "$x$", r"\(y\)")
 def test_verdict_box(system, line, caption):
-    from vrs_helpers.evaluate.readings import verdict_html
+    from vrs_helpers.evaluate.tables.readings import verdict_html
 
     frame = pd.DataFrame([{"comparison": f"{system} vs B", "reading": "runs", "test": "F", "statistic": 1.5,
                            "df": "1, 3", "p_value": 0.2, "differ": False}])

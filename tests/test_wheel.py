@@ -146,7 +146,7 @@ def test_vrs_analyze_inspect_logs_from_the_wheel(installed, tmp_path):
     pytest.importorskip("inspect_ai")
     import zipfile
 
-    from vrs_helpers.evaluate.readers.writers import simulate_binary, write_inspect
+    from vrs_helpers.evaluate.logs.readers.writers import simulate_binary, write_inspect
 
     py, vrs, env, wheel = installed
     with zipfile.ZipFile(wheel) as z:

@@ -25,19 +25,19 @@ __version__ = "0.1.0"
 _EXPORTS = {
     # your own evaluation results
     "analyze": "evaluate.analysis",
-    "AnalysisSpec": "evaluate.spec",
-    "LogsSpec": "evaluate.spec",
+    "AnalysisSpec": "evaluate.tables.spec",
+    "LogsSpec": "evaluate.tables.spec",
     "Result": "evaluate.presentation.result",
     "render": "evaluate.presentation.render",
     "OwnAnalysis": "evaluate.analysis",
     "write_summary": "evaluate.analysis",
-    "load_scores": "evaluate.scores",
-    "validate": "evaluate.scores",
-    "f_test_power": "evaluate.power",
-    "runs_needed": "evaluate.power",
-    "items_needed": "evaluate.power",
-    "power_table": "evaluate.power",
-    "simulated_power": "evaluate.power",
+    "load_scores": "evaluate.tables.scores",
+    "validate": "evaluate.tables.scores",
+    "f_test_power": "evaluate.tables.power",
+    "runs_needed": "evaluate.tables.power",
+    "items_needed": "evaluate.tables.power",
+    "power_table": "evaluate.tables.power",
+    "simulated_power": "evaluate.tables.power",
     # significance (book chapter 4)
     "compare_systems": "book.glrt",
     "SystemComparison": "book.glrt",
@@ -69,7 +69,7 @@ _EXPORTS = {
     "circularity_test": "book.circularity",
     "fit_gam": "book.gam",
     # mixed models
-    "emmeans": "mixed.marginal",
+    "emmeans": "mixed.models.marginal",
     # the registry of significance tests (vrs_helpers.registry)
     "test_names": "registry",
     "get_test": "registry",

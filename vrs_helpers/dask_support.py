@@ -2,7 +2,7 @@
 
 ``pip install 'vrs-workbooks[dask]'`` (``dask[dataframe]`` and ``distributed``). Nothing here imports Dask at module
 level, so the rest of the package works without it. The Dask paths live beside the jobs they serve:
-:func:`vrs_helpers.mixed.accumulate.accumulate_dask` (mixed-model statistics per partition),
+:func:`vrs_helpers.mixed.structure.accumulate.accumulate_dask` (mixed-model statistics per partition),
 :func:`vrs_helpers.book.significance.resampling_test_dask` (resampling batches on workers),
 :func:`vrs_helpers.app.runner.run_grid_dask` (notebook grids), and ``vrs_helpers.evaluate.analysis.analyze(...,
 backend=client)`` (``vrs analyze --dask``).
@@ -85,7 +85,8 @@ def draw_batches(plan, indices):
 
 def run_batches(plan, client, tasks: int | None = None, close: bool = False):
     """Every batch of a seeded resampling plan (``plan.batches``, ``plan.draw(i)``: the permutation and bootstrap
-    tests of :mod:`vrs_helpers.book.significance`, the parametric bootstrap of :mod:`vrs_helpers.mixed.bootstrap`) drawn
+    tests of :mod:`vrs_helpers.book.significance`, the parametric bootstrap of
+    :mod:`vrs_helpers.mixed.resampling.bootstrap`) drawn
     as tasks on a Dask cluster and concatenated on the client in batch order, so the draws equal drawing them here.
 
     The plan is sent to the workers once (not scattered: recomputable when its worker dies); ``tasks`` groups of

@@ -1,7 +1,7 @@
 """The significance tests of the package, each registered once: the test of the runs-random reading of ``vrs
 analyze`` (``--test``), of :func:`vrs_helpers.book.glrt.compare_systems` (``test=``), of the power planner
-(:func:`vrs_helpers.evaluate.power.simulated_power`) and the engine's denominator-df default
-(:func:`vrs_helpers.mixed.ddf.contrast_test`).
+(:func:`vrs_helpers.evaluate.tables.power.simulated_power`) and the engine's denominator-df default
+(:func:`vrs_helpers.mixed.inference.ddf.contrast_test`).
 
 A :class:`RegisteredTest` says what a test is (name, aliases, a one-line description, the method label and the kind
 of :mod:`~vrs_helpers.outcomes` type its outcome has), where it applies (score families, designs: the runs-random
@@ -209,8 +209,8 @@ def help_text() -> str:
 
 # ------------------------------------------------------------------------------------------- the default rule
 # Which test decides, for a score table and for harness logs alike (issue 56: the same rows gave a sign-flip test
-# as logs and the linear model as a table). One declarative place, read by vrs_helpers.evaluate.steps (tables),
-# vrs_helpers.evaluate.tasks (logs, per task and pooled) and vrs_helpers.book.glrt / run_means (the runs-random
+# as logs and the linear model as a table). One declarative place, read by vrs_helpers.evaluate.tables.steps (tables),
+# vrs_helpers.evaluate.logs.tasks (logs, per task and pooled) and vrs_helpers.book.glrt / run_means (the runs-random
 # reading's test); the measurements behind each branch are in docs/error-rates.md.
 
 #: fewer items than this and no runs: the chi-square reference of the LRT does not hold (3 items and one run gave
@@ -228,7 +228,7 @@ def verdict_reading(runs: bool, n_items: int, test: str | None = None) -> str:
       carry the replication, and a test on per-item means would ignore them (0.089 of true nulls with 20 items x
       3 runs of 0/1 scores where this reading rejects 0.025);
     - ``"exact"``: one run and fewer than :data:`SMALL_ITEMS` items: the exact or permutation test on the items
-      (:func:`vrs_helpers.evaluate.small_data.small_test`);
+      (:func:`vrs_helpers.evaluate.tables.small_data.small_test`);
     - ``"glrt"``: one run and enough items: the chi-square GLRT of the runs-as-replications model."""
     if test is not None and str(test).strip():
         return "named"

@@ -9,8 +9,8 @@
 - ``helm/``     - HELM run folders of 2 models x 3 train trials;
 - ``every_eval_ever/`` - Every Eval Ever instance-level JSON lines of 2 models x 2 epochs.
 
-The scores are simulated 0/1 answers with fixed seeds (:func:`vrs_helpers.evaluate.readers.writers.sample_tables`);
-:func:`vrs_helpers.evaluate.readers.writers.write_samples` lays them out the way each harness does. The Inspect logs
+The scores are simulated 0/1 answers with fixed seeds (:func:`vrs_helpers.evaluate.logs.readers.writers.sample_tables`);
+:func:`vrs_helpers.evaluate.logs.readers.writers.write_samples` lays them out the way each harness does. The Inspect logs
 carry run ids and timestamps, so regenerating them changes those bytes, not the scores.
 """
 
@@ -20,7 +20,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from vrs_helpers.evaluate.readers.writers import sample_tables, write_samples
+from vrs_helpers.evaluate.logs.readers.writers import sample_tables, write_samples
 
 HERE = Path(__file__).resolve().parent
 

@@ -32,7 +32,7 @@ def _csv(folder: Path, frame: pd.DataFrame, name="scores.csv", **kw) -> str:
 
 
 def _lm_eval(folder: Path, **kw) -> Path:
-    from vrs_helpers.evaluate.readers.writers import simulate_binary, write_lm_eval
+    from vrs_helpers.evaluate.logs.readers.writers import simulate_binary, write_lm_eval
 
     logs = folder / "lm_eval_out"
     write_lm_eval(simulate_binary(seed=3, tasks=("arith",), items=20, runs=1, **kw), logs)
@@ -141,7 +141,7 @@ def _bad_json_line(folder):
 
 
 def _mixed_formats(folder):
-    from vrs_helpers.evaluate.readers.writers import simulate_binary, write_every_eval_ever
+    from vrs_helpers.evaluate.logs.readers.writers import simulate_binary, write_every_eval_ever
 
     logs = _lm_eval(folder)
     write_every_eval_ever(simulate_binary(seed=4, items=10), logs / "eee")
@@ -414,7 +414,7 @@ def _linked_runs(folder):
     import os
 
     real = folder / "real"
-    from vrs_helpers.evaluate.readers.writers import simulate_binary, write_lm_eval
+    from vrs_helpers.evaluate.logs.readers.writers import simulate_binary, write_lm_eval
 
     write_lm_eval(simulate_binary(seed=3, tasks=("arith", "logic"), items=20, runs=3), real)
     (folder / "logs").mkdir()
@@ -429,7 +429,7 @@ def _unreadable_runs(folder):
     and a link to /dev/zero named like samples files (issue 50: skipped in silence before)."""
     import os
 
-    from vrs_helpers.evaluate.readers.writers import simulate_binary, write_lm_eval
+    from vrs_helpers.evaluate.logs.readers.writers import simulate_binary, write_lm_eval
 
     logs = folder / "logs"
     write_lm_eval(simulate_binary(seed=3, tasks=("arith", "logic"), items=20, runs=3), logs)

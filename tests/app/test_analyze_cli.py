@@ -108,7 +108,7 @@ def test_an_error_of_the_analysis_produces_nothing(tmp_path, capsys, monkeypatch
     """When the analysis itself fails its error is reported (exit 2, no traceback) and nothing is written: a
     previous report is untouched."""
     from vrs_helpers.evaluate import analysis
-    from vrs_helpers.evaluate.scores import InputError
+    from vrs_helpers.evaluate.tables.scores import InputError
 
     def failing(spec, **kwargs):
         raise InputError("the analysis failed here")

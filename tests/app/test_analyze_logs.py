@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from vrs_helpers.app import cli
-from vrs_helpers.evaluate.readers.writers import simulate_binary, write_helm, write_lm_eval
+from vrs_helpers.evaluate.logs.readers.writers import simulate_binary, write_helm, write_lm_eval
 
 REF = Path(__file__).resolve().parents[1] / "reference"
 
@@ -37,7 +37,7 @@ def test_inspect_logs_two_models_240_samples_3_epochs(tmp_path, capsys):
     pytest.importorskip("inspect_ai")
     from inspect_ai.log import read_eval_log
 
-    from vrs_helpers.evaluate.readers.writers import write_inspect
+    from vrs_helpers.evaluate.logs.readers.writers import write_inspect
 
     t = _reference_table().rename(columns={"model": "system", "id": "item", "epoch": "repeat", "correct": "score"})
     t = t.assign(task="qa", run="1")[["system", "task", "run", "repeat", "item", "score"]]
@@ -139,7 +139,7 @@ def test_helm_two_models_three_trials(tmp_path, capsys):
 def test_one_run_of_0_1_scores_gets_mcnemar(tmp_path, capsys):
     """Every Eval Ever logs of two systems, one run, one score per item: McNemar's exact and mid-p beside the
     mixed model, the discordant counts checked against the table."""
-    from vrs_helpers.evaluate.readers.writers import write_every_eval_ever
+    from vrs_helpers.evaluate.logs.readers.writers import write_every_eval_ever
 
     truth = simulate_binary(5, items=60)
     write_every_eval_ever(truth, tmp_path / "eee")

@@ -78,9 +78,9 @@ def test_helm_0_5_16_simple_model(tmp_path, capsys):
     """crfm-helm's own simple model on two of its simple scenarios, 2 train trials: our mean over trials and the SD
     of the trial means equal stats.json's (its simple model scores 0 everywhere, and there is one model, so no
     task is testable: vrs analyze says why, exit 2)."""
-    from vrs_helpers.evaluate.harness_stats import harness_numbers
-    from vrs_helpers.evaluate.log_checks import check_against_logs
-    from vrs_helpers.evaluate.readers import load_eval_logs
+    from vrs_helpers.evaluate.logs.harness_stats import harness_numbers
+    from vrs_helpers.evaluate.logs.log_checks import check_against_logs
+    from vrs_helpers.evaluate.logs.readers import load_eval_logs
 
     root = FIX / "helm" / "benchmark_output"
     logs = load_eval_logs(root)

@@ -73,7 +73,7 @@ def test_the_control_sees_raw_controls():
 # ------------------------------------------------------------------------------------------- through vrs analyze
 
 def _logs(folder, models, tasks, accuracy=(0.6, 0.7)):
-    from vrs_helpers.evaluate.readers.writers import simulate_binary, write_lm_eval
+    from vrs_helpers.evaluate.logs.readers.writers import simulate_binary, write_lm_eval
 
     write_lm_eval(simulate_binary(seed=3, systems=models, tasks=tasks, items=30, runs=2, run_sd=0.3,
                                   accuracy=accuracy), folder)

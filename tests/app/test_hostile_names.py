@@ -152,7 +152,7 @@ def test_hostile_names_in_a_score_table_are_text_in_the_report(tmp_path_factory,
 def test_hostile_task_and_model_names_in_logs_are_text_in_the_report(tmp_path, capsys):
     """`vrs analyze LOGDIR`: lm-evaluation-harness logs whose model and task names are markup (a task name is a
     file name there: no "/")."""
-    from vrs_helpers.evaluate.readers.writers import simulate_binary, write_lm_eval
+    from vrs_helpers.evaluate.logs.readers.writers import simulate_binary, write_lm_eval
 
     models = ["<script>alert(1)</script>", r"$\href{javascript:x}{y}$ *a*"]
     tasks = ["<img src=x onerror=alert(1)>", "[l](javascript:x) `c` &amp;"]

@@ -290,7 +290,7 @@ def test_report_runs_in_one_process_hold_no_more_descriptors(tmp_path):
 
     from vrs_helpers.app.analyze import write_report
     from vrs_helpers.evaluate.analysis import analyze
-    from vrs_helpers.evaluate.spec import AnalysisSpec
+    from vrs_helpers.evaluate.tables.spec import AnalysisSpec
 
     data = _scores(tmp_path / "scores.csv", items=20)
 

@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vrs_helpers.evaluate import scores
-from vrs_helpers.evaluate.scores import InputError, validate
+from vrs_helpers.evaluate.tables import scores
+from vrs_helpers.evaluate.tables.scores import InputError, validate
 
 # run a command and print the largest resident set (KB) of its processes: the kernel's getrusage of the children
 MEASURE = ("import resource, subprocess, sys; code = subprocess.run(sys.argv[1:]).returncode; "
@@ -204,7 +204,7 @@ def test_reports_in_one_process_hold_no_more_descriptors_than_before(tmp_path, c
     pair), kept by the thread that ran the notebook. After gc.collect() the count is the one before the first run;
     so is the number of threads but for tqdm's monitor (one per process, started by the first bar)."""
     from vrs_helpers.app import cli
-    from vrs_helpers.evaluate.readers.writers import simulate_binary, write_lm_eval
+    from vrs_helpers.evaluate.logs.readers.writers import simulate_binary, write_lm_eval
 
     rng = np.random.default_rng(3)
     pd.DataFrame([{"system": s, "seed": r, "item": f"i{i}", "score": rng.normal()} for s in "AB" for r in range(3)

@@ -14,7 +14,7 @@ import pytest
 from scipy import stats
 
 from vrs_helpers.app import cli
-from vrs_helpers.evaluate.readers.writers import simulate_binary, write_every_eval_ever, write_helm, write_lm_eval
+from vrs_helpers.evaluate.logs.readers.writers import simulate_binary, write_every_eval_ever, write_helm, write_lm_eval
 
 
 def _run(capsys, *args):
@@ -212,7 +212,7 @@ def test_identical_runs_with_differing_aggregates_are_named(tmp_path, capsys):
 
 
 def test_missing_items_are_listed_in_numeric_order():   # defect 5
-    from vrs_helpers.evaluate.scores import InputError, validate
+    from vrs_helpers.evaluate.tables.scores import InputError, validate
 
     d = pd.DataFrame([{"system": s, "item": str(i), "score": float(i % 2)} for s in "AB" for i in range(12)
                       if not (s == "B" and i in (3, 4, 10))])

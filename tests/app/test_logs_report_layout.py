@@ -15,8 +15,8 @@ import pytest
 from scipy import stats
 
 from vrs_helpers.app import cli
-from vrs_helpers.evaluate.many_tasks import friedman_nemenyi
-from vrs_helpers.evaluate.readers.writers import simulate_binary, write_every_eval_ever
+from vrs_helpers.evaluate.logs.many_tasks import friedman_nemenyi
+from vrs_helpers.evaluate.logs.readers.writers import simulate_binary, write_every_eval_ever
 
 TOOLS = Path(__file__).resolve().parents[2] / "tools"
 HOSTILE = "<b>evil$x$</b>"

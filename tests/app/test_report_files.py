@@ -140,7 +140,7 @@ def test_the_report_reads_at_1300_and_400_px(tmp_path):
 def test_logs_whose_runs_are_identical_get_a_verdict_that_says_so_first(tmp_path, capsys):
     """Issue 51: runs with the same score on every item but different logged aggregates (one run's records written
     for another) - the answer's first sentence names the problem, above everything, in the report and the console."""
-    from vrs_helpers.evaluate.readers.writers import simulate_binary, write_lm_eval
+    from vrs_helpers.evaluate.logs.readers.writers import simulate_binary, write_lm_eval
 
     t = simulate_binary(1, systems=("m-a", "m-b"), tasks=("arith",), items=40, runs=3, run_sd=0.3)
     write_lm_eval(t, tmp_path / "logs")

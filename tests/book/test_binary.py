@@ -97,7 +97,7 @@ def _check_contrasts(ours: pd.DataFrame, ref: pd.DataFrame):
 @pytest.mark.parametrize("adjust,key", [("tukey", "contrasts"), ("holm", "contrasts_holm")])
 def test_contrasts_match_emmeans_on_the_logit_scale(comparisons, log, adjust, key):
     c = _comparison(comparisons, log, "overall")
-    from vrs_helpers.mixed.marginal import emmeans
+    from vrs_helpers.mixed.models.marginal import emmeans
 
     ours = c.contrasts if adjust == "tukey" else emmeans(c.model, "system", adjust="holm").contrasts
     _check_contrasts(ours, pd.DataFrame(R[key]))

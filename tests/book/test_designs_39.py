@@ -21,7 +21,7 @@ from vrs_helpers.book.run_means import (
 )
 from vrs_helpers.book.significance import SignificanceError
 from vrs_helpers.book.simulation import evaluation_log
-from vrs_helpers.mixed.ddf import contrast_test
+from vrs_helpers.mixed.inference.ddf import contrast_test
 
 REF = Path(__file__).resolve().parents[1] / "reference"
 R = json.loads((REF / "designs_39.json").read_text())
@@ -271,7 +271,7 @@ def test_successes_of_trials_with_a_separated_system_and_runs_do_not_break_the_b
 def test_the_pairs_left_by_a_separated_system_get_intervals_in_their_own_family():
     """No runs, 4 systems, S3 all correct: the ranking's pair intervals are Tukey's for the 3 systems left, so that
     an interval excludes 0 exactly when its adjusted p < alpha (issue 39's review: they used k = 4)."""
-    from vrs_helpers.evaluate.ranking import decision_intervals
+    from vrs_helpers.evaluate.tables.ranking import decision_intervals
 
     c = _quiet_compare(_separated_log(4, 1))
     decision_intervals(c, "binomial", 0.05)
@@ -285,7 +285,7 @@ def test_the_pairs_left_by_a_separated_system_get_intervals_in_their_own_family(
 def test_bootstrap_pairs_without_the_separated_system_keep_their_intervals():
     """Runs, the bootstrap, 4 systems with S3 all correct: the three pairs left are compared without S3 by the
     bootstrap's max-|z|, and their intervals use that bootstrap's critical value (finite), not the outer test's."""
-    from vrs_helpers.evaluate.ranking import decision_intervals
+    from vrs_helpers.evaluate.tables.ranking import decision_intervals
 
     c = _quiet_compare(_separated_log(4, 3, items=40), replications=["run"], test="bootstrap", n_sim=39, seed=3)
     assert c.adjust == "bootstrap max-|z|" and c.pairs_test is not None

@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 
 from vrs_helpers.evaluate.files import find_files
-from vrs_helpers.evaluate.readers import LogFormatError, load_eval_logs
-from vrs_helpers.evaluate.readers.writers import simulate_binary, write_every_eval_ever, write_lm_eval
-from vrs_helpers.evaluate.scores import InputError, load_scores
+from vrs_helpers.evaluate.logs.readers import LogFormatError, load_eval_logs
+from vrs_helpers.evaluate.logs.readers.writers import simulate_binary, write_every_eval_ever, write_lm_eval
+from vrs_helpers.evaluate.tables.scores import InputError, load_scores
 
 needs_links = pytest.mark.skipif(os.name == "nt", reason="symbolic links need privileges on Windows")
 

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from vrs_helpers import mixed
-from vrs_helpers.evaluate.harness_stats import harness_numbers
-from vrs_helpers.evaluate.readers import load_eval_logs
-from vrs_helpers.evaluate.readers.writers import write_every_eval_ever
+from vrs_helpers.evaluate.logs.harness_stats import harness_numbers
+from vrs_helpers.evaluate.logs.readers import load_eval_logs
+from vrs_helpers.evaluate.logs.readers.writers import write_every_eval_ever
 
 REF = Path(__file__).resolve().parents[1] / "reference"
 

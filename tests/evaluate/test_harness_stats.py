@@ -1,4 +1,4 @@
-"""vrs_helpers.evaluate.harness_stats against the harnesses' own code and independent computations: McNemar against
+"""vrs_helpers.evaluate.logs.harness_stats against the harnesses' own code and independent computations: McNemar against
 statsmodels and by hand, Inspect's standard errors against inspect_ai's metric functions, lm-eval's against the
 formula of lm_eval/api/metrics.py written out, Miller's clustered SE against its double sum, and the items x
 repeats planner against a simulation of the paired test."""
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from vrs_helpers.evaluate.harness_stats import (
+from vrs_helpers.evaluate.logs.harness_stats import (
     IGNORES,
     clustered_stderr,
     inspect_stderr,
@@ -25,9 +25,9 @@ from vrs_helpers.evaluate.harness_stats import (
     miller_power,
     paired_difference,
 )
-from vrs_helpers.evaluate.power import PlanningError
-from vrs_helpers.evaluate.readers.writers import simulate_binary
-from vrs_helpers.evaluate.scores import InputError
+from vrs_helpers.evaluate.logs.readers.writers import simulate_binary
+from vrs_helpers.evaluate.tables.power import PlanningError
+from vrs_helpers.evaluate.tables.scores import InputError
 
 binary = st.lists(st.sampled_from([0.0, 1.0]), min_size=1, max_size=60)
 

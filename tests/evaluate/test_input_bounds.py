@@ -18,9 +18,9 @@ import pandas as pd
 import pytest
 
 from vrs_helpers.evaluate import files
-from vrs_helpers.evaluate.readers import LogFormatError, load_eval_logs
-from vrs_helpers.evaluate.readers.writers import simulate_binary, write_lm_eval
-from vrs_helpers.evaluate.scores import InputError, load_scores
+from vrs_helpers.evaluate.logs.readers import LogFormatError, load_eval_logs
+from vrs_helpers.evaluate.logs.readers.writers import simulate_binary, write_lm_eval
+from vrs_helpers.evaluate.tables.scores import InputError, load_scores
 
 needs_posix = pytest.mark.skipif(os.name != "posix", reason="links, named pipes and devices of POSIX")
 

@@ -1,4 +1,5 @@
-"""vrs_helpers.evaluate.judge against the reference implementation ppi_py (Angelopoulos et al.; test-only), the MBM
+"""vrs_helpers.evaluate.tables.judge against the reference implementation ppi_py (Angelopoulos et al.; test-only), the
+MBM
 paper's Table 1 as workbook 06 reproduces it (vrs_helpers.book.model_based_metrics), and closed forms written out
 here."""
 
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 
 from vrs_helpers.book import model_based_metrics as mbm_book
-from vrs_helpers.evaluate import judge
+from vrs_helpers.evaluate.tables import judge
 
 ppi_py = pytest.importorskip("ppi_py")
 

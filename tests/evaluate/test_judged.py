@@ -1,13 +1,13 @@
-"""vrs_helpers.evaluate.judged: the judge-corrected readings of a score table, against ppi_py applied directly to
+"""vrs_helpers.evaluate.tables.judged: the judge-corrected readings of a score table, against ppi_py applied directly to
 the same per-item values (test-only reference), Holm written out, and the checks of the labels."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from vrs_helpers.evaluate import judged
 from vrs_helpers.evaluate.analysis import analyze
-from vrs_helpers.evaluate.scores import InputError
+from vrs_helpers.evaluate.tables import judged
+from vrs_helpers.evaluate.tables.scores import InputError
 
 ppi_py = pytest.importorskip("ppi_py")
 
@@ -152,14 +152,14 @@ def test_analyze_with_human_puts_the_corrected_verdict_first_and_in_the_summary(
 
 
 def _spec(t):
-    from vrs_helpers.evaluate.spec import AnalysisSpec
+    from vrs_helpers.evaluate.tables.spec import AnalysisSpec
 
     return AnalysisSpec(t.drop(columns="seed"), response="judge", system="system", item="item", human="human",
                         n_resamples=200)
 
 
 def test_spec_refuses_several_responses_with_human():
-    from vrs_helpers.evaluate.spec import AnalysisSpec
+    from vrs_helpers.evaluate.tables.spec import AnalysisSpec
 
     with pytest.raises(InputError, match="one response"):
         AnalysisSpec(_table(), response=["judge", "human"], system="system", item="item", human="human")
@@ -174,7 +174,7 @@ def test_one_system_states_its_corrected_mean():
 
 
 def test_a_labels_file_without_the_system_column_is_refused(tmp_path):
-    from vrs_helpers.evaluate.spec import AnalysisSpec
+    from vrs_helpers.evaluate.tables.spec import AnalysisSpec
 
     t = _table(n_items=50, labelled=10).drop(columns="seed")
     t.dropna(subset=["human"])[["item", "human"]].drop_duplicates("item").to_csv(tmp_path / "l.csv", index=False)
@@ -203,7 +203,7 @@ def _runs_table(runs=3, n_items=60, labelled=12, seed=1):
 def test_balanced_runs_open_the_verdict_with_ppi_composed_with_the_runs():
     """With runs the verdict's reading is judge.ppi_runs_difference on the (runs, items) arrays, built here with
     numpy from the rows (1e-12), and the readings averaged over the runs are marked as about these runs."""
-    from vrs_helpers.evaluate import judge
+    from vrs_helpers.evaluate.tables import judge
 
     t = _runs_table()
     out = judged.analyze_judge(t, "judge", "system", "item", "human", ["A", "B"], runs=["seed"])
@@ -232,7 +232,7 @@ def test_unbalanced_runs_say_first_that_the_correction_ignores_them():
 
 
 def test_analyze_with_runs_answers_with_the_runs_random_reading():
-    from vrs_helpers.evaluate.spec import AnalysisSpec
+    from vrs_helpers.evaluate.tables.spec import AnalysisSpec
 
     t = _runs_table()
     result = analyze(AnalysisSpec(t, response="judge", system="system", item="item", human="human",

@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from vrs_helpers.app import cli
-from vrs_helpers.evaluate.harness_stats import miller_plan
+from vrs_helpers.evaluate.logs.harness_stats import miller_plan
 
 
 def _by_hand(delta, omega2, sigma2, k, alpha=0.05, power=0.8):

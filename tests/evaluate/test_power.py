@@ -1,4 +1,4 @@
-"""Power and sample-size planning (vrs_helpers.evaluate.power) and `vrs plan`.
+"""Power and sample-size planning (vrs_helpers.evaluate.tables.power) and `vrs plan`.
 
 References: the noncentral F distribution of scipy with the noncentrality written out here; lmerTest's F test on the
 issue-20 three-seeds log (tests/reference/small_sample_lmertest.json) for the claim that in a balanced design the
@@ -19,7 +19,7 @@ from scipy import stats
 
 from vrs_helpers import mixed
 from vrs_helpers.app.cli import main
-from vrs_helpers.evaluate import power as pw
+from vrs_helpers.evaluate.tables import power as pw
 
 REF_DIR = Path(__file__).parent.parent / "reference"
 REF = json.loads((REF_DIR / "small_sample_lmertest.json").read_text())

@@ -9,7 +9,7 @@ import pytest
 
 from vrs_helpers.app import cli
 from vrs_helpers.evaluate import precheck
-from vrs_helpers.evaluate.scores import InputError, load_scores, validate
+from vrs_helpers.evaluate.tables.scores import InputError, load_scores, validate
 
 ROLES = [("response", "score"), ("system", "system"), ("item", "item")]
 TABLE = pd.DataFrame({"system": ["A", "A", "B", "B"], "item": [1, 2, 1, 2], "score": [0.1, 0.4, 0.3, 0.5]})

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vrs_helpers.evaluate import ranking
+from vrs_helpers.evaluate.tables import ranking
 
 REF = Path(__file__).parent.parent / "reference"
 
@@ -125,7 +125,7 @@ def test_twelve_systems_rank_as_emmeans_and_multcompview_say():
     import warnings
 
     from vrs_helpers.evaluate.analysis import analyze
-    from vrs_helpers.evaluate.ranking import rank_intervals
+    from vrs_helpers.evaluate.tables.ranking import rank_intervals
 
     ref = json.loads((REF / "ranking_twelve_emmeans.json").read_text())
     data = pd.read_csv(REF / "ranking_twelve.csv.gz")

@@ -1,4 +1,4 @@
-"""vrs_helpers.evaluate.readers: evaluation logs in each harness's own layout (written by the tests as the harness
+"""vrs_helpers.evaluate.logs.readers: evaluation logs in each harness's own layout (written by the tests as the harness
 writes them; Inspect logs by inspect_ai itself), read into one long table; every bad log named with file and line."""
 
 import hashlib
@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vrs_helpers.evaluate.harness_stats import harness_numbers
-from vrs_helpers.evaluate.readers import (
+from vrs_helpers.evaluate.logs.harness_stats import harness_numbers
+from vrs_helpers.evaluate.logs.readers import (
     FORMATS,
     KEYS,
     LogFormatError,
@@ -20,15 +20,15 @@ from vrs_helpers.evaluate.readers import (
     load_eval_logs,
     sniff_format,
 )
-from vrs_helpers.evaluate.readers.helm import task_name
-from vrs_helpers.evaluate.readers.writers import (
+from vrs_helpers.evaluate.logs.readers.helm import task_name
+from vrs_helpers.evaluate.logs.readers.writers import (
     simulate_binary,
     write_every_eval_ever,
     write_helm,
     write_lm_eval,
     write_samples,
 )
-from vrs_helpers.evaluate.scores import InputError
+from vrs_helpers.evaluate.tables.scores import InputError
 
 
 def _sha(text):

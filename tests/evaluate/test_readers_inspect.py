@@ -1,4 +1,4 @@
-"""vrs_helpers.evaluate.readers on Inspect logs written by inspect_ai itself (an ``inspect_ai.eval`` with the
+"""vrs_helpers.evaluate.logs.readers on Inspect logs written by inspect_ai itself (an ``inspect_ai.eval`` with the
 mockllm provider): the table is what Inspect logged, and the accuracy and standard errors reproduced from it are
 the ones Inspect computed and printed."""
 
@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vrs_helpers.evaluate.harness_stats import harness_numbers
-from vrs_helpers.evaluate.readers import LogFormatError, detect_format, load_eval_logs
-from vrs_helpers.evaluate.readers.writers import simulate_binary, write_inspect
+from vrs_helpers.evaluate.logs.harness_stats import harness_numbers
+from vrs_helpers.evaluate.logs.readers import LogFormatError, detect_format, load_eval_logs
+from vrs_helpers.evaluate.logs.readers.writers import simulate_binary, write_inspect
 
 inspect_ai = pytest.importorskip("inspect_ai")
 

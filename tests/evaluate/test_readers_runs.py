@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from vrs_helpers.evaluate.readers import load_eval_logs
-from vrs_helpers.evaluate.readers.base import label_runs
-from vrs_helpers.evaluate.tasks import analyze_logs
+from vrs_helpers.evaluate.logs.readers import load_eval_logs
+from vrs_helpers.evaluate.logs.readers.base import label_runs
+from vrs_helpers.evaluate.logs.tasks import analyze_logs
 
 ROOT = Path(__file__).resolve().parents[2]
 WRITTEN = ROOT / "tests" / "fixtures" / "harness_written"
@@ -110,7 +110,7 @@ def test_inspect_generation_seeds(tmp_path):
     """Logs written by inspect_ai itself (readers.writers.write_inspect): runs 1-3 with generation seeds 1-3 for
     both models are shared labels; runs without a seed (told apart by the log file) are each model's own."""
     pytest.importorskip("inspect_ai")
-    from vrs_helpers.evaluate.readers.writers import simulate_binary, write_inspect
+    from vrs_helpers.evaluate.logs.readers.writers import simulate_binary, write_inspect
 
     table = simulate_binary(seed=39, items=12, runs=3, run_sd=0.3)
     write_inspect(table, tmp_path / "seeded", slim=True)
@@ -129,7 +129,7 @@ def test_lm_eval_runs_with_the_default_seed_told_apart_by_folder_are_each_models
     """lm-eval logs whose invocations all used the same seeds (1234: runs a, b, c written into out/runa, runb, runc):
     only the folder tells the runs apart, and out/runa of model-a has nothing to do with out/runa of model-b as far
     as the logs say: the labels carry the model, and auto fits nested runs."""
-    from vrs_helpers.evaluate.readers.writers import simulate_binary, write_lm_eval
+    from vrs_helpers.evaluate.logs.readers.writers import simulate_binary, write_lm_eval
 
     table = simulate_binary(seed=3, items=30, runs=3)
     write_lm_eval(table.assign(run=table["run"].map({"1": "a", "2": "b", "3": "c"})), tmp_path / "out",
@@ -145,7 +145,7 @@ def test_lm_eval_runs_with_the_default_seed_told_apart_by_folder_are_each_models
 def test_a_field_of_the_run_pattern_is_a_shared_label(tmp_path):
     """Logs found by a pattern ('out/{system}/seed={seed}/'): the pattern's field labels the runs, the same value for
     every system is the same label (you named it), crossed under auto."""
-    from vrs_helpers.evaluate.readers.writers import simulate_binary, write_lm_eval
+    from vrs_helpers.evaluate.logs.readers.writers import simulate_binary, write_lm_eval
 
     table = simulate_binary(seed=4, items=30, runs=3)
     write_lm_eval(table, tmp_path / "out", run_dir="{system}/seed={run}")

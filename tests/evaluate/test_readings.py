@@ -1,4 +1,5 @@
-"""vrs_helpers.evaluate.readings and own_metrics through own_analysis.analyze: ASO and the expected best of n runs on
+"""vrs_helpers.evaluate.tables.readings and own_metrics through own_analysis.analyze: ASO and the expected best of n
+runs on
 the
 per-run means (checked against brute-force enumeration, the quantile-function integral and a sign flip), one
 sentence per disagreement, the verdict box, and Holm's correction across metrics recomputed in the test."""
@@ -14,7 +15,7 @@ import pytest
 from conftest import holm_by_hand
 from vrs_helpers.errors import VRSError
 from vrs_helpers.evaluate.analysis import analyze, summary_json
-from vrs_helpers.evaluate.readings import IGNORES, verdict_html
+from vrs_helpers.evaluate.tables.readings import IGNORES, verdict_html
 
 REF = Path(__file__).parent.parent / "reference"
 

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from vrs_helpers.app import cli
 from vrs_helpers.evaluate.analysis import analyze
-from vrs_helpers.evaluate.scores import InputError
-from vrs_helpers.evaluate.spec import AnalysisSpec
+from vrs_helpers.evaluate.tables.scores import InputError
+from vrs_helpers.evaluate.tables.spec import AnalysisSpec
 
 REF = Path(__file__).resolve().parents[1] / "reference"
 R = json.loads((REF / "designs_39.json").read_text())

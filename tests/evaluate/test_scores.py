@@ -1,4 +1,4 @@
-"""vrs_helpers.evaluate.scores: score tables from files and run folders, and every bad input named."""
+"""vrs_helpers.evaluate.tables.scores: score tables from files and run folders, and every bad input named."""
 
 import numpy as np
 import pandas as pd
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vrs_helpers.evaluate.scores import InputError, load_scores, validate
+from vrs_helpers.evaluate.tables.scores import InputError, load_scores, validate
 
 
 def _table(n_sys=2, n_seed=3, n_item=20, seed=0):
@@ -285,7 +285,7 @@ _words = st.text(alphabet="abcdefgxyz0123-", min_size=1, max_size=6)
 @given(labels=st.lists(_words, min_size=1, max_size=6, unique=True), pick=st.integers(0, 5),
        how=st.integers(0, 3), joined=st.booleans())
 def test_near_duplicates_find_a_label_written_twice(labels, pick, how, joined):
-    from vrs_helpers.evaluate.scores import near_duplicates
+    from vrs_helpers.evaluate.tables.scores import near_duplicates
 
     labels = [f"{a} {a}" if joined else a for a in labels]   # some labels with an inner blank
     assert near_duplicates(labels) == []   # distinct lowercase labels without spaces around them: no group

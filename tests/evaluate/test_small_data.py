@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from vrs_helpers.evaluate.log_checks import rounding_tolerance
-from vrs_helpers.evaluate.readers.writers import simulate_binary
-from vrs_helpers.evaluate.scores import InputError
-from vrs_helpers.evaluate.small_data import accuracy_intervals, sign_flip_test, small_test
-from vrs_helpers.evaluate.task_metrics import accuracy_like, choose_metrics
+from vrs_helpers.evaluate.logs.log_checks import rounding_tolerance
+from vrs_helpers.evaluate.logs.readers.writers import simulate_binary
+from vrs_helpers.evaluate.logs.task_metrics import accuracy_like, choose_metrics
+from vrs_helpers.evaluate.tables.scores import InputError
+from vrs_helpers.evaluate.tables.small_data import accuracy_intervals, sign_flip_test, small_test
 
 
 def test_sign_flip_is_the_full_enumeration():

@@ -11,10 +11,10 @@ import pytest
 
 from vrs_helpers import registry
 from vrs_helpers.app import cli
-from vrs_helpers.evaluate import scores as scores_module
 from vrs_helpers.evaluate.analysis import analyze, summary_json
-from vrs_helpers.evaluate.scores import InputError
-from vrs_helpers.evaluate.spec import AnalysisSpec
+from vrs_helpers.evaluate.tables import scores as scores_module
+from vrs_helpers.evaluate.tables.scores import InputError
+from vrs_helpers.evaluate.tables.spec import AnalysisSpec
 
 
 def _log(binary=False, seeds=3, items=12, seed=0):
@@ -155,7 +155,7 @@ def test_options_are_declared_once():
 
     from vrs_helpers.book.glrt import ITEMS, RUNS
     from vrs_helpers.evaluate import options
-    from vrs_helpers.evaluate.spec import LogsSpec
+    from vrs_helpers.evaluate.tables.spec import LogsSpec
 
     assert (options.ITEMS, options.RUNS) == (ITEMS, RUNS)
     for cls in (AnalysisSpec, LogsSpec):

@@ -6,8 +6,8 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vrs_helpers.evaluate.steps import safe_names
-from vrs_helpers.mixed.formula import parse
+from vrs_helpers.evaluate.tables.steps import safe_names
+from vrs_helpers.mixed.structure.formula import parse
 
 
 @given(st.lists(st.text(min_size=0, max_size=12), min_size=1, max_size=6, unique=True))

@@ -15,12 +15,12 @@ from statsmodels.stats.multitest import multipletests
 from vrs_helpers import mixed
 from vrs_helpers.book.glrt import compare_systems
 from vrs_helpers.evaluate.analysis import analyze, rounded
-from vrs_helpers.evaluate.readers import load_eval_logs
-from vrs_helpers.evaluate.readers.writers import simulate_binary, write_every_eval_ever
-from vrs_helpers.evaluate.scores import InputError
-from vrs_helpers.evaluate.steps import verdict_text
-from vrs_helpers.evaluate.tasks import adjusted, analyze_logs, random_part, system_lrt, validate_tasks
-from vrs_helpers.mixed.ddf import contrast_test
+from vrs_helpers.evaluate.logs.readers import load_eval_logs
+from vrs_helpers.evaluate.logs.readers.writers import simulate_binary, write_every_eval_ever
+from vrs_helpers.evaluate.logs.tasks import adjusted, analyze_logs, random_part, system_lrt, validate_tasks
+from vrs_helpers.evaluate.tables.scores import InputError
+from vrs_helpers.evaluate.tables.steps import verdict_text
+from vrs_helpers.mixed.inference.ddf import contrast_test
 from vrs_helpers.outcomes import p_text
 from vrs_helpers.registry import SMALL_ITEMS, TestChoiceError, verdict_reading
 

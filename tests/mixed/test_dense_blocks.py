@@ -1,4 +1,5 @@
-"""Dense cross blocks with equal rows computed once (vrs_helpers.mixed.dense_blocks): G blockdiag(D) G', its adjoint
+"""Dense cross blocks with equal rows computed once (vrs_helpers.mixed.structure.dense_blocks): G blockdiag(D) G', its
+adjoint
 G_:l' K G_:l and the products G X, G'Y equal the same products with G itself (written out in the test with
 numpy), to 1e-12 relative (the sums are the same numbers added in another order)."""
 
@@ -6,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vrs_helpers.mixed.dense_blocks import DenseBlocks, RowGroups, equal_rows
+from vrs_helpers.mixed.structure.dense_blocks import DenseBlocks, RowGroups, equal_rows
 
 
 def _direct(G, D):

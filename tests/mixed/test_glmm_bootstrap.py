@@ -1,6 +1,7 @@
-"""The parametric-bootstrap LRT of GLMMs (vrs_helpers.mixed.glmm_bootstrap) against pbkrtest 0.5.2's PBmodcomp on
+"""The parametric-bootstrap LRT of GLMMs (vrs_helpers.mixed.resampling.glmm_bootstrap) against pbkrtest 0.5.2's
+PBmodcomp on
 glmer fits (tests/reference/glmm_pbmodcomp.R: a binary and a successes-of-trials log, 2,000 simulations each), the
-batched Laplace deviance and gradient against the engine's (:mod:`vrs_helpers.mixed.glmm`, itself checked against
+batched Laplace deviance and gradient against the engine's (:mod:`vrs_helpers.mixed.models.glmm`, itself checked against
 lme4), failed refits counted, seeded batches, separation, and the non-convergence warning of glmer.
 
 Tolerances: p within three combined Monte-Carlo SEs of PBmodcomp's (sqrt(p (1 - p) / K) each, at the pooled p);
@@ -20,8 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vrs_helpers import mixed
-from vrs_helpers.mixed import glmm_bootstrap as gb
-from vrs_helpers.mixed.errors import ConvergenceWarning
+from vrs_helpers.mixed.resampling import glmm_bootstrap as gb
+from vrs_helpers.mixed.structure.errors import ConvergenceWarning
 
 REF_DIR = Path(__file__).parent.parent / "reference"
 REF = json.loads((REF_DIR / "glmm_pbmodcomp.json").read_text())
@@ -187,7 +188,7 @@ def test_check_separation_finds_all_correct_and_all_wrong_groups():
 def test_a_glmm_that_did_not_converge_says_so(monkeypatch):
     from scipy import optimize
 
-    from vrs_helpers.mixed import glmm
+    from vrs_helpers.mixed.models import glmm
 
     real = optimize.minimize
 

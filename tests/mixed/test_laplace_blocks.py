@@ -1,4 +1,5 @@
-"""L L' = I + Lambda'Z'WZ Lambda by blocks with a nested pair eliminated together (vrs_helpers.mixed.laplace_blocks),
+"""L L' = I + Lambda'Z'WZ Lambda by blocks with a nested pair eliminated together
+(vrs_helpers.mixed.likelihood.laplace_blocks),
 against the dense matrix built here from one-hot Z (an independent computation): log det, solves, the diagonal
 terms of the Laplace gradient and the weighted counts, on random designs - a nested pair with unequal numbers of
 inner levels per outer level (padded slots), with 0, 1 or 2 other crossed terms, and crossed designs without a
@@ -14,10 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vrs_helpers.mixed import families
-from vrs_helpers.mixed.glmm import prepare
-from vrs_helpers.mixed.laplace import GLMMDeviance
-from vrs_helpers.mixed.laplace_blocks import LaplaceBlocks, find_nested
+from vrs_helpers.mixed.likelihood import families
+from vrs_helpers.mixed.likelihood.laplace import GLMMDeviance
+from vrs_helpers.mixed.likelihood.laplace_blocks import LaplaceBlocks, find_nested
+from vrs_helpers.mixed.models.glmm import prepare
 
 
 def _design(rng, nested: bool, others: int):

@@ -9,7 +9,7 @@ import statsmodels.formula.api as smf
 from scipy import linalg, optimize
 
 from vrs_helpers import mixed
-from vrs_helpers.mixed.formula import FormulaError, parse
+from vrs_helpers.mixed.structure.formula import FormulaError, parse
 
 
 def _crossed(seed=0, n_s=40, n_r=6, n_o=3, drop=0.2, effects=(0.5, 0.1, 0.05, 0.2), sigma=0.3):
@@ -299,7 +299,7 @@ def test_pair_sums_equal_the_sparse_product(r):
     """G blockdiag(D) G' from the listed pairs equals the plain product (random sparse G, random blocks D)."""
     from scipy import sparse
 
-    from vrs_helpers.mixed.deviance import _PairSums
+    from vrs_helpers.mixed.likelihood.deviance import _PairSums
 
     rng = np.random.default_rng(r)
     m, q = 300, 40
@@ -316,7 +316,7 @@ def test_two_large_crossed_factors_quasi_newton_path(rater_sd, monkeypatch):
     Hessian from the moment start when the optimum is interior, L-BFGS-B with its boundary escapes when a variance
     is 0; either way the optimum of mixedlm 1.3.0 (an lme4 port) and of our L-BFGS-B path (the Newton start
     disabled)."""
-    from vrs_helpers.mixed import optimizer
+    from vrs_helpers.mixed.likelihood import optimizer
 
     mixedlm = pytest.importorskip("mixedlm")
     rng = np.random.default_rng(30)

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vrs_helpers import mixed
-from vrs_helpers.mixed import ddf, hypotheses, satterthwaite
+from vrs_helpers.mixed.inference import ddf, hypotheses, satterthwaite
 
 REF_DIR = Path(__file__).parent.parent / "reference"
 REF = json.loads((REF_DIR / "anova_types_lmertest.json").read_text())

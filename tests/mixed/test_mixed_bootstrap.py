@@ -1,4 +1,5 @@
-"""The parametric-bootstrap LRT (vrs_helpers.mixed.bootstrap) and what it is built on: responses drawn as sufficient
+"""The parametric-bootstrap LRT (vrs_helpers.mixed.resampling.bootstrap) and what it is built on: responses drawn as
+sufficient
 statistics (mixed.simulate) and batched refits (mixed.batch).
 
 References: pbkrtest 0.5.2's PBmodcomp on the issue-20 three-seeds log and an unbalanced 3-system log
@@ -15,10 +16,10 @@ import pandas as pd
 import pytest
 
 from vrs_helpers import mixed
-from vrs_helpers.mixed.batch import BatchDeviance, minimize
-from vrs_helpers.mixed.bootstrap import bootstrap_plan, internal_theta
-from vrs_helpers.mixed.deviance import Deviance
-from vrs_helpers.mixed.simulate import ModelView, ResponseSimulator, gram, null_parameters
+from vrs_helpers.mixed.likelihood.deviance import Deviance
+from vrs_helpers.mixed.resampling.batch import BatchDeviance, minimize
+from vrs_helpers.mixed.resampling.bootstrap import bootstrap_plan, internal_theta
+from vrs_helpers.mixed.resampling.simulate import ModelView, ResponseSimulator, gram, null_parameters
 
 REF_DIR = Path(__file__).parent.parent / "reference"
 REF = json.loads((REF_DIR / "small_sample_lmertest.json").read_text())

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from vrs_helpers import mixed
-from vrs_helpers.mixed import ddf
+from vrs_helpers.mixed.inference import ddf
 
 REF_DIR = Path(__file__).parent.parent / "reference"
 REF = json.loads((REF_DIR / "small_sample_lmertest.json").read_text())

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from vrs_helpers import mixed
-from vrs_helpers.mixed.factor_slopes import expand
+from vrs_helpers.mixed.structure.factor_slopes import expand
 
 REF_DIR = Path(__file__).parent.parent / "reference"
 REF = json.loads((REF_DIR / "factor_slopes_lme4.json").read_text())

@@ -16,9 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vrs_helpers.mixed import MixedModelError, families, lrt
-from vrs_helpers.mixed.glmm import GLMMResult, glmer, prepare
-from vrs_helpers.mixed.laplace import GLMMDeviance
+from vrs_helpers.mixed import MixedModelError, lrt
+from vrs_helpers.mixed.likelihood import families
+from vrs_helpers.mixed.likelihood.laplace import GLMMDeviance
+from vrs_helpers.mixed.models.glmm import GLMMResult, glmer, prepare
 
 REF = Path(__file__).parent.parent / "reference"
 R = json.loads((REF / "glmm_lme4.json").read_text())

@@ -1,4 +1,5 @@
-"""The average-information Hessian of the random-intercept deviance (vrs_helpers.mixed.information) against its
+"""The average-information Hessian of the random-intercept deviance (vrs_helpers.mixed.likelihood.information) against
+its
 definition computed with dense n x n matrices (Gilmour, Thompson & Cullis 1995): with V = sigma^2 (I + sum_k psi_k
 Z_k Z_k'), P = V^-1 - V^-1 X (X'V^-1 X)^-1 X'V^-1, V_k = sigma^2 Z_k Z_k' and V_s = V / sigma^2,
 
@@ -17,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vrs_helpers import mixed
-from vrs_helpers.mixed import numdiff
-from vrs_helpers.mixed.information import psi_information, theta_hessian
+from vrs_helpers.mixed.likelihood.information import psi_information, theta_hessian
+from vrs_helpers.mixed.structure import numdiff
 
 
 def _indicator(codes: np.ndarray) -> np.ndarray:
@@ -91,7 +92,7 @@ def test_average_information_near_the_finite_difference_hessian_at_the_optimum()
 def test_newton_on_the_average_information_reaches_the_lbfgsb_optimum(method, monkeypatch):
     """Two large crossed factors (a 300-level dense block): the Newton path stops where L-BFGS-B + Newton polish (the
     path without it) stops, to the optimizers' tolerances."""
-    from vrs_helpers.mixed import optimizer
+    from vrs_helpers.mixed.likelihood import optimizer
 
     df = _data(5, 6000, (700, 300), (0.5, 0.3))
     f = "y ~ x + (1|g0) + (1|g1)"

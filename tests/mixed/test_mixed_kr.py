@@ -1,4 +1,4 @@
-"""Kenward-Roger F tests of fixed effects (vrs_helpers.mixed.kenward_roger, ddf="kenward-roger").
+"""Kenward-Roger F tests of fixed effects (vrs_helpers.mixed.inference.kenward_roger, ddf="kenward-roger").
 
 (a) pbkrtest 0.5.2 (through lmerTest 3.1-3's anova and pbkrtest's KRmodcomp; tests/reference/small_sample.R and
     kenward_roger.R): F, NumDF, DenDF and p to 1e-4 relative (issue 20's bar; the remaining differences come from
@@ -26,7 +26,7 @@ from scipy import stats
 
 from vrs_helpers import mixed
 from vrs_helpers.book.simulation import evaluation_log
-from vrs_helpers.mixed import ddf, kenward_roger
+from vrs_helpers.mixed.inference import ddf, kenward_roger
 
 REF_DIR = Path(__file__).parent.parent / "reference"
 SMALL = json.loads((REF_DIR / "small_sample_lmertest.json").read_text())

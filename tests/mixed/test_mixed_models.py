@@ -21,8 +21,9 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from vrs_helpers import mixed
-from vrs_helpers.mixed import families, numdiff
-from vrs_helpers.mixed.design import intern, lower_triangle
+from vrs_helpers.mixed.likelihood import families
+from vrs_helpers.mixed.structure import numdiff
+from vrs_helpers.mixed.structure.design import intern, lower_triangle
 
 # ------------------------------------------------------------------------------------------------ families
 

@@ -15,8 +15,8 @@ import pytest
 from scipy import stats
 
 from vrs_helpers import mixed
-from vrs_helpers.mixed import ddf
-from vrs_helpers.mixed.marginal import emmeans
+from vrs_helpers.mixed.inference import ddf
+from vrs_helpers.mixed.models.marginal import emmeans
 
 REF_DIR = Path(__file__).parent.parent / "reference"
 REF = json.loads((REF_DIR / "pairwise_df_emmeans.json").read_text())
@@ -88,7 +88,7 @@ def test_tukey_p_of_many_contrasts_equal_scipys_at_every_contrast(k, df, scale):
     value within 1e-6 of scipy's own (computed here one by one), and exact within 0.05 of the critical value."""
     from scipy import stats
 
-    from vrs_helpers.mixed.marginal import tukey_critical, tukey_sf
+    from vrs_helpers.mixed.models.marginal import tukey_critical, tukey_sf
 
     rng = np.random.default_rng(k)
     z = rng.normal(0, scale, 320)

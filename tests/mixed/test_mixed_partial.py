@@ -1,4 +1,5 @@
-"""Mergeable sufficient statistics (vrs_helpers.mixed.accumulate): partials of partitions merged in any tree give the
+"""Mergeable sufficient statistics (vrs_helpers.mixed.structure.accumulate): partials of partitions merged in any tree
+give the
 statistics of one pass over the same rows (no Dask needed)."""
 
 import numpy as np
@@ -6,8 +7,8 @@ import pandas as pd
 import pytest
 
 from vrs_helpers import mixed
-from vrs_helpers.mixed.accumulate import PartialStats, merge_all, partial
-from vrs_helpers.mixed.errors import MixedModelError
+from vrs_helpers.mixed.structure.accumulate import PartialStats, merge_all, partial
+from vrs_helpers.mixed.structure.errors import MixedModelError
 
 
 def _data(n=2400, seed=1):

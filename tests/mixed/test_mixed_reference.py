@@ -40,7 +40,7 @@ from scipy import linalg, sparse
 from conftest import requires_data
 from vrs_helpers import mixed
 from vrs_helpers.book import data
-from vrs_helpers.mixed.marginal import emmeans
+from vrs_helpers.mixed.models.marginal import emmeans
 
 REF = Path(__file__).resolve().parent.parent / "reference"
 LME4 = json.loads((REF / "lme4_book_models.json").read_text())

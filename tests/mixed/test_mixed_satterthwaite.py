@@ -4,7 +4,8 @@ sufficient statistics, and Satterthwaite's Hessian computed once per model (issu
 - The book's MT data (data_ter.rds: Marking vs PostEdit, 3 replications each, 1,041 sentences) against lmerTest
   3.1-3 and pbkrtest 0.5.2 (tests/reference/mt_ter.R), without and with ``(1|system:sentence_id)``: F, both df and p
   to 1e-4 relative (issue 28's acceptance bar).
-- The nested pair (1|item) + (1|system:item) merged into one term over the items (:mod:`vrs_helpers.mixed.nested`)
+- The nested pair (1|item) + (1|system:item) merged into one term over the items
+(:mod:`vrs_helpers.mixed.likelihood.nested`)
   gives the same fit and the same tests as the engine's unmerged deviance (an independent computation: the dense
   elimination of every item), to 1e-8 in the REML criterion and 1e-6 in F and df (optimizer tolerance).
 - Satterthwaite's Hessian from the profiled deviance's analytic gradient (D'' plus the sigma correction) equals
@@ -21,8 +22,9 @@ import pytest
 
 from conftest import MT_LMERTEST, requires_data
 from vrs_helpers import mixed
-from vrs_helpers.mixed import ddf, nested, satterthwaite
-from vrs_helpers.mixed.deviance import Deviance
+from vrs_helpers.mixed.inference import ddf, satterthwaite
+from vrs_helpers.mixed.likelihood import nested
+from vrs_helpers.mixed.likelihood.deviance import Deviance
 
 REF_DIR = Path(__file__).parent.parent / "reference"
 MT = MT_LMERTEST

@@ -1,4 +1,4 @@
-"""One accumulation shared by the models of one data set (vrs_helpers.mixed.shared): the statistics of a model
+"""One accumulation shared by the models of one data set (vrs_helpers.mixed.models.shared): the statistics of a model
 restricted from a wider model's equal those of a pass over the rows for the model itself, and the cache's fits
 equal mixed.fit's.
 
@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vrs_helpers import mixed
-from vrs_helpers.mixed.shared import restrict
+from vrs_helpers.mixed.models.shared import restrict
 
 
 def _data(n=1800, seed=3, levels=("a", "b", "c")):

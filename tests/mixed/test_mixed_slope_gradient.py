@@ -1,5 +1,7 @@
-"""The random-slope deviance's analytic gradient and the pieces behind it (vrs_helpers.mixed.deviance.BlockDeviance,
-vrs_helpers.mixed.stacks), each against an independent computation written here: central finite differences of the
+"""The random-slope deviance's analytic gradient and the pieces behind it
+(vrs_helpers.mixed.likelihood.deviance.BlockDeviance,
+vrs_helpers.mixed.structure.stacks), each against an independent computation written here: central finite differences
+of the
 deviance, dense matrix products, numpy's per-matrix factorizations."""
 
 import numpy as np
@@ -10,8 +12,8 @@ from hypothesis import strategies as st_
 from scipy import linalg, sparse
 
 from vrs_helpers import mixed
-from vrs_helpers.mixed import deviance as dv
-from vrs_helpers.mixed import stacks
+from vrs_helpers.mixed.likelihood import deviance as dv
+from vrs_helpers.mixed.structure import stacks
 
 
 def _design(seed=1, n=1500, n_g=50, n_h=20, n_k=6):

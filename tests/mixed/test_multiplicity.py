@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from vrs_helpers.mixed.multiplicity import correlation, max_t_distribution, single_step
+from vrs_helpers.mixed.inference.multiplicity import correlation, max_t_distribution, single_step
 
 N = 2 ** 18
 

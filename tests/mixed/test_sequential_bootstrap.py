@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from vrs_helpers import mixed
-from vrs_helpers.mixed import glmm_bootstrap as gb
-from vrs_helpers.mixed.bootstrap import SeededBatches
+from vrs_helpers.mixed.resampling import glmm_bootstrap as gb
+from vrs_helpers.mixed.resampling.bootstrap import SeededBatches
 
 
 @dataclass(kw_only=True)

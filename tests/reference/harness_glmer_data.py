@@ -2,16 +2,16 @@
 
 Command: PYTHONPATH=. .venv/bin/python tests/reference/harness_glmer_data.py   (writes harness_glmer.csv.gz)
 
-Two models x 240 samples x 3 epochs of 0/1 scores, from vrs_helpers.evaluate.readers.writers.simulate_binary (seed
+Two models x 240 samples x 3 epochs of 0/1 scores, from vrs_helpers.evaluate.logs.readers.writers.simulate_binary (seed
 29240; logit scale: accuracies 0.62 and 0.70, item SD 1.0, model-by-item SD 0.5). The epochs are repeats of an
 item: the GLMM `correct ~ model + (1|id) + (1|model:id)` does not use their labels, so the reference holds for any
-Inspect log written from this table (vrs_helpers.evaluate.readers.writers.write_inspect), whatever epoch Inspect
+Inspect log written from this table (vrs_helpers.evaluate.logs.readers.writers.write_inspect), whatever epoch Inspect
 gives each answer.
 """
 
 from pathlib import Path
 
-from vrs_helpers.evaluate.readers.writers import simulate_binary
+from vrs_helpers.evaluate.logs.readers.writers import simulate_binary
 
 SEED = 29240
 

@@ -184,7 +184,7 @@ def check_input(args) -> None:
 def _is_logs(args) -> bool:
     """A format given or detected; a folder without one is read as logs (whose error names its files) unless
     score-table columns are named (a folder of Parquet parts, e.g. for --dask)."""
-    from ..evaluate.readers import sniff_format
+    from ..evaluate.logs.readers import sniff_format
 
     return (args.format != "auto" or sniff_format(args.data) is not None
             or (Path(args.data).is_dir() and not args.response))
@@ -199,8 +199,8 @@ def _analyze(args) -> int:
     from ..evaluate.analysis import analyze
     from ..evaluate.options import spec_arguments
     from ..evaluate.presentation.render import render
-    from ..evaluate.scores import InputError
-    from ..evaluate.spec import AnalysisSpec
+    from ..evaluate.tables.scores import InputError
+    from ..evaluate.tables.spec import AnalysisSpec
 
     if _is_logs(args):
         return _analyze_logs(args)
@@ -220,11 +220,11 @@ def _analyze_logs(args) -> int:
     """``vrs analyze LOGDIR``: read and describe the logs, validate every task, then analyse them and write the
     report."""
     from ..evaluate.analysis import analyze_logs
+    from ..evaluate.logs.tasks import read_logs
     from ..evaluate.options import spec_arguments
     from ..evaluate.presentation.render import render
-    from ..evaluate.scores import InputError
-    from ..evaluate.spec import LogsSpec
-    from ..evaluate.tasks import read_logs
+    from ..evaluate.tables.scores import InputError
+    from ..evaluate.tables.spec import LogsSpec
 
     if args.dask is not None:
         raise InputError(DASK_TABLE_ONLY + ".")
@@ -241,7 +241,7 @@ def _analyze_logs(args) -> int:
 
 def analysed_lines(specs, skipped) -> list:
     """The metric each task is analysed with, and one line per task not analysed (its reason)."""
-    from ..evaluate.tasks import skipped_lines
+    from ..evaluate.logs.tasks import skipped_lines
 
     per = {}
     for task, m in specs:
@@ -254,7 +254,7 @@ def add_parser(sub) -> None:
     """The ``analyze`` subcommand: its analysis options are the fields of the two specs
     (:mod:`vrs_helpers.evaluate.options`), then the report's own (``--out``, ``--execute``)."""
     from ..evaluate.options import add_arguments
-    from ..evaluate.spec import AnalysisSpec, LogsSpec
+    from ..evaluate.tables.spec import AnalysisSpec, LogsSpec
 
     p = sub.add_parser("analyze", help="analyse your own evaluation results: the answer, the leaderboard, "
                        "significance across runs, conditional on data properties, reliability; writes report.html, "

@@ -8,16 +8,7 @@ from pathlib import Path
 from ..errors import VRSError
 from .console import ArgumentParser, error, say
 from .plan_command import cmd_plan
-from .stopping import (
-    STOPPED,
-    Terminated,
-    Watchdog,
-    handle_termination,
-    received_signal,
-    restore,
-    said,
-    stop_message,
-)
+from .stopping import STOPPED, Terminated, Watchdog, handle_termination, received_signal, restore, said, stop_message
 
 
 def _parse_value(text: str):

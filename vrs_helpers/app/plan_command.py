@@ -1,6 +1,7 @@
 """``vrs plan``: the power of the test of a system difference and the runs (or human labels, or items x repeats)
-it needs, from variance components, before any run exists (:mod:`vrs_helpers.evaluate.power`,
-:func:`vrs_helpers.evaluate.harness_stats.miller_plan`, :func:`vrs_helpers.evaluate.judge.judge_plan_text`)."""
+it needs, from variance components, before any run exists (:mod:`vrs_helpers.evaluate.tables.power`,
+:func:`vrs_helpers.evaluate.logs.harness_stats.miller_plan`,
+:func:`vrs_helpers.evaluate.tables.judge.judge_plan_text`)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from .console import say
 
 def _plan_repeats(args) -> None:
     """``vrs plan --repeats``: Miller's items x repeats closed form (evaluate/harness_stats.miller_plan)."""
-    from ..evaluate.harness_stats import miller_plan
-    from ..evaluate.power import PlanningError
+    from ..evaluate.logs.harness_stats import miller_plan
+    from ..evaluate.tables.power import PlanningError
 
     if args.item_diff_sd is None or args.within_sd is None:
         raise PlanningError("--repeats plans items x repeats (Miller 2024): give --item-diff-sd (SD over items of "
@@ -31,10 +32,10 @@ def _plan_repeats(args) -> None:
 
 
 def cmd_plan(args) -> int:
-    from ..evaluate.power import PlanningError, VarianceComponents, power_table
+    from ..evaluate.tables.power import PlanningError, VarianceComponents, power_table
 
     if args.human_sd is not None or args.judge_corr is not None:   # human labels for a judge (issue 43)
-        from ..evaluate.judge import judge_plan_text
+        from ..evaluate.tables.judge import judge_plan_text
 
         if args.human_sd is None or args.judge_corr is None:
             raise PlanningError("planning human labels for a judge needs --human-sd (SD of the per-item human "

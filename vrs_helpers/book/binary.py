@@ -33,7 +33,7 @@ import pandas as pd
 
 from .. import mixed
 from ..errors import VRSError
-from ..mixed import families
+from ..mixed.likelihood import families
 from .reliability import RESIDUAL
 
 FAMILIES = ("gaussian", "binomial")  # the families of the book's workflow (vrs analyze, compare_systems)
@@ -124,7 +124,7 @@ def binomial_response(data: pd.DataFrame, response: str, trials: str | None = No
 def latent_residual_variance(link: str = "logit") -> float:
     """The residual variance of the latent scale: pi^2/3 for the logit link (the variance of the standard logistic
     distribution), 1 for probit (Nakagawa & Schielzeth 2010): the binomial family's link's
-    (:attr:`vrs_helpers.mixed.families.Link.latent_residual`)."""
+    (:attr:`vrs_helpers.mixed.likelihood.families.Link.latent_residual`)."""
     try:
         if link is None:
             raise mixed.MixedModelError("no link")

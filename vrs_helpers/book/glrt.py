@@ -157,11 +157,12 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
 
     ``settle_alpha``: the level of the decisions (``vrs analyze``'s alpha). Given, a bootstrap test of binary
     scores stops after 200 (or 500) of its ``n_sim`` simulations when every decision at that level - the test's and
-    each pair's - is already settled (:meth:`vrs_helpers.mixed.bootstrap.SeededBatches.settled`), and a note says
+    each pair's - is already settled (:meth:`vrs_helpers.mixed.resampling.bootstrap.SeededBatches.settled`), and a note
+    says
     so; None: all ``n_sim``.
     """
     from .. import mixed
-    from ..mixed.marginal import emmeans, restrict_family
+    from ..mixed.models.marginal import emmeans, restrict_family
     from .binary import binomial_response, latent_residual_variance, resolve_family
 
     if by is not None and covariate is not None:
@@ -251,7 +252,7 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
                                         n_sim, seed, extra={"null_fit": null_fit, "pairs": pairs, "emm": emm,
                                                             "settle_alpha": settle_alpha}))
         if getattr(outcome, "stopped_early", False):
-            from ..mixed.bootstrap import SeededBatches
+            from ..mixed.resampling.bootstrap import SeededBatches
 
             notes.append(f"the bootstrap stopped after {len(outcome.reference)} of {outcome.n_planned} simulations: "
                          f"every decision at alpha = {settle_alpha:g} was settled (its Monte-Carlo p further from "
@@ -430,7 +431,7 @@ def interaction_test(data, response: str, system: str, item: str, prop: str, rep
     the two fits (ML; the GLMMs' Laplace fits for binary scores). Returns the test's outcome. ``models``: as in
     :func:`compare_systems`."""
     from .. import mixed
-    from ..mixed.ddf import contrast_test
+    from ..mixed.inference.ddf import contrast_test
     from .binary import binomial_response
 
     data = _computed(data) if family == "binomial" else data
@@ -459,12 +460,12 @@ def system_item_replicated(data, system: str, item: str) -> bool:
 
 def system_contrast(full) -> np.ndarray:
     """L of H0 that every system term is 0. For a linear mixed model ``y ~ system + ...`` with one fixed term, the
-    type-III hypothesis of that term (:func:`vrs_helpers.mixed.hypotheses.hypotheses`, lmerTest's ``anova(m)``
+    type-III hypothesis of that term (:func:`vrs_helpers.mixed.inference.hypotheses.hypotheses`, lmerTest's ``anova(m)``
     basis), so that ``test="satterthwaite"`` gives the df of ``anova(m)`` (issue 39: the dummy-column basis gave
     lmerTest's ``contestMD`` df, 4.4264 where ``anova(m)`` says 4.4305; the F and Kenward-Roger's df do not depend
     on the basis); otherwise one row per non-intercept fixed effect."""
     if getattr(full, "stats", None) is not None and hasattr(full, "sigma"):
-        from ..mixed.hypotheses import hypotheses
+        from ..mixed.inference.hypotheses import hypotheses
 
         try:
             Ls = {t: L for t, L in hypotheses(full, 3).items() if L.shape[0]}
@@ -485,7 +486,7 @@ def system_contrast(full) -> np.ndarray:
 @implements("kenward-roger")
 def kenward_roger_test(h: Hypothesis):
     """The F test of ``h.L`` with Kenward-Roger's adjusted covariance and df on the REML fit (pbkrtest)."""
-    from ..mixed.ddf import contrast_test
+    from ..mixed.inference.ddf import contrast_test
 
     return contrast_test(h.full, h.L, h.term, ddf="kenward-roger")
 
@@ -493,7 +494,7 @@ def kenward_roger_test(h: Hypothesis):
 @implements("satterthwaite")
 def satterthwaite_test(h: Hypothesis):
     """The F test of ``h.L`` with Satterthwaite's df on the REML fit (lmerTest)."""
-    from ..mixed.ddf import contrast_test
+    from ..mixed.inference.ddf import contrast_test
 
     return contrast_test(h.full, h.L, h.term, ddf="satterthwaite")
 
@@ -519,8 +520,9 @@ def max_t_test(h: Hypothesis) -> ZTest:
     """The single-step max-|z| test (Hothorn, Bretz & Westfall 2008; ``multcomp::glht(m, mcp(system = "Tukey"))``
     with ``adjusted("single-step")``): the systems differ when the largest |z| of the pairwise contrasts of the
     GLMM's marginal means exceeds its critical value from their joint normal distribution; p = the smallest
-    single-step adjusted p-value. No refits: one fit of the full model (:mod:`vrs_helpers.mixed.multiplicity`)."""
-    from ..mixed.marginal import emmeans
+    single-step adjusted p-value. No refits: one fit of the full model
+    (:mod:`vrs_helpers.mixed.inference.multiplicity`)."""
+    from ..mixed.models.marginal import emmeans
 
     emm = h.extra.get("emm")
     if emm is None or emm.adjust != "mvt":

@@ -235,7 +235,8 @@ def level_means(means: pd.DataFrame, ylabel: str, title: str):
 def cell_means(means: pd.DataFrame, x: str, group: str, *, estimate: str = "emmean", lower: str = "lower",
                xlabel: str | None = None, ylabel: str = "estimated mean (95% CI)", title: str = ""):
     """Estimated marginal means with their confidence intervals: ``x`` on the axis, one line per level of
-    ``group`` (book Figures 3.5 and 4.7; the ``means`` of :func:`vrs_helpers.mixed.marginal.emmeans` with ``by``).
+    ``group`` (book Figures 3.5 and 4.7; the ``means`` of :func:`vrs_helpers.mixed.models.marginal.emmeans` with
+    ``by``).
     The lines are offset a little sideways so that their intervals do not hide each other."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 4.2))

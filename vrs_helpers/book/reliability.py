@@ -464,7 +464,7 @@ def delta_scheme_contrasts() -> tuple[pd.DataFrame, dict, pd.DataFrame]:
     contrasts of the schemes per length class (both grids), the GLRT of the interaction per grid, and the cell
     means of the partial grid (Figure 3.5)."""
     from .. import mixed
-    from ..mixed.marginal import emmeans
+    from ..mixed.models.marginal import emmeans
     from .data import load
 
     rows, glrts, means = [], {}, None

@@ -142,7 +142,7 @@ def run_means_test(data: pd.DataFrame, response: str, system: str, item: str, ru
     systems Student's (``welch=False``: one pooled spread) or Welch's (``welch=True``: each system its own) t on the
     run means, with the system x item part when ``system_item``, Satterthwaite's df; for three or more systems
     (pooled, no system x item part) the one-way ANOVA F of the run means. Returns a
-    :class:`vrs_helpers.mixed.ddf.FTest` (F = t^2 on (1, df) for two systems), or None when the design is not
+    :class:`vrs_helpers.mixed.inference.ddf.FTest` (F = t^2 on (1, df) for two systems), or None when the design is not
     complete, a system has fewer than 2 runs, or three or more systems ask for Welch's or the system x item part.
     ``systems``: the order of the systems (the first is the reference).
 
@@ -165,7 +165,7 @@ def run_means_test(data: pd.DataFrame, response: str, system: str, item: str, ru
     where the larger of its p and the noise test's (tried first) kept the level, but at a run variance of 0 rejected
     0.013 of true nulls where 0.05 is the aim (400 simulated logs; docs/error-rates.md). ``method`` ends "(zero
     spread: against the within-run noise)" then; ``noise_floor=False``: never (None where the spread is zero)."""
-    from ..mixed.ddf import FTest
+    from ..mixed.inference.ddf import FTest
 
     d = _complete(data, system, item, runs)
     if d is None:

@@ -234,7 +234,7 @@ def glrt_p_value(sample: ReplicatedComparison) -> float:
 def kenward_roger_p_value(sample: ReplicatedComparison) -> float:
     """The F test of the system difference with Kenward-Roger's df on the REML fit of ``score ~ system +
     (1|item)`` (pbkrtest's ``KRmodcomp``): the small-sample counterpart of :func:`glrt_p_value` on the same model."""
-    from ..mixed.ddf import contrast_test
+    from ..mixed.inference.ddf import contrast_test
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SingularFitWarning)

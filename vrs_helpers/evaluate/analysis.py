@@ -16,15 +16,17 @@ Research* (ICLR 2023):
 - **reliability** (book 3.3, Definition 3.2): per system, the variance components of
   ``response ~ 1 + (1|item) + (1|R)...`` (REML), the absolute reliability coefficient phi of the item means over
   the observed runs, and a decision study: how many runs would make phi >= 0.8;
-- **what NLP users already run** (:mod:`vrs_helpers.evaluate.readings`): Almost Stochastic Order in both directions
+- **what NLP users already run** (:mod:`vrs_helpers.evaluate.tables.readings`): Almost Stochastic Order in both
+directions
   on the per-run means of each system against the baseline (deepsig's definition and recommended threshold eps_min <
   0.2), the expected best of n runs with a bootstrap interval (Dodge et al. 2019), every reading in one table and
   one sentence per disagreement saying which source of variation each reading ignores;
 - **several metrics** (``response=[...]``): each analysed as above, the system verdicts Holm-corrected across the
-  metrics (:mod:`vrs_helpers.evaluate.metrics`).
+  metrics (:mod:`vrs_helpers.evaluate.tables.metrics`).
 
-:func:`analyze` runs an :class:`~vrs_helpers.evaluate.spec.AnalysisSpec`, validated once, through the named steps of
-:mod:`vrs_helpers.evaluate.steps`; :class:`OwnAnalysis` holds one response's result and ``to_summary()`` is
+:func:`analyze` runs an :class:`~vrs_helpers.evaluate.tables.spec.AnalysisSpec`, validated once, through the named
+steps of
+:mod:`vrs_helpers.evaluate.tables.steps`; :class:`OwnAnalysis` holds one response's result and ``to_summary()`` is
 ``summary.json``, each test stated by its outcome's ``as_dict()`` (:mod:`vrs_helpers.outcomes`).
 """
 
@@ -37,15 +39,20 @@ import numpy as np
 import pandas as pd
 
 from .. import registry
-from .metrics import MetricsAnalysis
 from .presentation.result import rounded  # noqa: F401 - summary.json's numbers
-from .readings import readings_frame
-from .scores import InputError
-from .spec import AnalysisSpec, LogsSpec, connected
-from .steps import CONCURRENT, STEPS, plan_power, prepare, run_table, safe_names, verdict_text  # noqa: F401 - the public names
+from .tables.metrics import MetricsAnalysis
+from .tables.readings import readings_frame
+from .tables.scores import InputError
+from .tables.spec import AnalysisSpec, LogsSpec, connected
+from .tables.steps import (
+    CONCURRENT,
+    STEPS,
+    prepare,
+    run_table,
+)  # noqa: F401 - the public names
 
 #: bad input for :func:`analyze` (the message names the column or value and what to do): the one error type of the
-#: spec's validation (:class:`vrs_helpers.evaluate.scores.InputError`)
+#: spec's validation (:class:`vrs_helpers.evaluate.tables.scores.InputError`)
 AnalysisError = InputError
 
 
@@ -117,7 +124,7 @@ class OwnAnalysis:
 
     @property
     def readings(self) -> pd.DataFrame:
-        """Every reading in one table (:func:`vrs_helpers.evaluate.readings.readings_frame`): the verdict box."""
+        """Every reading in one table (:func:`vrs_helpers.evaluate.tables.readings.readings_frame`): the verdict box."""
         return readings_frame(self)
 
     @property
@@ -235,7 +242,7 @@ def analyze(data, response=None, system: str | None = None, item: str | None = N
             human_labels=None, runs: str = "auto"):
     """Run the analyses of workbook 07 on a score table (one row per system, run and item).
 
-    ``analyze(spec)`` runs an :class:`~vrs_helpers.evaluate.spec.AnalysisSpec` (validated here unless it is
+    ``analyze(spec)`` runs an :class:`~vrs_helpers.evaluate.tables.spec.AnalysisSpec` (validated here unless it is
     already); ``analyze(data, response, system, item, ...)`` is the short form: it builds the spec from the
     arguments (the names and meanings of the spec's fields) and runs it.
 
@@ -246,14 +253,15 @@ def analyze(data, response=None, system: str | None = None, item: str | None = N
 
     ``response``: one score column (returns an :class:`OwnAnalysis`) or a list of them (several metrics: each
     analysed, the system verdicts Holm-corrected across them; returns a
-    :class:`vrs_helpers.evaluate.metrics.MetricsAnalysis`, a list of one gives the single analysis).
+    :class:`vrs_helpers.evaluate.tables.metrics.MetricsAnalysis`, a list of one gives the single analysis).
     ``lower_is_better``: True (one response), or the names of the responses for which lower scores are better
     (TER, error rates): ASO and the expected best of n runs need the direction; the two-sided tests do not.
 
     ``backend``: ``None`` (in memory) or a Dask client, scheduler address or ``"local"`` (a LocalCluster): the
     same analysis with every pass over the rows on the cluster (``data`` a dask DataFrame, a pandas one or a
     Parquet path), for tables larger than memory. Both backends run the same steps
-    (:mod:`vrs_helpers.evaluate.steps`) on the same validated spec: the same checks, the same summary and verdict;
+    (:mod:`vrs_helpers.evaluate.tables.steps`) on the same validated spec: the same checks, the same summary and
+    verdict;
     only the sums are added in another order (ASO and the expected maximum are computed on the client from the
     per-run means).
 
@@ -278,11 +286,11 @@ def analyze(data, response=None, system: str | None = None, item: str | None = N
     :func:`vrs_helpers.book.binary.latent_variance_components`).
 
     ``human``: the column of human labels on some rows (the response is then a judge's score; issue 43), or
-    ``human_labels`` a file of them: the judge-corrected readings (:mod:`vrs_helpers.evaluate.judged`) open the
+    ``human_labels`` a file of them: the judge-corrected readings (:mod:`vrs_helpers.evaluate.tables.judged`) open the
     verdict and are ``result.judge``.
 
     ``delta``, ``target_power``: the power planning of the runs-random reading
-    (:func:`vrs_helpers.evaluate.steps.plan_power`) for the observed system difference and, when given, for
+    (:func:`vrs_helpers.evaluate.tables.steps.plan_power`) for the observed system difference and, when given, for
     ``delta`` (in the response's units). Bad input raises :class:`AnalysisError` (``vrs`` exits 2).
     """
     if isinstance(data, LogsSpec):
@@ -308,14 +316,15 @@ def analyze(data, response=None, system: str | None = None, item: str | None = N
 
 
 def analyze_logs(spec, read=None):
-    """The analysis of evaluation logs (a :class:`~vrs_helpers.evaluate.spec.LogsSpec`; ``read``: the logs read and
-    validated already, :func:`vrs_helpers.evaluate.tasks.read_logs`) as a
+    """The analysis of evaluation logs (a :class:`~vrs_helpers.evaluate.tables.spec.LogsSpec`; ``read``: the logs read
+    and
+    validated already, :func:`vrs_helpers.evaluate.logs.tasks.read_logs`) as a
     :class:`~vrs_helpers.evaluate.presentation.result.Result`: every task tested, adjusted across the tasks, the
-    harness's numbers beside ours (:func:`vrs_helpers.evaluate.tasks.analyze_logs`)."""
+    harness's numbers beside ours (:func:`vrs_helpers.evaluate.logs.tasks.analyze_logs`)."""
     import warnings
 
+    from .logs.tasks import run_logs
     from .presentation.build import logs_result
-    from .tasks import run_logs
 
     with warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
@@ -340,8 +349,9 @@ def recorded(step, spec, response, client=None) -> OwnAnalysis:
 
 
 def analyze_response(spec: AnalysisSpec, response: str, client=None) -> OwnAnalysis:
-    """The analysis of one response of a validated spec: :data:`vrs_helpers.evaluate.steps.STEPS` in order (in
-    memory, the steps in :data:`~vrs_helpers.evaluate.steps.CONCURRENT` in a thread beside the ones before them)."""
+    """The analysis of one response of a validated spec: :data:`vrs_helpers.evaluate.tables.steps.STEPS` in order (in
+    memory, the steps in :data:`~vrs_helpers.evaluate.tables.steps.CONCURRENT` in a thread beside the ones before
+    them)."""
     w = prepare(spec, response, client)
     runs = run_table(w.d, w.y, w.sy, w.reps).rename(columns={**w.back, w.sy: w.system})
     runs[w.system] = runs[w.system].astype(str)

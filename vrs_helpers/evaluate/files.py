@@ -20,7 +20,7 @@ Hostile or broken files (issue 50):
   saying what it did not search.
 
 :class:`InputError` (bad input, exit 2) is defined here, the lowest module that raises it;
-:mod:`vrs_helpers.evaluate.scores` re-exports it.
+:mod:`vrs_helpers.evaluate.tables.scores` re-exports it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Every option of an analysis, declared once: its name, default, help and command-line form.
 
-The fields of :class:`~vrs_helpers.evaluate.spec.AnalysisSpec` (a score table) and of
-:class:`~vrs_helpers.evaluate.spec.LogsSpec` (harness logs) take their default and their description from here
+The fields of :class:`~vrs_helpers.evaluate.tables.spec.AnalysisSpec` (a score table) and of
+:class:`~vrs_helpers.evaluate.tables.spec.LogsSpec` (harness logs) take their default and their description from here
 (:func:`option`); ``vrs analyze`` builds its command line from those fields (:func:`add_arguments`) and the spec
 from the parsed arguments (:func:`spec_arguments`), and the workbooks' ``parameters`` cells name the same fields.
 An option the two specs share (``--system``, ``--alpha``, ``--runs``, ...) is one entry; ``--response`` names a

@@ -33,19 +33,25 @@ lower-triangular theta, ``(0 + x|g)``, ``(1 + x||g)``; factors as lme4 codes the
 - :mod:`.numdiff` - the finite differences every numerical derivative of the engine uses.
 """
 
-from . import families
-from .accumulate import PartialStats, accumulate, accumulate_dask, merge_all
-from .bootstrap import BootstrapLRTResult, parametric_bootstrap_lrt
-from .design import SufficientStats, design_rows
-from .deviance import BlockDeviance, Deviance
-from .errors import SINGULAR_TOL, AliasedFactorsWarning, ConvergenceWarning, MixedModelError, SingularFitWarning
-from .glmm import GeneralizedLinearMixedModel, GLMMResult, glmer
-from .glmm_bootstrap import glmm_bootstrap_lrt
-from .likelihood_ratio import LRTResult, lrt
-from .model import MixedModel, OptSummary
-from .results import LinearMixedModel, MixedModelResult, fit, fit_stats
-from .separation import check_separation
-from .shared import ModelCache, restrict
+from .inference.likelihood_ratio import LRTResult, lrt
+from .likelihood import families
+from .likelihood.deviance import BlockDeviance, Deviance
+from .models.glmm import GeneralizedLinearMixedModel, GLMMResult, glmer
+from .models.results import LinearMixedModel, MixedModelResult, fit, fit_stats
+from .models.separation import check_separation
+from .models.shared import ModelCache, restrict
+from .resampling.bootstrap import BootstrapLRTResult, parametric_bootstrap_lrt
+from .resampling.glmm_bootstrap import glmm_bootstrap_lrt
+from .structure.accumulate import PartialStats, accumulate, accumulate_dask, merge_all
+from .structure.design import SufficientStats, design_rows
+from .structure.errors import (
+    SINGULAR_TOL,
+    AliasedFactorsWarning,
+    ConvergenceWarning,
+    MixedModelError,
+    SingularFitWarning,
+)
+from .structure.model import MixedModel, OptSummary
 
 __all__ = ["fit", "fit_stats", "accumulate", "accumulate_dask", "lrt", "MixedModel", "LinearMixedModel",
            "GeneralizedLinearMixedModel", "OptSummary", "MixedModelResult", "LRTResult", "families",

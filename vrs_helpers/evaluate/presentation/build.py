@@ -1,8 +1,9 @@
 """From an analysis to its :class:`~.result.Result`: the data a reader needs, in the order a reader needs it.
 
 - :func:`scores_result` - one response of a score table (:class:`vrs_helpers.evaluate.analysis.OwnAnalysis`);
-- :func:`metrics_result` - several responses, Holm across them (:class:`vrs_helpers.evaluate.metrics.MetricsAnalysis`);
-- :func:`logs_result` - harness logs task by task (:class:`vrs_helpers.evaluate.tasks.LogsAnalysis`).
+- :func:`metrics_result` - several responses, Holm across them
+(:class:`vrs_helpers.evaluate.tables.metrics.MetricsAnalysis`);
+- :func:`logs_result` - harness logs task by task (:class:`vrs_helpers.evaluate.logs.tasks.LogsAnalysis`).
 
 Each adds to the analysis' own summary what its report shows first: the warnings about the data
 (:func:`table_warnings`, :func:`logs_warnings`), an answer whose first sentence says when it rests on data that look
@@ -92,7 +93,7 @@ def table_warnings(spec, response: str) -> tuple[list, list]:
 
 def logs_warnings(checked: pd.DataFrame) -> tuple[list, list]:
     """(warnings, broken) from the check of our numbers against the logged ones
-    (:func:`vrs_helpers.evaluate.log_checks.check_against_logs`): identical runs with different logged aggregates
+    (:func:`vrs_helpers.evaluate.logs.log_checks.check_against_logs`): identical runs with different logged aggregates
     (the per-item records of one run written for another: the verdict rests on broken records), a percent scale,
     trimmed samples, other differences - each kind once, with the places it was found."""
     warnings, broken = [], []
@@ -218,7 +219,7 @@ def _leaderboard(own) -> dict | None:
     """Every system with its estimate and interval, rank interval and letters, best first: the ranking (three or
     more systems), or the pair's means from the design's model; with human labels the corrected means
     (:func:`_judge_board`)."""
-    from ..ranking import ranking_table
+    from ..tables.ranking import ranking_table
 
     if getattr(own, "judge", None) is not None:
         board = _judge_board(own)

@@ -44,7 +44,7 @@ def _across(data: dict) -> str:
     f = data.get("friedman")
     if not f:
         return ""
-    from ..many_tasks import cd_diagram
+    from ..logs.many_tasks import cd_diagram
 
     fig = figures.sized(len(f.get("mean_ranks") or {}) + 2)
     cd_diagram(f, ax=fig.add_subplot(1, 1, 1))
