@@ -4,6 +4,8 @@ cycles, and no module imports another module's private names."""
 import ast
 from pathlib import Path
 
+import pytest
+
 PKG = Path(__file__).resolve().parent.parent / "vrs_helpers"
 
 
@@ -142,3 +144,27 @@ def test_few_top_level_modules_and_no_long_module():
     long = {str(p.relative_to(PKG)): n for p in PKG.rglob("*.py")
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > 800}
     assert long == {}, f"modules over 800 lines: {long}"
+
+
+# Within the engine and the your-own-data layer, subpackages in layers too (issue 51): bottom to top.
+SUBLAYERS = {"mixed": ["structure", "likelihood", "inference", "models", "resampling"],
+             "evaluate": ["tables", "logs", "presentation"]}
+
+
+@pytest.mark.parametrize("package", sorted(SUBLAYERS))
+def test_subpackages_import_only_downwards(package):
+    """mixed.structure never imports mixed.models, evaluate.tables never imports evaluate.presentation, ... (the
+    package's own top-level modules are outside the order: evaluate.files and evaluate.options serve every
+    subpackage, evaluate.analysis uses them all)."""
+    order = SUBLAYERS[package]
+
+    def level(module):
+        parts = module.split(".")
+        if len(parts) < 3 or parts[1] != package:
+            return None
+        return order.index(parts[2]) if parts[2] in order else None
+
+    edges, _ = _graph()
+    up = [(m, t) for m, targets in edges.items() for t in targets
+          if level(m) is not None and level(t) is not None and level(t) > level(m)]
+    assert up == [], "imports from a higher sublayer: " + ", ".join(f"{m} -> {t}" for m, t in up)
