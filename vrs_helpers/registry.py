@@ -237,6 +237,31 @@ def verdict_reading(runs: bool, n_items: int, test: str | None = None) -> str:
     return "exact" if n_items < SMALL_ITEMS else "glrt"
 
 
+# the fits compare_systems makes for one question (its route, :func:`comparison_route`)
+ROUTES = ("both-runs-models", "linear-probability", "glmm", "lmm")
+
+
+def comparison_route(family: str, runs_random: bool, test_named: bool, f_test: bool, runs_models_: tuple,
+                     trials: bool = False, separated: bool = False) -> str:
+    """Which models :func:`vrs_helpers.book.glrt.compare_systems` fits, the default-test rule in one place (with
+    :func:`verdict_reading`, :func:`runs_models` and :func:`vrs_helpers.book.run_means.choose`, which may put a
+    test on the run means in place of the fitted model's F test):
+
+    - ``"both-runs-models"``: continuous scores (or 0/1 scores' linear model), the runs-random reading (runs, no
+      data property) tested by an F test where :func:`runs_models` gives two models: crossed and nested both fitted,
+      the smaller p adjusted for taking the smaller;
+    - ``"linear-probability"``: 0/1 scores, the runs-random reading, no test named, no ``trials`` and no separated
+      system: the linear mixed model of the 0/1 scores with the continuous scores' default test (issue 39: the
+      GLMM's parametric bootstrap rejected 0.127 of true nulls with 3 runs and extreme items);
+    - ``"glmm"``: any other binomial comparison: the logistic GLMM (Laplace), its GLRT or the named test;
+    - ``"lmm"``: any other continuous comparison: the linear mixed model, REML for the contrasts, ML for the GLRT."""
+    if family == "gaussian" and runs_random and f_test and len(runs_models_) == 2:
+        return "both-runs-models"
+    if family == "binomial":
+        return "linear-probability" if runs_random and not test_named and not trials and not separated else "glmm"
+    return "lmm"
+
+
 def runs_models(option: str, shared: bool, systems: int, f_test: bool = True) -> tuple:
     """The runs model(s) the runs-random reading fits (``--runs``; issue 56: ``auto`` decided by the labels alone
     fitted crossed runs to independently trained seeds named 0, 1, 2, and the test lost half its df):

@@ -161,9 +161,68 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
     says
     so; None: all ``n_sim``.
     """
-    from .. import mixed
-    from ..mixed.models.marginal import emmeans, restrict_family
-    from .binary import binomial_response, latent_residual_variance, resolve_family
+    q = _question(data, response, system, item, by, covariate, replications, family, trials, test, runs)
+    route = registry.comparison_route(
+        q.family, q.runs_random, q.test_named, q.chosen.outcome == "F",
+        registry.runs_models(runs, q.layout == "crossed", q.n_sys), trials is not None,
+        separated=q.family == "binomial" and q.runs_random and test is None and trials is None
+        and not _no_separation(q))
+    if route == "both-runs-models":
+        return _both_runs_models(q.data, response, system, item, q.replications, test, n_sim, seed, items, models,
+                                 contrasts, q.notes)
+    rand, crossed = random_part(q.data, system, item, q.replications, items,
+                                shared=q.replications if q.layout == "crossed" else ())
+    formula, null = comparison_formulas(q.lhs, system, by, covariate, rand)
+    if route == "linear-probability":
+        return _linear_probability(q.data, response, system, item, q.replications, n_sim, seed, items, runs,
+                                   contrasts, q.notes)
+    full, null_fit, glrt = _fit(q, formula, null, models, contrasts)
+    emm, separated = _binomial_means(q, full, adjust) if q.family == "binomial" else (None, [])
+    f_test = _runs_random_test(q, formula, null, full, null_fit, glrt, emm, separated, crossed, n_sim, seed,
+                               settle_alpha) if q.runs_random else None
+    if q.family == "binomial":
+        out = _binomial_comparison(full, glrt, formula, null, system, covariate, q.notes, emm, f_test)
+        out.system_item, out.emm, out.adjust = crossed, emm, emm.adjust
+        out.runs = q.layout
+        _bootstrap_pairs(out, f_test)
+        if (separated and q.replications and q.chosen.name == "bootstrap"
+                and getattr(f_test, "pairwise_p", None) is None):
+            _pairs_without(out, q.data, separated, response, system, item, q.replications, n_sim, seed, items,
+                           q.layout, settle_alpha)
+        return out
+    return _contrasts(q, formula, null, full, glrt, f_test, crossed, adjust, contrasts)
+
+
+@dataclass
+class _Question:
+    """What :func:`compare_systems` was asked, checked: the data (collected for a binomial GLMM), the response's
+    left-hand side, the family resolved, the test chosen from the registry, the runs model, the notes so far."""
+
+    data: object
+    response: str
+    lhs: str
+    system: str
+    item: str
+    by: str | None
+    covariate: str | None
+    replications: list
+    family: str
+    trials: str | None
+    chosen: object
+    n_sys: int
+    layout: str
+    notes: list
+    test_named: bool = False
+
+    @property
+    def runs_random(self) -> bool:
+        """The runs-random reading: replications, no data property."""
+        return bool(self.replications) and self.by is None and self.covariate is None
+
+
+def _question(data, response, system, item, by, covariate, replications, family, trials, test, runs) -> _Question:
+    """Stage 1 of :func:`compare_systems`: the arguments checked against the data (an error says what to give)."""
+    from .binary import binomial_response, resolve_family
 
     if by is not None and covariate is not None:
         raise SignificanceError("Give either a binned property (by) or a continuous one (covariate), not both.")
@@ -196,98 +255,115 @@ def compare_systems(data: pd.DataFrame, response: str, system: str, item: str, b
         if problem:
             raise SignificanceError(problem)
     layout = runs_layout(data, system, replications, runs)
-    if (replications and by is None and covariate is None and family == "gaussian" and chosen.outcome == "F"
-            and len(registry.runs_models(runs, layout == "crossed", n_sys)) == 2):
-        return _both_runs_models(data, response, system, item, replications, test, n_sim, seed, items, models,
-                                 contrasts, notes)
-    rand, crossed = random_part(data, system, item, replications, items,
-                                shared=replications if layout == "crossed" else ())
+    return _Question(data, response, lhs, system, item, by, covariate, replications, family, trials, chosen, n_sys,
+                     layout, notes, test_named=test is not None)
+
+
+def _no_separation(q: _Question) -> bool:
+    """No system separated (all correct or all wrong): 0/1 scores' linear model applies (a separated system keeps
+    the GLMM, where its contrasts are "not estimable", issue 39)."""
+    from .. import mixed
+
+    return mixed.check_separation(q.data, q.response, q.system).empty
+
+
+def comparison_formulas(lhs: str, system: str, by: str | None, covariate: str | None, rand: str) -> tuple[str, str]:
+    """Stage 2: the full and the null model's formulas - the system terms overall, within the levels of ``by`` or
+    as slopes over ``covariate``, on the random part ``rand`` (:func:`random_part`)."""
     if by is not None:
-        formula, null = f"{lhs} ~ {system} * {by} + {rand}", f"{lhs} ~ {by} + {rand}"
-    elif covariate is not None:
-        formula, null = f"{lhs} ~ {system} * {covariate} + {rand}", f"{lhs} ~ {covariate} + {rand}"
-    else:
-        formula, null = f"{lhs} ~ {system} + {rand}", f"{lhs} ~ 1 + {rand}"
-    if (family == "binomial" and replications and by is None and covariate is None and test is None
-            and trials is None and mixed.check_separation(data, response, system).empty):
-        # the default of 0/1 scores with runs random: the linear model of the scores (a separated system keeps the
-        # GLMM, where its contrasts are "not estimable", issue 39)
-        return _linear_probability(data, response, system, item, replications, n_sim, seed, items, runs, contrasts,
-                                   notes)
-    if family == "binomial":
-        full = mixed.glmer(formula, data, family="binomial")
-        null_fit = mixed.glmer(null, data, family="binomial")
+        return f"{lhs} ~ {system} * {by} + {rand}", f"{lhs} ~ {by} + {rand}"
+    if covariate is not None:
+        return f"{lhs} ~ {system} * {covariate} + {rand}", f"{lhs} ~ {covariate} + {rand}"
+    return f"{lhs} ~ {system} + {rand}", f"{lhs} ~ 1 + {rand}"
+
+
+def _fit(q: _Question, formula: str, null: str, models, contrasts: bool):
+    """Stage 3: the full model (REML for a linear one), the null's fit where a test needs it, and the chi-square
+    GLRT (None where the test alone by an F test needs no ML refits)."""
+    from .. import mixed
+
+    if q.family == "binomial":
+        full = mixed.glmer(formula, q.data, family="binomial")
+        null_fit = mixed.glmer(null, q.data, family="binomial")
         glrt = mixed.lrt(null_fit, full)
-        if replications and chosen.name == "chisq":
+        if q.replications and q.chosen.name == "chisq":
             glrt.method = "GLRT (chi-square, Laplace; runs random, large-sample)"
-            notes.append("binomial GLMM with runs as a random effect tested by the large-sample chi-square GLRT: "
-                         "with few runs per system it rejects more often than alpha; the parametric-bootstrap LRT "
-                         "(the default) keeps its level")
-    else:
-        models = mixed.ModelCache(data) if models is None else models
-        full = models.fit(formula)
-        null_fit = None
-        # the null's REML fit would only be refitted by ML. The test alone (contrasts=False) by an F test needs no
-        # GLRT: its two ML refits are the largest part of the cost with many systems (None: not computed)
-        glrt = None if not contrasts and replications and chosen.outcome == "F" else mixed.lrt(
-            models.fit(null, "ML"), full)
-    f_test = None
-    emm = None
+            q.notes.append("binomial GLMM with runs as a random effect tested by the large-sample chi-square GLRT: "
+                           "with few runs per system it rejects more often than alpha; the parametric-bootstrap LRT "
+                           "(the default) keeps its level")
+        return full, null_fit, glrt
+    models = mixed.ModelCache(q.data) if models is None else models
+    full = models.fit(formula)
+    # the null's REML fit would only be refitted by ML. The test alone (contrasts=False) by an F test needs no
+    # GLRT: its two ML refits are the largest part of the cost with many systems (None: not computed)
+    glrt = None if not contrasts and q.replications and q.chosen.outcome == "F" else mixed.lrt(
+        models.fit(null, "ML"), full)
+    return full, None, glrt
+
+
+def _binomial_means(q: _Question, full, adjust: str):
+    """Stage 4 of a GLMM: the marginal means and contrasts on the logit scale, and the separated systems (their
+    pairs are not estimable: out of the family, the others adjusted for themselves)."""
+    from .. import mixed
+    from ..mixed.models.marginal import emmeans, restrict_family
+    from .binary import latent_residual_variance
+
+    # the single-step max-|z| test adjusts the contrasts as glht does (its own family: adjust="mvt")
+    emm = emmeans(full, q.system, by=q.by, adjust="mvt" if q.chosen.name == "max-t" and q.replications else adjust,
+                  sigma=math.sqrt(latent_residual_variance("logit")))
     separated = []
-    if family == "binomial":
-        # the single-step max-|z| test adjusts the contrasts as glht does (its own family: adjust="mvt")
-        emm = emmeans(full, system, by=by, adjust="mvt" if chosen.name == "max-t" and replications else adjust,
-                      sigma=math.sqrt(latent_residual_variance("logit")))
-        if by is None and n_sys > 2 and trials is None:
-            # a separated system's pairs are not estimable: out of the family, the others adjusted for themselves
-            separated = [str(x) for x in mixed.check_separation(data, response, system)[system]]
-            emm = restrict_family(emm, full, separated)
-    if replications and by is None and covariate is None:
-        # runs as a random effect: with 3-5 runs per system the chi-square GLRT rejects far more often than alpha;
-        # a small-sample test keeps its level (benchmarks/type_one_error.py). Binary scores with 3+ systems: the
-        # bootstrap also calibrates the pairwise contrasts (max-T over its simulations, _bootstrap_pairs)
-        # (a separated system: the other systems' pairs are compared without it, _pairs_without)
-        pairs = emm.contrast_matrix if emm is not None and n_sys > 2 and not separated else None
-        outcome = chosen.run(Hypothesis(formula, null, full, system_contrast(full), system, data, glrt, family,
-                                        n_sim, seed, extra={"null_fit": null_fit, "pairs": pairs, "emm": emm,
-                                                            "settle_alpha": settle_alpha}))
-        if getattr(outcome, "stopped_early", False):
-            from ..mixed.resampling.bootstrap import SeededBatches
+    if q.by is None and q.n_sys > 2 and q.trials is None:
+        separated = [str(x) for x in mixed.check_separation(q.data, q.response, q.system)[q.system]]
+        emm = restrict_family(emm, full, separated)
+    return emm, separated
 
-            notes.append(f"the bootstrap stopped after {len(outcome.reference)} of {outcome.n_planned} simulations: "
-                         f"every decision at alpha = {settle_alpha:g} was settled (its Monte-Carlo p further from "
-                         f"alpha than {100 * (1 - SeededBatches.SETTLE_RISK):.1f} % of binomial draws at p = alpha "
-                         "would be; Davison & Hinkley 1997, 4.2.5)")
-        f_test = None if outcome is glrt else outcome
-        if family == "gaussian" and test is None and f_test is not None:
-            from .run_means import choose
 
-            means_test, why = choose(data, response, system, item, replications, full, crossed, layout, seed)
-            if means_test is not None:
-                notes.append(f"{why}; the model's {f_test.method} gives p = {f_test.p_value:.3g}")
-                f_test = means_test
-    if family == "binomial":
-        out = _binomial_comparison(full, glrt, formula, null, system, covariate, notes, emm, f_test)
-        out.system_item, out.emm, out.adjust = crossed, emm, emm.adjust
-        out.runs = layout
-        _bootstrap_pairs(out, f_test)
-        if separated and replications and chosen.name == "bootstrap" and getattr(f_test, "pairwise_p", None) is None:
-            _pairs_without(out, data, separated, response, system, item, replications, n_sim, seed, items, layout,
-                           settle_alpha)
-        return out
-    # the runs-random reading's pairwise contrasts: t tests on small-sample df, Tukey on those df (emmeans with
-    # lmer.df = "kenward-roger"); the book's readings keep the z tests of Tables 4.2/4.3
-    lmer_df = "asymptotic" if not (replications and by is None and covariate is None) else (
-        chosen.name if chosen.name in ("kenward-roger", "satterthwaite") else registry.ddf_default())
+def _runs_random_test(q: _Question, formula, null, full, null_fit, glrt, emm, separated, crossed, n_sim, seed,
+                      settle_alpha):
+    """Stage 5, runs as a random effect: the chosen small-sample test (with 3-5 runs per system the chi-square
+    GLRT rejects far more often than alpha: benchmarks/type_one_error.py), or the test on the run means that
+    :func:`vrs_helpers.book.run_means.choose` puts in its place; None where the GLRT is the test. Binary scores
+    with 3+ systems: the bootstrap also calibrates the pairwise contrasts (max-T over its simulations)."""
+    pairs = emm.contrast_matrix if emm is not None and q.n_sys > 2 and not separated else None
+    outcome = q.chosen.run(Hypothesis(formula, null, full, system_contrast(full), q.system, q.data, glrt, q.family,
+                                      n_sim, seed, extra={"null_fit": null_fit, "pairs": pairs, "emm": emm,
+                                                          "settle_alpha": settle_alpha}))
+    if getattr(outcome, "stopped_early", False):
+        from ..mixed.resampling.bootstrap import SeededBatches
+
+        q.notes.append(f"the bootstrap stopped after {len(outcome.reference)} of {outcome.n_planned} simulations: "
+                       f"every decision at alpha = {settle_alpha:g} was settled (its Monte-Carlo p further from "
+                       f"alpha than {100 * (1 - SeededBatches.SETTLE_RISK):.1f} % of binomial draws at p = alpha "
+                       "would be; Davison & Hinkley 1997, 4.2.5)")
+    f_test = None if outcome is glrt else outcome
+    if q.family == "gaussian" and not q.test_named and f_test is not None:
+        from .run_means import choose
+
+        means_test, why = choose(q.data, q.response, q.system, q.item, q.replications, full, crossed, q.layout,
+                                 seed)
+        if means_test is not None:
+            q.notes.append(f"{why}; the model's {f_test.method} gives p = {f_test.p_value:.3g}")
+            f_test = means_test
+    return f_test
+
+
+def _contrasts(q: _Question, formula, null, full, glrt, f_test, crossed, adjust, contrasts) -> SystemComparison:
+    """Stage 6 of a linear model: the marginal means and pairwise contrasts. The runs-random reading's are t tests
+    on small-sample df, Tukey on those df (emmeans with lmer.df = "kenward-roger"); the book's readings keep the z
+    tests of Tables 4.2/4.3; unequal variances among 3+ systems: each pair its own SE (issue 56)."""
+    from ..mixed.models.marginal import emmeans
+
+    lmer_df = "asymptotic" if not q.runs_random else (
+        q.chosen.name if q.chosen.name in ("kenward-roger", "satterthwaite") else registry.ddf_default())
     if not contrasts:  # the test alone (a second runs model beside the verdict's): no means, no pairs
-        return SystemComparison(formula, null, glrt, pd.DataFrame(), pd.DataFrame(), None, full, f_test, notes=notes,
-                                system_item=crossed, adjust=adjust, runs=layout)
-    emm = emmeans(full, system, by=by, adjust=adjust, lmer_df=lmer_df)
-    if getattr(f_test, "pairs", None) is not None:   # unequal variances, 3+ systems: each pair its own SE (issue 56)
-        emm = _own_se_pairs(emm, f_test.pairs, system)
-    slopes = None if covariate is None else _slopes(full, system, covariate)
-    return SystemComparison(formula, null, glrt, emm.means, emm.contrasts, slopes, full, f_test, notes=notes,
-                            system_item=crossed, adjust=emm.adjust, emm=emm, runs=layout)
+        return SystemComparison(formula, null, glrt, pd.DataFrame(), pd.DataFrame(), None, full, f_test,
+                                notes=q.notes, system_item=crossed, adjust=adjust, runs=q.layout)
+    emm = emmeans(full, q.system, by=q.by, adjust=adjust, lmer_df=lmer_df)
+    if getattr(f_test, "pairs", None) is not None:
+        emm = _own_se_pairs(emm, f_test.pairs, q.system)
+    slopes = None if q.covariate is None else _slopes(full, q.system, q.covariate)
+    return SystemComparison(formula, null, glrt, emm.means, emm.contrasts, slopes, full, f_test, notes=q.notes,
+                            system_item=crossed, adjust=emm.adjust, emm=emm, runs=q.layout)
 
 
 def _own_se_pairs(emm, pairs: pd.DataFrame, system: str):

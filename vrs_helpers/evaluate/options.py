@@ -11,6 +11,7 @@ table's score columns and the logs' metrics alike.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .. import registry
@@ -27,7 +28,7 @@ class Option:
     help: str = ""
     flag: str | None = None
     kind: str = "one"
-    type: type | None = None
+    type: Callable | None = None   # a converter (argparse's type=)
     choices: tuple | None = None
     metavar: str | None = None
     dest: str | None = None
