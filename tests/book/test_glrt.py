@@ -139,3 +139,41 @@ def test_runs_random_pairwise_contrasts_equal_emmeans(test):
                          ("p_value", "p.value")]:
         np.testing.assert_allclose(got[ours].to_numpy(), ref[theirs].to_numpy(), rtol=1e-4)
     assert "z" in book.contrasts and "df" not in book.contrasts
+
+
+def _route_data(binary: bool, separated: bool = False, systems: int = 3, seed: int = 5):
+    """Systems x 3 seeds (labels 0..2 reused by every system) x 40 items; 0/1 or continuous scores."""
+    rng = np.random.default_rng(seed)
+    rows = [(f"s{k}", r, i) for k in range(systems) for r in range(3) for i in range(40)]
+    d = pd.DataFrame(rows, columns=["system", "seed", "item"])
+    x = rng.normal(size=len(d)) + 0.3 * (d["item"] % 5)
+    d["score"] = (x > 0).astype(int) if binary else x
+    if separated:
+        d.loc[d["system"] == "s0", "score"] = 1
+    return d
+
+
+@pytest.mark.parametrize("binary,separated,systems,route", [
+    (True, False, 3, "linear-probability"), (True, True, 3, "glmm"), (False, False, 2, "both-runs-models"),
+    (False, False, 3, "lmm")])
+def test_the_route_in_the_registry_is_what_compare_systems_fits(binary, separated, systems, route):
+    """registry.comparison_route, the default-test rule in one place, names what compare_systems does: the linear
+    model of 0/1 scores (its test says so), the GLMM for a separated system (a binomial comparison), both runs models
+    for two systems on shared labels, the LMM otherwise."""
+    import warnings
+
+    d = _route_data(binary, separated, systems)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        c = compare_systems(d, "score", "system", "item", replications=["seed"], n_sim=19, contrasts=False,
+                            family="binomial" if binary else "gaussian")
+    layout = "crossed"
+    models = registry.runs_models("auto", True, systems)
+    assert registry.comparison_route("binomial" if binary else "gaussian", True, False, True, models,
+                                     separated=separated) == route
+    fitted = {"linear-probability": lambda: c.test.method.endswith("(linear model of the 0/1 scores)"),
+              "glmm": lambda: c.family == "binomial",
+              "both-runs-models": lambda: getattr(c, "runs_models", None) == ("crossed", "nested"),
+              "lmm": lambda: c.family == "gaussian" and c.runs == layout and getattr(c, "runs_models", None)
+              != ("crossed", "nested")}
+    assert fitted[route](), (route, c.test.method, c.family)
