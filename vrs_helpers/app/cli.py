@@ -81,13 +81,14 @@ def _run_inplace(args) -> int:
     from .runner import NotebookError, run_notebook
 
     src = Path(args.notebook)
-    with tempfile.TemporaryDirectory(prefix="vrs-inplace-") as tmp:
-        try:
-            res = run_notebook(src, {}, out_dir=tmp, html_dir=args.html, output_name=src.name, progress=True,
-                               exclude_input=args.no_input)
-        except NotebookError as exc:
-            error(f"{exc}; {src} is unchanged.")
-            return 1
+    tmp = tempfile.mkdtemp(prefix="vrs-inplace-")   # kept when the run fails: the error names the executed copy
+    try:
+        res = run_notebook(src, {}, out_dir=tmp, html_dir=args.html, output_name=src.name, progress=True,
+                           exclude_input=args.no_input)
+    except NotebookError as exc:
+        error(f"{exc}; {src} is unchanged.")
+        return 1
+    try:
         say(f"html: {res.html}", *_scorecard_table(res.scorecard).splitlines())
         if _report_regressions(res.scorecard, src.parent, vanished=True):
             say(f"{src} is unchanged (scorecard regressions).", err=True)
@@ -95,6 +96,8 @@ def _run_inplace(args) -> int:
         partial = src.with_name(f".{src.name}.partial")
         shutil.copyfile(res.output, partial)
         os.replace(partial, src)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     say(f"executed: {src}")
     return 0
 
