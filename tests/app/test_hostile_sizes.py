@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vrs_helpers.evaluate.tables import scores
+from vrs_helpers.evaluate import precheck
 from vrs_helpers.evaluate.tables.scores import InputError, validate
 
 # run a command and print the largest resident set (KB) of its processes: the kernel's getrusage of the children
@@ -57,11 +57,11 @@ def test_the_bound_on_systems_is_configurable(monkeypatch):
     rng = np.random.default_rng(1)
     d = pd.DataFrame([{"system": f"s{k}", "item": f"i{i}", "score": rng.random()} for k in range(40) for i in range(5)])
     validate(d, response="score", system="system", item="item")   # 40 <= 500
-    monkeypatch.setenv(scores.ENV_MAX_SYSTEMS, "30")
+    monkeypatch.setenv(precheck.ENV_MAX_SYSTEMS, "30")
     with pytest.raises(InputError, match=r"40 systems: the analysis compares every pair of them \(780 pairs\).*"
                                          r"--max-systems N \(or VRS_MAX_SYSTEMS=N\)"):
         validate(d, response="score", system="system", item="item")
-    monkeypatch.setenv(scores.ENV_MAX_SYSTEMS, "many")
+    monkeypatch.setenv(precheck.ENV_MAX_SYSTEMS, "many")
     with pytest.raises(InputError, match="must be a whole number"):
         validate(d, response="score", system="system", item="item")
 

@@ -1,12 +1,16 @@
-"""Your own evaluation results (workbook 07, ``vrs analyze``): the book's methods on a score table.
+"""Your own evaluation results (workbook 07, ``vrs analyze``): the book's methods on score tables, harness logs and
+judge scores, in three subpackages by role, with the options and the checks they share beside them.
 
-- :mod:`.scores` - read and check a score table or a folder of runs (:func:`~.scores.load_scores`,
-  :func:`~.scores.validate`);
-- :mod:`.spec` - the analysis specified once and validated once (:class:`~.spec.AnalysisSpec`);
-- :mod:`.analysis` - every reading of a table in one call (:func:`~.analysis.analyze`) and ``summary.json``;
-- :mod:`.steps` - the named steps ``analyze`` runs (significance, conditional, paired, reliability, verdict, power,
-  stochastic order);
-- :mod:`.readings` - the numbers NLP users already run (ASO, expected best of n) beside the mixed-model verdict;
-- :mod:`.metrics` - several metrics, Holm across them;
-- :mod:`.power` - how many runs and items a comparison needs.
+- :mod:`.tables` - a score table or a folder of runs: read and checked (:mod:`.tables.scores`), specified once
+  (:mod:`.tables.spec`), analysed by named steps (:mod:`.tables.steps`: significance, conditional, paired,
+  reliability, verdict, ranking, power, stochastic order), the readings users already run (:mod:`.tables.readings`),
+  several metrics (:mod:`.tables.metrics`), runs and items needed (:mod:`.tables.power`), judge scores corrected with
+  human labels (:mod:`.tables.judge`, :mod:`.tables.judged`);
+- :mod:`.logs` - harness logs (lm-eval, Inspect, HELM, Every Eval Ever: :mod:`.logs.readers`) analysed task by task
+  (:mod:`.logs.tasks`);
+- :mod:`.presentation` - the one result (:class:`~.presentation.result.Result`) and its one renderer (HTML,
+  Markdown, console; :mod:`.presentation.render`);
+- :mod:`.options` (every option declared once), :mod:`.precheck` (the checks before anything heavy),
+  :mod:`.files` (bounded reading), :mod:`.analysis` (:func:`~.analysis.analyze`: tables, logs or judge scores in one
+  call).
 """

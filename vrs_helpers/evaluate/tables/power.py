@@ -628,9 +628,8 @@ def simulated_power(delta, components: VarianceComponents, runs=3, items: int = 
     family-wise pairwise decision; ``item_effects``: the comparison's ``items`` ("random", its default: with
     ``(1|system:item)``; "fixed": these items).
     """
-    from ...mixed import fit_stats
+    from ...mixed import accumulate, fit_stats
     from ...mixed.resampling.simulate import ModelView, ResponseSimulator, term_columns, term_offsets
-    from ...mixed.structure import accumulate
     from ...threads import blas_limit
 
     alpha = _check_alpha(alpha)
