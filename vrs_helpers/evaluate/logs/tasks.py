@@ -232,6 +232,7 @@ class LogsAnalysis:
     rankings: dict = field(default_factory=dict)                    # task -> its ranking table (forest plot)
     grid: pd.DataFrame = field(default_factory=pd.DataFrame)        # model x task: estimate, CI, rank, letters
     friedman: dict | None = None                                    # Friedman / Nemenyi over >= 5 tasks
+    pooled_skipped: str | None = None                               # why there is no pooled model (issue 52)
 
     def to_summary(self) -> dict:
         """summary.json of ``vrs analyze LOGDIR``: every table as a list of records (p-values also as text, so one
@@ -242,6 +243,7 @@ class LogsAnalysis:
         return {"kind": "evaluation logs", "read": self.description, "metric": self.metric, "alpha": self.alpha,
                 "adjust": {"method": self.adjust, "description": ADJUSTMENTS[self.adjust]},
                 "verdict": list(self.verdict), "tasks": records(self.tasks), "pooled": self.pooled,
+                "pooled_skipped": self.pooled_skipped,
                 "harness": records(self.harness), "reported_by_harness": records(self.reported),
                 "miller": records(self.miller), "paired": records(self.paired), "mcnemar": records(self.mcnemar),
                 "mixed_model_ignores": MIXED_IGNORES, "notes": list(self.notes),
@@ -306,6 +308,25 @@ def _task_row(task, metric, spec, alpha, test=None, n_sim=1000, seed=0, items="r
                                                  "the chi-square reference of the LRT does not hold; the verdict is "
                                                  f"the {exact['method']} (the LRT's chi2 beside it)"])))
     return out, d
+
+
+def pooling_obstacle(tables: dict, families: set) -> str | None:
+    """Why the pooled model over the tasks (``tables``: {(task, metric): its validated rows}) is not identified,
+    or None when it is: the tasks' scores must be of one kind (0/1 or continuous), and every task must compare the
+    same systems - where tasks compare different systems (lm-eval logs of gsm8k for two models and of three MMLU
+    subjects for two others) the system effect is confounded with the task effect (the design ``task + system`` is
+    rank deficient), and no pooled comparison of the systems exists."""
+    if len(families) > 1:
+        return "the tasks' scores are of different kinds (0/1 and continuous)"
+    systems = {(k[0] if isinstance(k, tuple) else k): tuple(sorted(map(str, d["system"].unique())))
+               for k, d in tables.items()}
+    if len(set(systems.values())) > 1:
+        shown = "; ".join(f"{t}: {', '.join(s)}" for t, s in list(systems.items())[:6])
+        more = f"; and {len(systems) - 6} more" if len(systems) > 6 else ""
+        return ("the tasks compare different systems (" + shown + more + "), so a system effect pooled over them is "
+                "confounded with the task effect (not identified); the pooled model needs the same systems on every "
+                "task")
+    return None
 
 
 def pooled_test(tables: dict, family: str, test: str | None = None, n_sim: int = 1000, seed: int = 0,
@@ -376,7 +397,12 @@ def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
     skipped = list(skipped or [])
     rows, tables = [], {}
     for (task, m), spec in specs.items():
-        row, d = _task_row(task, m, spec, alpha, test, n_sim, seed, items, runs)
+        try:
+            row, d = _task_row(task, m, spec, alpha, test, n_sim, seed, items, runs)
+        except VRSError as exc:   # one task's model that cannot be fitted never ends the run (issue 52)
+            reason = f"its mixed model could not be fitted ({exc})"
+            skipped.append({"task": task, "metric": m, "reason": reason, "status": f"not testable: {reason}"})
+            continue
         rows.append(row)
         tables[(task, m)] = d
     crossed = list(dict.fromkeys(r["task"] for r in rows if "(1|run)" in r["random"].split(" + ")))
@@ -394,12 +420,20 @@ def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
     firsts = {}
     for (task, m) in specs:   # the pooled model: the first metric of each task
         firsts.setdefault(task, (task, m))
-    families = {specs[k].families["score"] for k in firsts.values()}
-    pooled = None
-    if len(firsts) > 1 and len(families) == 1:
-        pooled = pooled_test({k: tables[k] for k in firsts.values()}, families.pop(), test, n_sim, seed, items, runs)
-    elif len(firsts) > 1:
-        notes.append("no pooled model: the tasks' scores are of different kinds (0/1 and continuous).")
+    firsts = {t: k for t, k in firsts.items() if k in tables}   # the tasks tested
+    pooled, pooled_skipped = None, None
+    if len(firsts) > 1:
+        pooled_skipped = pooling_obstacle({k: tables[k] for k in firsts.values()},
+                                          {specs[k].families["score"] for k in firsts.values()})
+        if pooled_skipped is None:
+            try:
+                pooled = pooled_test({k: tables[k] for k in firsts.values()}, specs[next(iter(firsts.values()))]
+                                     .families["score"], test, n_sim, seed, items, runs)
+            except (VRSError, np.linalg.LinAlgError) as exc:
+                pooled_skipped = f"the pooled model could not be fitted ({exc})"
+        if pooled_skipped:
+            notes.append(f"no pooled model over the tasks: {pooled_skipped}; every task's verdict above stands on "
+                         "its own.")
     paired, mcn, harness, intervals = [], [], [], []
     for (task, m) in specs:
         table = logs.table[logs.table["task"] == task]
@@ -461,7 +495,7 @@ def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
                         mcnemar=pd.DataFrame(mcn), verdict=verdict, notes=notes, checked=checked,
                         intervals=pd.concat(intervals, ignore_index=True) if intervals else pd.DataFrame(),
                         task_metrics={t: [mm for tt, mm in specs if tt == t] for t, _ in specs},
-                        rankings=rankings, grid=grid, friedman=friedman)
+                        rankings=rankings, grid=grid, friedman=friedman, pooled_skipped=pooled_skipped)
 
 
 def read_logs(spec, echo=None):

@@ -332,6 +332,8 @@ def _logs_answer(analysis) -> str:
             word = "differ" if analysis.pooled["p_value"] < analysis.alpha else "show no significant difference"
             out += (f"; pooled over the tasks they {word} ({analysis.pooled['method']}: {analysis.pooled['evidence']}, "
                     f"p = {analysis.pooled['p_text']})")
+        elif getattr(analysis, "pooled_skipped", None):
+            out += "; no pooled model over the tasks (the reason is in the notes)"
         return out + "."
     return lines[0] if lines else "No task could be tested."
 

@@ -24,7 +24,8 @@ def _tasks(data: dict) -> str:
 def _pooled(data: dict) -> str:
     p = data.get("pooled")
     if not p:
-        return ""
+        why = data.get("pooled_skipped")
+        return f"<p>No pooled model over the tasks: {html_text(why)}.</p>" if why else ""
     return (f"<p>Pooled over the tasks ({html_text(p.get('formula', ''))}): {html_text(p.get('method', ''))}, "
             f"{html_text(p.get('evidence', ''))}, p = {html_text(p.get('p_text', ''))}.</p>")
 
