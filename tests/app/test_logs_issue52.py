@@ -45,3 +45,41 @@ def test_same_systems_still_pool(tmp_path, capsys):
     code, _, err, s = _run(tmp_path, capsys, tmp_path / "logs")
     assert code == 0, err
     assert s["pooled"] is not None and s["pooled_skipped"] is None
+
+
+def test_two_items_are_not_testable(tmp_path, capsys):
+    """2 items: the exact test's smallest mid-p is 0.25 > alpha (even with every item won by one model): "not
+    testable", no p-value verdict, each model's accuracy still in the leaderboard."""
+    t = simulate_binary(seed=2, systems=("m1", "m2"), tasks=("tiny",), items=2, accuracy=(0.02, 0.98), item_sd=0,
+                        system_item_sd=0)
+    write_lm_eval(t, tmp_path / "logs")
+    code, out, err, s = _run(tmp_path, capsys, tmp_path / "logs")
+    assert code == 0, err
+    (row,) = s["tasks"]
+    assert row["status"].startswith("not testable: 2 items cannot give p < 0.05")
+    assert row["p_value"] is None and row["decision"] == row["status"]
+    assert "no significant difference" not in out and "p = 0.5" not in out
+    board = s["leaderboards"]["tiny"]["rows"]
+    means = t.groupby("system")["score"].mean()
+    assert {r["system"]: r["estimate"] for r in board} == pytest.approx(means.to_dict(), abs=1e-9)
+
+
+def test_one_model_per_task_is_described(tmp_path, capsys):
+    a = simulate_binary(seed=1, systems=("m1",), tasks=("gsm8k",), items=40, accuracy=(0.5,))
+    b = simulate_binary(seed=2, systems=("m2",), tasks=("chem",), items=30, accuracy=(0.6,))
+    t = pd.concat([a, b])
+    write_lm_eval(t, tmp_path / "logs")
+    code, out, err, s = _run(tmp_path, capsys, tmp_path / "logs")
+    assert code == 0, err
+    assert s["answer"].startswith("Nothing is compared: every task was run by one model only")
+    from statsmodels.stats.proportion import proportion_confint
+
+    rows = {(r["task"], r["system"]): r for r in s["one_model_tasks"]}
+    assert set(rows) == {("gsm8k", "m1"), ("chem", "m2")}
+    for (task, system), r in rows.items():
+        y = t[(t["task"] == task) & (t["system"] == system)]["score"]
+        lo, hi = proportion_confint(int(y.sum()), len(y), method="wilson")
+        assert r["estimate"] == pytest.approx(y.mean(), abs=1e-9)   # summary.json keeps 10 digits
+        assert (r["ci_low"], r["ci_high"]) == pytest.approx((lo, hi), abs=1e-9)
+        assert r["logged"] == pytest.approx(y.mean(), abs=1e-9)     # lm-eval's own acc, read from its results file
+    assert "Tasks run by one model: nothing compared" in (tmp_path / "r" / "report.html").read_text()

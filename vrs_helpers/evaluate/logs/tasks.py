@@ -61,6 +61,7 @@ from .harness_stats import IGNORES, harness_numbers, mcnemar_test, miller_errors
 from .log_checks import check_against_logs
 from .many_tasks import friedman_nemenyi, model_task_table, task_ranking
 from .task_metrics import choose_metrics
+from .untestable import nothing_compared, single_system_table, untestable_reason
 
 ADJUSTMENTS = {"holm": "Holm (1979) step-down, family-wise error rate",
                "bh": "Benjamini-Hochberg (1995) step-up, false discovery rate"}
@@ -233,6 +234,7 @@ class LogsAnalysis:
     grid: pd.DataFrame = field(default_factory=pd.DataFrame)        # model x task: estimate, CI, rank, letters
     friedman: dict | None = None                                    # Friedman / Nemenyi over >= 5 tasks
     pooled_skipped: str | None = None                               # why there is no pooled model (issue 52)
+    single: pd.DataFrame = field(default_factory=pd.DataFrame)     # tasks run by one model: described
 
     def to_summary(self) -> dict:
         """summary.json of ``vrs analyze LOGDIR``: every table as a list of records (p-values also as text, so one
@@ -243,7 +245,7 @@ class LogsAnalysis:
         return {"kind": "evaluation logs", "read": self.description, "metric": self.metric, "alpha": self.alpha,
                 "adjust": {"method": self.adjust, "description": ADJUSTMENTS[self.adjust]},
                 "verdict": list(self.verdict), "tasks": records(self.tasks), "pooled": self.pooled,
-                "pooled_skipped": self.pooled_skipped,
+                "pooled_skipped": self.pooled_skipped, "one_model_tasks": records(self.single),
                 "harness": records(self.harness), "reported_by_harness": records(self.reported),
                 "miller": records(self.miller), "paired": records(self.paired), "mcnemar": records(self.mcnemar),
                 "mixed_model_ignores": MIXED_IGNORES, "notes": list(self.notes),
@@ -296,6 +298,10 @@ def _task_row(task, metric, spec, alpha, test=None, n_sim=1000, seed=0, items="r
     # the one rule of tables and logs (vrs_helpers.registry.verdict_reading): with runs the runs-random reading
     # whatever the items; one run and few items: an exact test (the chi-square LRT only beside it)
     small = verdict_reading(bool(spec.replications), spec.design.n_items, test) == "exact"
+    too_few = untestable_reason(spec.design.n_items, spec.design.n_systems, alpha) if small else None
+    if too_few:   # no data could give p < alpha: described, never a p-value verdict (issue 52)
+        return {**row, "status": f"not testable: {too_few}", "random": "", "formula": "", "method": "",
+                "evidence": "", "p_value": math.nan, "notes": too_few}, d
     t = system_lrt(d, family, test="chisq" if small else test, n_sim=n_sim, seed=seed, items=items, runs=runs,
                    settle_alpha=alpha)
     out = {**row, "random": random_part(d, items=items, runs=runs), "formula": t["formula"], "method": t["method"],
@@ -353,7 +359,9 @@ def pooled_test(tables: dict, family: str, test: str | None = None, n_sim: int =
 
 def _not_analysed(skipped) -> list:
     return [{"task": e["task"], "metric": e.get("metric", ""), "status": e["status"], "decision": e["status"],
-             "notes": e["reason"], "p_value": math.nan} for e in skipped]
+             "notes": e["reason"], "p_value": math.nan,
+             **({"n_items": int(e["table"]["item"].nunique()), "systems": int(e["table"]["system"].nunique())}
+                if e.get("table") is not None else {})} for e in skipped]
 
 
 def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
@@ -434,12 +442,16 @@ def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
         if pooled_skipped:
             notes.append(f"no pooled model over the tasks: {pooled_skipped}; every task's verdict above stands on "
                          "its own.")
+    singles = {(e["task"], e["metric"]): e["table"] for e in skipped if e.get("table") is not None}
+    single = single_system_table(singles, logs.reported) if singles else pd.DataFrame()
     paired, mcn, harness, intervals = [], [], [], []
-    for (task, m) in specs:
+    for (task, m) in [*specs, *singles]:
         table = logs.table[logs.table["task"] == task]
         sub = replace(logs, table=table)
         harness.append(harness_numbers(sub, m, cluster=cluster).assign(metric=m))
         intervals.append(interval_table(table, m))
+        if (task, m) in singles:
+            continue
         present = sorted(table.dropna(subset=[m])["system"].unique())
         for other in [s for s in present if s != base and base in present]:
             try:
@@ -472,6 +484,8 @@ def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
                      "model (the method in each task's row); the chi-square LRT (chi2, chi2_p_value) is beside it "
                      "for comparison and is liberal with few runs.")
     verdict = _verdict(tasks, pooled, adjust, alpha)
+    if len(single) and not any(np.isfinite(r["p_value"]) for r in rows):
+        verdict.insert(0, nothing_compared(single))
     rankings = {}
     several = len({t for t, _ in specs}) < len(specs)
     for (task, m), d in tables.items():
@@ -486,16 +500,17 @@ def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
                        f"of the mean ranks {friedman['critical_difference']:.3g}.")
     desc = logs.description.to_dict()
     desc["text"] = logs.describe()
-    metrics = list(dict.fromkeys(m for _, m in specs))
+    metrics = list(dict.fromkeys(m for _, m in [*specs, *singles]))
     miller = pd.concat([miller_errors(logs.table[logs.table["task"] == t], metric=m, cluster=cluster).assign(metric=m)
-                        for t, m in specs], ignore_index=True) if specs else pd.DataFrame()
+                        for t, m in [*specs, *singles]], ignore_index=True) if specs or singles else pd.DataFrame()
     return LogsAnalysis(description=desc, metric=metrics[0] if len(metrics) == 1 else ", ".join(metrics),
                         adjust=adjust, alpha=alpha, tasks=tasks, pooled=pooled, harness=harness,
                         reported=logs.reported.copy(), miller=miller, paired=pd.DataFrame(paired),
                         mcnemar=pd.DataFrame(mcn), verdict=verdict, notes=notes, checked=checked,
                         intervals=pd.concat(intervals, ignore_index=True) if intervals else pd.DataFrame(),
                         task_metrics={t: [mm for tt, mm in specs if tt == t] for t, _ in specs},
-                        rankings=rankings, grid=grid, friedman=friedman, pooled_skipped=pooled_skipped)
+                        rankings=rankings, grid=grid, friedman=friedman, pooled_skipped=pooled_skipped,
+                        single=single)
 
 
 def read_logs(spec, echo=None):
@@ -557,10 +572,11 @@ def validate_tasks(logs, metric=None, dropna: bool = False) -> tuple[dict, list]
             if spec.design.n_systems < 2:
                 only = ", ".join(sorted(spec.table["system"].unique()))
                 reason = f"one system ({only}): nothing to compare"
-                skipped.append({"task": task, "metric": m, "reason": reason, "status": f"not testable: {reason}"})
+                skipped.append({"task": task, "metric": m, "reason": reason, "status": f"not testable: {reason}",
+                                "table": spec.table})
                 continue
             specs[(task, m)] = spec
-    if not specs:
+    if not specs and not any("table" in e for e in skipped):   # one model per task: described (issue 52)
         raise InputError("No task is testable: " + "; ".join(f"task {e['task']!r}: {e['status']}" for e in skipped)
                          + ".")
     return specs, skipped

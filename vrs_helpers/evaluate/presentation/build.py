@@ -335,6 +335,8 @@ def _logs_answer(analysis) -> str:
         elif getattr(analysis, "pooled_skipped", None):
             out += "; no pooled model over the tasks (the reason is in the notes)"
         return out + "."
+    if len(getattr(analysis, "single", ())) and analysis.verdict:   # one model per task: described (issue 52)
+        return analysis.verdict[0]
     return lines[0] if lines else "No task could be tested."
 
 

@@ -30,6 +30,16 @@ def _pooled(data: dict) -> str:
             f"{html_text(p.get('evidence', ''))}, p = {html_text(p.get('p_text', ''))}.</p>")
 
 
+def _single(data: dict) -> str:
+    """Tasks run by one model (issue 52): each model's mean score with its interval beside the harness's."""
+    rows = data.get("one_model_tasks") or []
+    if not rows:
+        return ""
+    return ("<h2>Tasks run by one model: nothing compared</h2>"
+            + table(rows, ["task", "metric", "system", "n_items", "estimate", "ci_low", "ci_high", "logged",
+                           "interval"], {"n_items": "items", "logged": "harness's value"}))
+
+
 def _boards(data: dict) -> str:
     boards = data.get("leaderboards") or {}
     out = []
@@ -88,7 +98,7 @@ def _harness(data: dict) -> str:
 def logs_body(data: dict) -> str:
     read = data.get("read") or {}
     verdict = [v for v in data.get("verdict") or [] if v != data.get("answer")]
-    return ("".join([_tasks(data), _pooled(data), _boards(data), _across(data), _grid(data),
+    return ("".join([_tasks(data), _pooled(data), _single(data), _boards(data), _across(data), _grid(data),
                      details("Every verdict in words", bullets(verdict)), _harness(data),
                      details("What was read", f"<pre>{html_text(read.get('text', ''))}</pre>"),
                      details("Notes", bullets(data.get("notes") or []))]))
