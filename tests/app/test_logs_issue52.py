@@ -83,3 +83,69 @@ def test_one_model_per_task_is_described(tmp_path, capsys):
         assert (r["ci_low"], r["ci_high"]) == pytest.approx((lo, hi), abs=1e-9)
         assert r["logged"] == pytest.approx(y.mean(), abs=1e-9)     # lm-eval's own acc, read from its results file
     assert "Tasks run by one model: nothing compared" in (tmp_path / "r" / "report.html").read_text()
+
+
+def _mock_inspect(folder, answers: dict, task: str, scorer=None, log_samples: bool = True, epochs: int = 1,
+                  seed: int | None = None):
+    """One Inspect log per model written by ``inspect_ai.eval`` with ``mockllm`` (``answers``: model -> the answer
+    per item, 'yes' is right), scorer ``match()`` unless given."""
+    from inspect_ai import Task, eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+    from inspect_ai.scorer import match
+    from inspect_ai.solver import generate
+
+    logs = []
+    for model, said in answers.items():
+        def outputs(messages, tools, tool_choice, config, said=said, model=model):
+            item = int(messages[-1].text.split()[1].rstrip("?"))
+            out = ModelOutput.from_content(model=model, content="yes" if said[item] else "no")
+            out.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+            return out
+
+        samples = [Sample(id=str(i), input=f"q {i}?", target="yes") for i in range(len(said))]
+        out = eval(Task(dataset=samples, solver=generate(), scorer=scorer() if scorer else match(), name=task,
+                        epochs=epochs), model=get_model(f"mockllm/{model}", custom_outputs=outputs),
+                   log_dir=str(folder), display="none", log_samples=log_samples, score_display=False,
+                   max_samples=1, max_connections=1, seed=seed)
+        assert out[0].status == "success"
+        logs.append(out[0].location)
+    return logs
+
+
+def test_inspect_log_without_samples_says_how_to_log_them(tmp_path, capsys):
+    pytest.importorskip("inspect_ai")
+    _mock_inspect(tmp_path / "logs", {"a": [1, 0, 1, 1], "b": [0, 0, 1, 1]}, "toy", log_samples=False)
+    code, out, err, _ = _run(tmp_path, capsys, tmp_path / "logs")
+    assert code == 2
+    assert "hold no samples" in err and "--no-log-samples" in err and "log_samples=True" in err
+    assert "Traceback" not in err and "No evaluation logs of a known format" not in err
+    assert not (tmp_path / "r" / "summary.json").exists()
+
+
+def test_inspect_scorer_of_any_name_and_the_best_model(tmp_path, capsys):
+    """The starsim layout: 5 models x 2 runs (seeds), one scorer ``starsim_scorer`` of 0/1 values. Analysed with no
+    --response; the answer names the best model and the one tied with it. 30 items: m-a right on items 0-26, m-b
+    on 0-25 (one item apart: tied), m-c on 0-14, m-d on 0-13, m-e on 0-4 (each at least 11 items below m-a: the
+    exact sign test's p = 2 * 0.5^11 < 0.001 before Holm's factor 4)."""
+    pytest.importorskip("inspect_ai")
+    from inspect_ai.scorer import Score, accuracy, scorer, stderr
+
+    @scorer(metrics=[accuracy(), stderr()])
+    def starsim_scorer():
+        async def score(state, target):
+            return Score(value=1 if state.output.completion == "yes" else 0)
+        return score
+
+    right = {"m-a": 27, "m-b": 26, "m-c": 15, "m-d": 14, "m-e": 5}
+    for seed in (1, 2):
+        answers = {m: [int(i < k + (seed == 2 and m == "m-c")) for i in range(30)] for m, k in right.items()}
+        _mock_inspect(tmp_path / "logs" / f"seed{seed}", answers, "starsim_benchmark", scorer=starsim_scorer,
+                      seed=seed)
+    code, out, err, s = _run(tmp_path, capsys, tmp_path / "logs")
+    assert code == 0, err
+    (row,) = s["tasks"]
+    assert row["metric"] == "starsim_scorer" and row["status"] == "analysed" and row["systems"] == 5
+    assert row["best"] == "mockllm/m-a" and row["tied_with_best"] == "mockllm/m-b"
+    assert "Best: mockllm/m-a 0.9 " in s["answer"] and "tied with it: mockllm/m-b 0.867" in s["answer"]
+    assert "3 of the 5 below it" in s["answer"]

@@ -57,6 +57,30 @@ def task_ranking(data: pd.DataFrame, alpha: float = 0.05, seed: int = 0) -> pd.D
                          method="sign-flip permutation tests (mid-p), Holm within the task")
 
 
+def best_and_tied(table: pd.DataFrame, min_systems: int = 3) -> dict:
+    """The best model of a task's ranking (:func:`task_ranking`, best first) and those tied with it - the systems
+    whose simultaneous rank interval reaches rank 1 (not separated from the best by the Holm-adjusted pairwise tests)
+    - with a sentence in the task's units; {} with fewer than ``min_systems`` systems (two systems: the verdict
+    itself says which is ahead)."""
+    if table is None or len(table) < min_systems:
+        return {}
+    rows = table.reset_index(drop=True)
+    first = rows.iloc[0]
+    tied = [str(r["system"]) for _, r in rows.iloc[1:].iterrows() if int(r["rank_low"]) == 1]
+    below = len(rows) - 1 - len(tied)
+
+    def shown(r):
+        return f"{r['system']} {r['estimate']:.3g} [{r['ci_low']:.3g}, {r['ci_high']:.3g}]"
+
+    sentence = f"Best: {shown(first)}"
+    if tied:
+        sentence += "; tied with it: " + ", ".join(shown(r) for _, r in rows.iloc[1:].iterrows()
+                                                   if str(r["system"]) in tied)
+    sentence += (f"; {below} of the {len(rows)} below it" if below else f"; none of the {len(rows)} is below it")
+    sentence += f" ({first['method']}; rank intervals and letters in the leaderboard)."
+    return {"best": str(first["system"]), "tied": tied, "below": int(below), "sentence": sentence}
+
+
 def model_task_table(rankings: dict) -> pd.DataFrame:
     """The model x task table: one row per (task, system) with estimate, interval, rank and letters."""
     rows = []

@@ -59,7 +59,7 @@ from ..tables.small_data import SMALL_IGNORES, SMALL_ITEMS, interval_table, smal
 from ..tables.spec import AnalysisSpec
 from .harness_stats import IGNORES, harness_numbers, mcnemar_test, miller_errors, miller_inputs, paired_difference
 from .log_checks import check_against_logs
-from .many_tasks import friedman_nemenyi, model_task_table, task_ranking
+from .many_tasks import best_and_tied, friedman_nemenyi, model_task_table, task_ranking
 from .task_metrics import choose_metrics
 from .untestable import nothing_compared, single_system_table, untestable_reason
 
@@ -407,7 +407,7 @@ def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
     for (task, m), spec in specs.items():
         try:
             row, d = _task_row(task, m, spec, alpha, test, n_sim, seed, items, runs)
-        except VRSError as exc:   # one task's model that cannot be fitted never ends the run (issue 52)
+        except (mixed.MixedModelError, np.linalg.LinAlgError) as exc:   # a fit that fails never ends the run
             reason = f"its mixed model could not be fitted ({exc})"
             skipped.append({"task": task, "metric": m, "reason": reason, "status": f"not testable: {reason}"})
             continue
@@ -437,7 +437,7 @@ def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
             try:
                 pooled = pooled_test({k: tables[k] for k in firsts.values()}, specs[next(iter(firsts.values()))]
                                      .families["score"], test, n_sim, seed, items, runs)
-            except (VRSError, np.linalg.LinAlgError) as exc:
+            except (mixed.MixedModelError, np.linalg.LinAlgError) as exc:   # the user gave no terms (issue 52)
                 pooled_skipped = f"the pooled model could not be fitted ({exc})"
         if pooled_skipped:
             notes.append(f"no pooled model over the tasks: {pooled_skipped}; every task's verdict above stands on "
@@ -483,13 +483,19 @@ def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
         notes.append(f"with {few[0]} run(s) per system the verdicts use a small-sample test of the runs-random "
                      "model (the method in each task's row); the chi-square LRT (chi2, chi2_p_value) is beside it "
                      "for comparison and is liberal with few runs.")
-    verdict = _verdict(tasks, pooled, adjust, alpha)
-    if len(single) and not any(np.isfinite(r["p_value"]) for r in rows):
-        verdict.insert(0, nothing_compared(single))
-    rankings = {}
+    rankings, best = {}, {}
     several = len({t for t, _ in specs}) < len(specs)
     for (task, m), d in tables.items():
         rankings[f"{task} ({m})" if several else task] = task_ranking(d, alpha, seed)
+        best[(task, m)] = best_and_tied(rankings[f"{task} ({m})" if several else task])
+    if best:   # 3+ systems: the best model and those tied with it (issue 52)
+        tasks["best"] = [best.get((t, m), {}).get("best") for t, m in zip(tasks["task"], tasks["metric"],
+                                                                          strict=True)]
+        tasks["tied_with_best"] = [", ".join(best.get((t, m), {}).get("tied", [])) or None
+                                   for t, m in zip(tasks["task"], tasks["metric"], strict=True)]
+    verdict = _verdict(tasks, pooled, adjust, alpha, best)
+    if len(single) and not any(np.isfinite(r["p_value"]) for r in rows):
+        verdict.insert(0, nothing_compared(single))
     grid = model_task_table(rankings)
     friedman = friedman_nemenyi(grid.pivot(index="task", columns="system", values="estimate"), alpha) \
         if len(grid) else None
@@ -588,7 +594,7 @@ def skipped_lines(skipped) -> list:
             for e in skipped]
 
 
-def _verdict(tasks: pd.DataFrame, pooled, adjust: str, alpha: float) -> list:
+def _verdict(tasks: pd.DataFrame, pooled, adjust: str, alpha: float, best: dict | None = None) -> list:
     lines = []
     tested = tasks[tasks["p_value"].notna()]
     several = tested["task"].duplicated(keep=False)
@@ -596,8 +602,10 @@ def _verdict(tasks: pd.DataFrame, pooled, adjust: str, alpha: float) -> list:
         label = f"Task {r['task']}" + (f" ({r['metric']})" if dup else "")
         model = "" if ("permutation" in str(r["method"]) or "McNemar" in str(r["method"])) else \
             f"; random effects {r['random']}"
+        ranked = (best or {}).get((r["task"], r["metric"]), {}).get("sentence", "")
         lines.append(f"{label}: the systems {r['decision']} ({r['method']}: {r['evidence']}, p = "
-                     f"{r['p_text']}, {adjust}-adjusted p = {r['p_adjusted_text']}{model}).")
+                     f"{r['p_text']}, {adjust}-adjusted p = {r['p_adjusted_text']}{model})."
+                     + (f" {ranked}" if ranked else ""))
     if len(tested) > 1:
         n = int((tested["decision"] == "differ").sum())
         lines.append(f"{n} of {len(tested)} tests show a difference at alpha = {alpha:g} after "
