@@ -149,3 +149,29 @@ def test_inspect_scorer_of_any_name_and_the_best_model(tmp_path, capsys):
     assert row["best"] == "mockllm/m-a" and row["tied_with_best"] == "mockllm/m-b"
     assert "Best: mockllm/m-a 0.9 " in s["answer"] and "tied with it: mockllm/m-b 0.867" in s["answer"]
     assert "3 of the 5 below it" in s["answer"]
+
+
+def test_fits_that_fail_never_end_the_run(tmp_path, capsys, monkeypatch):
+    """lm-eval 0.4.13's own logs ended with "X'V^-1 X is singular: the fixed effects are not identified." (exit 2):
+    a task's fit or the pooled fit that raises such an error is named in its row or note, the others stand."""
+    from vrs_helpers.evaluate.logs import tasks
+    from vrs_helpers.mixed import MixedModelError
+
+    real = tasks.system_lrt
+
+    def failing(data, family, fixed="", **kw):
+        if fixed == "task" or set(data["item"].astype(str)) == {str(i) for i in range(31)}:
+            raise MixedModelError("X'V^-1 X is singular: the fixed effects are not identified.")
+        return real(data, family, fixed=fixed, **kw)
+
+    monkeypatch.setattr(tasks, "system_lrt", failing)
+    a = simulate_binary(seed=4, systems=("m1", "m2"), tasks=("t1",), items=40)
+    b = simulate_binary(seed=5, systems=("m1", "m2"), tasks=("t2",), items=31)
+    c = simulate_binary(seed=6, systems=("m1", "m2"), tasks=("t3",), items=35)
+    write_lm_eval(pd.concat([a, b, c]), tmp_path / "logs")
+    code, out, err, s = _run(tmp_path, capsys, tmp_path / "logs")
+    assert code == 0, err
+    rows = {r["task"]: r for r in s["tasks"]}
+    assert rows["t1"]["p_value"] is not None and rows["t3"]["p_value"] is not None
+    assert rows["t2"]["status"].startswith("not testable: its mixed model could not be fitted (X'V^-1 X is singular")
+    assert s["pooled"] is None and s["pooled_skipped"].startswith("the pooled model could not be fitted (X'V^-1 X")
