@@ -4,10 +4,10 @@ and 2), one task with one custom scorer (``starsim_scorer``, 0/1 values), --item
 
     python benchmarks/inspect_logs_speed.py [--items 300] [--repeat 3] [--keep DIR]
 
-Prints the wall time (and the CPU time, which is the wall time on a quiet machine) of each `vrs analyze LOGDIR` (no other option: the scorer is found as the task's metric;
-reading the 10 logs through inspect_ai, validation, the runs-random test of the 5 models, the leaderboard with its
-pairwise tests, report.html, report.ipynb, summary.json) and their median. Goal (issue 52): <= 10 s on a quiet
-machine.
+Prints the wall time (and the CPU time, which is the wall time on a quiet machine) of each `vrs analyze LOGDIR`
+(no other option: the scorer is found as the task's metric; reading the 10 logs through inspect_ai, validation,
+the runs-random test of the 5 models, the leaderboard with its pairwise tests, report.html, report.ipynb,
+summary.json) and their median. Goal (issue 52): <= 10 s on a quiet machine.
 """
 
 from __future__ import annotations

@@ -175,3 +175,34 @@ def test_fits_that_fail_never_end_the_run(tmp_path, capsys, monkeypatch):
     assert rows["t1"]["p_value"] is not None and rows["t3"]["p_value"] is not None
     assert rows["t2"]["status"].startswith("not testable: its mixed model could not be fitted (X'V^-1 X is singular")
     assert s["pooled"] is None and s["pooled_skipped"].startswith("the pooled model could not be fitted (X'V^-1 X")
+
+
+def test_a_baseline_only_when_given(tmp_path, capsys):
+    """3 models: no paired differences against the alphabetically first model unless --baseline names one."""
+    t = simulate_binary(seed=8, systems=("alpha", "beta", "gamma"), tasks=("t1",), items=40,
+                        accuracy=(0.5, 0.6, 0.7))
+    write_lm_eval(t, tmp_path / "logs")
+    code, _, err, s = _run(tmp_path, capsys, tmp_path / "logs")
+    assert code == 0, err
+    assert s["paired"] == [] and any(n.startswith("no paired differences against a baseline in t1") for n in s["notes"])
+    assert s["tasks"][0]["best"] in {"alpha", "beta", "gamma"}
+    code, _, err, s = _run(tmp_path, capsys, tmp_path / "logs", "--baseline", "beta")
+    assert code == 0, err
+    assert {(r["a"], r["b"]) for r in s["paired"]} == {("alpha", "beta"), ("gamma", "beta")}
+
+
+def test_the_best_model_across_tasks(tmp_path, capsys):
+    """3 models on 2 tasks (the same models on both): the best across the tasks is the highest mean over the items
+    of both tasks, its leaderboard is in the report's leaderboards, and the heatmap's tasks stay the tasks."""
+    t = simulate_binary(seed=9, systems=("alpha", "beta", "gamma"), tasks=("t1", "t2"), items=60,
+                        accuracy=(0.3, 0.75, 0.8))
+    write_lm_eval(t, tmp_path / "logs")
+    code, _, err, s = _run(tmp_path, capsys, tmp_path / "logs")
+    assert code == 0, err
+    means = t.groupby("system")["score"].mean()
+    across = s["best_across_tasks"]
+    assert across["best"] == means.idxmax() and "alpha" not in across["tied"]
+    board = {r["system"]: r["estimate"] for r in s["leaderboards"]["all tasks (items pooled)"]["rows"]}
+    assert board == pytest.approx(means.to_dict(), abs=1e-9)
+    assert {r["task"] for r in s["model_by_task"]} == {"t1", "t2"}
+    assert f"across the tasks: {across['best']}" in s["answer"]

@@ -70,6 +70,7 @@ MIXED_IGNORES = ("nothing of the design it was given: items, system-by-item vari
                  "run-to-run variation (with runs) are random effects; it generalizes over items and runs")
 
 
+ACROSS = "all tasks (items pooled)"   # the leaderboard across the tasks (issue 52)
 METHODS = {"holm": "holm", "bh": "fdr_bh"}   # our names -> statsmodels' multipletests methods
 
 
@@ -235,6 +236,7 @@ class LogsAnalysis:
     friedman: dict | None = None                                    # Friedman / Nemenyi over >= 5 tasks
     pooled_skipped: str | None = None                               # why there is no pooled model (issue 52)
     single: pd.DataFrame = field(default_factory=pd.DataFrame)     # tasks run by one model: described
+    across: dict = field(default_factory=dict)                      # the best model across the tasks (3+ models)
 
     def to_summary(self) -> dict:
         """summary.json of ``vrs analyze LOGDIR``: every table as a list of records (p-values also as text, so one
@@ -246,6 +248,7 @@ class LogsAnalysis:
                 "adjust": {"method": self.adjust, "description": ADJUSTMENTS[self.adjust]},
                 "verdict": list(self.verdict), "tasks": records(self.tasks), "pooled": self.pooled,
                 "pooled_skipped": self.pooled_skipped, "one_model_tasks": records(self.single),
+                "best_across_tasks": dict(self.across) or None,
                 "harness": records(self.harness), "reported_by_harness": records(self.reported),
                 "miller": records(self.miller), "paired": records(self.paired), "mcnemar": records(self.mcnemar),
                 "mixed_model_ignores": MIXED_IGNORES, "notes": list(self.notes),
@@ -442,6 +445,7 @@ def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
         if pooled_skipped:
             notes.append(f"no pooled model over the tasks: {pooled_skipped}; every task's verdict above stands on "
                          "its own.")
+    unpaired: list = []   # tasks of 3+ models without --baseline: no paired differences against the first model
     singles = {(e["task"], e["metric"]): e["table"] for e in skipped if e.get("table") is not None}
     single = single_system_table(singles, logs.reported) if singles else pd.DataFrame()
     paired, mcn, harness, intervals = [], [], [], []
@@ -453,7 +457,12 @@ def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
         if (task, m) in singles:
             continue
         present = sorted(table.dropna(subset=[m])["system"].unique())
-        for other in [s for s in present if s != base and base in present]:
+        if baseline is None and len(present) > 2:   # 3+ models: a baseline only when given (issue 52)
+            unpaired.append(task)
+            present_pairs = []
+        else:
+            present_pairs = [s for s in present if s != base and base in present]
+        for other in present_pairs:
             try:
                 pd_ = paired_difference(table, other, base, metric=m, task=task, cluster=cluster)
             except InputError as exc:
@@ -471,6 +480,10 @@ def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
             else:
                 mcn.append({"task": task, "metric": m, "a": present[1], "b": present[0],
                             **mc.to_frame().iloc[0].to_dict(), "ignores": IGNORES["mcnemar"]})
+    if unpaired:
+        notes.append(f"no paired differences against a baseline in {', '.join(dict.fromkeys(unpaired))} (3 or more "
+                     "models, no --baseline): every pair is compared in the task's leaderboard; --baseline NAME adds "
+                     "each model's paired difference from NAME.")
     harness = pd.concat(harness, ignore_index=True) if harness else pd.DataFrame()
     checked = check_against_logs(harness, logs.reported, logs.table) if len(harness) else pd.DataFrame()
     few = sorted({int(n) for s in specs.values() if s.replications for n in s.design.runs_per_system.values()})
@@ -504,6 +517,16 @@ def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
         verdict.append(f"Across {friedman['n_tasks']} tasks by rank (Friedman, Demsar 2006): {word} (chi2 = "
                        f"{friedman['chi2']:.3g}, p = {p_text(friedman['p_value'])}); Nemenyi critical difference "
                        f"of the mean ranks {friedman['critical_difference']:.3g}.")
+    across = {}
+    if pooled is not None and len(firsts) > 1:   # the same systems on every task: the best across them (issue 52)
+        items = pd.concat([tables[k].assign(item=f"{k[0]}:" + tables[k]["item"].astype(str)) for k in firsts.values()],
+                          ignore_index=True)
+        board = task_ranking(items, alpha, seed)
+        across = best_and_tied(board)
+        if across:
+            rankings[ACROSS] = board
+            across["sentence"] = across["sentence"].replace("Holm within the task", "Holm over the pairs")
+            verdict.append(f"Across the {len(firsts)} tasks (their items pooled, each item once): {across['sentence']}")
     desc = logs.description.to_dict()
     desc["text"] = logs.describe()
     metrics = list(dict.fromkeys(m for _, m in [*specs, *singles]))
@@ -516,7 +539,7 @@ def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
                         intervals=pd.concat(intervals, ignore_index=True) if intervals else pd.DataFrame(),
                         task_metrics={t: [mm for tt, mm in specs if tt == t] for t, _ in specs},
                         rankings=rankings, grid=grid, friedman=friedman, pooled_skipped=pooled_skipped,
-                        single=single)
+                        single=single, across=across)
 
 
 def read_logs(spec, echo=None):

@@ -338,6 +338,10 @@ def _logs_answer(analysis) -> str:
             out += "; best per task: " + "; ".join(
                 f"{r['task']}: {r['best']}" + (f" (tied with it: {r['tied_with_best']})" if r.get("tied_with_best")
                                               else "") for _, r in tested.iterrows() if r.get("best"))
+        across = getattr(analysis, "across", None)
+        if across:
+            out += f"; across the tasks: {across['best']}" + (f" (tied with it: {', '.join(across['tied'])})"
+                                                             if across["tied"] else "")
         return out + "."
     if len(getattr(analysis, "single", ())) and analysis.verdict:   # one model per task: described (issue 52)
         return analysis.verdict[0]
