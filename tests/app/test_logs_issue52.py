@@ -35,8 +35,13 @@ def test_disjoint_model_pairs_skip_the_pooled_model(tmp_path, capsys):
     assert "different systems" in s["pooled_skipped"] and "confounded" in s["pooled_skipped"]
     assert any(n.startswith("no pooled model over the tasks: the tasks compare different systems") for n in s["notes"])
     html = (tmp_path / "r" / "report.html").read_text()
-    assert "No pooled model over the tasks" in html
+    assert "No pooled model over all the tasks" in html
     assert "no pooled model" in out
+    # chem and health compare the same two models: pooled among themselves
+    (group,) = s["pooled_groups"]
+    assert group["tasks"] == ["chem", "health"] and group["systems"] == ["m3", "m4"]
+    assert group["formula"].startswith("score ~ task + system") and group["df"] == 1
+    assert "Pooled over chem, health (the tasks comparing m3, m4" in out
 
 
 def test_same_systems_still_pool(tmp_path, capsys):

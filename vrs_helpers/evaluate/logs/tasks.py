@@ -237,6 +237,7 @@ class LogsAnalysis:
     pooled_skipped: str | None = None                               # why there is no pooled model (issue 52)
     single: pd.DataFrame = field(default_factory=pd.DataFrame)     # tasks run by one model: described
     across: dict = field(default_factory=dict)                      # the best model across the tasks (3+ models)
+    pooled_groups: list = field(default_factory=list)               # pooled over tasks comparing the same systems
 
     def to_summary(self) -> dict:
         """summary.json of ``vrs analyze LOGDIR``: every table as a list of records (p-values also as text, so one
@@ -248,7 +249,7 @@ class LogsAnalysis:
                 "adjust": {"method": self.adjust, "description": ADJUSTMENTS[self.adjust]},
                 "verdict": list(self.verdict), "tasks": records(self.tasks), "pooled": self.pooled,
                 "pooled_skipped": self.pooled_skipped, "one_model_tasks": records(self.single),
-                "best_across_tasks": dict(self.across) or None,
+                "best_across_tasks": dict(self.across) or None, "pooled_groups": list(self.pooled_groups),
                 "harness": records(self.harness), "reported_by_harness": records(self.reported),
                 "miller": records(self.miller), "paired": records(self.paired), "mcnemar": records(self.mcnemar),
                 "mixed_model_ignores": MIXED_IGNORES, "notes": list(self.notes),
@@ -336,6 +337,28 @@ def pooling_obstacle(tables: dict, families: set) -> str | None:
                 "confounded with the task effect (not identified); the pooled model needs the same systems on every "
                 "task")
     return None
+
+
+def pooled_by_systems(tables: dict, specs: dict, test, n_sim, seed, items, runs, notes: list) -> list:
+    """Where the tasks compare different systems, the pooled model of each group of 2 or more tasks that compare
+    the same systems with scores of one kind (identified within the group; :func:`pooled_test`): [{tasks, systems,
+    **pooled_test}]; a group whose fit fails is a note."""
+    groups: dict = {}
+    for k, d in tables.items():
+        key = (tuple(sorted(map(str, d["system"].unique()))), specs[k].families["score"])
+        groups.setdefault(key, []).append(k)
+    out = []
+    for (systems, family), keys in groups.items():
+        if len(keys) < 2:
+            continue
+        names = [k[0] for k in keys]
+        try:
+            r = pooled_test({k: tables[k] for k in keys}, family, test, n_sim, seed, items, runs)
+        except (mixed.MixedModelError, np.linalg.LinAlgError) as exc:
+            notes.append(f"no pooled model over {', '.join(names)} either: {exc}")
+            continue
+        out.append({"tasks": names, "systems": list(systems), **r})
+    return out
 
 
 def pooled_test(tables: dict, family: str, test: str | None = None, n_sim: int = 1000, seed: int = 0,
@@ -432,7 +455,7 @@ def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
     for (task, m) in specs:   # the pooled model: the first metric of each task
         firsts.setdefault(task, (task, m))
     firsts = {t: k for t, k in firsts.items() if k in tables}   # the tasks tested
-    pooled, pooled_skipped = None, None
+    pooled, pooled_skipped, groups = None, None, []
     if len(firsts) > 1:
         pooled_skipped = pooling_obstacle({k: tables[k] for k in firsts.values()},
                                           {specs[k].families["score"] for k in firsts.values()})
@@ -445,6 +468,9 @@ def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
         if pooled_skipped:
             notes.append(f"no pooled model over the tasks: {pooled_skipped}; every task's verdict above stands on "
                          "its own.")
+        if pooled_skipped and pooled_skipped.startswith("the tasks compare different systems"):
+            groups = pooled_by_systems({k: tables[k] for k in firsts.values()}, specs, test, n_sim, seed, items, runs,
+                                       notes)
     unpaired: list = []   # tasks of 3+ models without --baseline: no paired differences against the first model
     singles = {(e["task"], e["metric"]): e["table"] for e in skipped if e.get("table") is not None}
     single = single_system_table(singles, logs.reported) if singles else pd.DataFrame()
@@ -507,6 +533,11 @@ def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
         tasks["tied_with_best"] = [", ".join(best.get((t, m), {}).get("tied", [])) or None
                                    for t, m in zip(tasks["task"], tasks["metric"], strict=True)]
     verdict = _verdict(tasks, pooled, adjust, alpha, best)
+    for g in groups:   # tasks comparing the same systems, pooled among themselves (issue 52)
+        word = "differ" if g["p_value"] < alpha else "show no significant difference"
+        verdict.append(f"Pooled over {', '.join(g['tasks'])} (the tasks comparing {', '.join(g['systems'])}; task "
+                       f"fixed, items nested in tasks): the systems {word} ({g['method']}: {g['evidence']}, p = "
+                       f"{g['p_text']}).")
     if len(single) and not any(np.isfinite(r["p_value"]) for r in rows):
         verdict.insert(0, nothing_compared(single))
     grid = model_task_table(rankings)
@@ -539,7 +570,7 @@ def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
                         intervals=pd.concat(intervals, ignore_index=True) if intervals else pd.DataFrame(),
                         task_metrics={t: [mm for tt, mm in specs if tt == t] for t, _ in specs},
                         rankings=rankings, grid=grid, friedman=friedman, pooled_skipped=pooled_skipped,
-                        single=single, across=across)
+                        single=single, across=across, pooled_groups=groups)
 
 
 def read_logs(spec, echo=None):

@@ -25,7 +25,11 @@ def _pooled(data: dict) -> str:
     p = data.get("pooled")
     if not p:
         why = data.get("pooled_skipped")
-        return f"<p>No pooled model over the tasks: {html_text(why)}.</p>" if why else ""
+        groups = "".join(f"<p>Pooled over {html_text(', '.join(g.get('tasks', [])))} (the tasks comparing "
+                         f"{html_text(', '.join(g.get('systems', [])))}): {html_text(g.get('method', ''))}, "
+                         f"{html_text(g.get('evidence', ''))}, p = {html_text(g.get('p_text', ''))}.</p>"
+                         for g in data.get("pooled_groups") or [])
+        return (f"<p>No pooled model over all the tasks: {html_text(why)}.</p>" if why else "") + groups
     return (f"<p>Pooled over the tasks ({html_text(p.get('formula', ''))}): {html_text(p.get('method', ''))}, "
             f"{html_text(p.get('evidence', ''))}, p = {html_text(p.get('p_text', ''))}.</p>")
 
