@@ -22,7 +22,7 @@ from ..tables.small_data import item_means, sign_flip_test
 MIN_TASKS_FRIEDMAN = 5
 
 
-def _interval(scores: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+def mean_interval(scores: np.ndarray, level: float = 0.95) -> tuple[float, float]:
     """Wilson for 0/1 item scores (one score per item), else the t interval of the item means."""
     from statsmodels.stats.proportion import proportion_confint
 
@@ -48,7 +48,7 @@ def task_ranking(data: pd.DataFrame, alpha: float = 0.05, seed: int = 0) -> pd.D
     wide = item_means(data)
     systems = [str(s) for s in wide.columns]
     est = wide.mean().to_numpy(dtype=float)
-    ci = [_interval(wide[s].to_numpy(dtype=float)) for s in wide.columns]
+    ci = [mean_interval(wide[s].to_numpy(dtype=float)) for s in wide.columns]
     pairs = list(itertools.combinations(range(len(systems)), 2))
     raw = [sign_flip_test((wide.iloc[:, i] - wide.iloc[:, j]).to_numpy(), seed=seed)["p_mid"] for i, j in pairs]
     adj = multipletests(raw, method="holm")[1] if raw else []

@@ -11,7 +11,7 @@
   items cannot give p < alpha" - never a p-value verdict - with each model's accuracy and interval still shown.
 - **One model per task** (HELM or Every Eval Ever folders where each scenario ran one model): nothing is
   compared; each model's accuracy per task is described with its small-sample interval (Wilson for 0/1 item
-  scores, else t; :func:`vrs_helpers.evaluate.logs.many_tasks._interval`) beside the harness's own aggregate.
+  scores, else t; :func:`vrs_helpers.evaluate.logs.many_tasks.mean_interval`) beside the harness's own aggregate.
 """
 
 from __future__ import annotations
@@ -48,14 +48,14 @@ def single_system_table(tables: dict, reported: pd.DataFrame | None = None) -> p
     """Per task and model (``tables``: {(task, metric): rows of system, item, score}), the mean of the item means
     (over runs and repeats) with its 95 % interval, the number of items, and the harness's logged mean where it
     logged one value for the model and task (one run)."""
-    from .many_tasks import _interval
+    from .many_tasks import mean_interval
 
     rows = []
     for (task, metric), d in tables.items():
         wide = item_means(d)
         for system in wide.columns:
             x = wide[system].to_numpy(dtype=float)
-            lo, hi = _interval(x)
+            lo, hi = mean_interval(x)
             logged = math.nan
             if reported is not None and len(reported):
                 r = reported[(reported["system"] == system) & (reported["task"] == task)

@@ -30,8 +30,9 @@ benchmarks/judge_label_sets.py measures its level in the layout above.
 from __future__ import annotations
 
 import numpy as np
+from scipy import stats
 
-from .judge import Estimate, JudgeError, _estimate
+from .judge import Estimate, JudgeError
 
 #: a stratum: (state for a, state for b), each 0 no score, 1 judged not labelled, 2 labelled
 STATES = [(sa, sb) for sa in range(3) for sb in range(3) if (sa, sb) != (0, 0)]
@@ -88,6 +89,16 @@ def ppi_difference_all_labels(judge_a, judge_b, human_a, human_b, level: float =
         df = np.where(den > 0, var ** 2 / np.where(den > 0, den, 1.0), np.isfinite(a).sum(-1) - 1.0)
     n_lab = ((sa == 2) | (sb == 2)).sum(-1)
     n_unl = ((sa != 2) & (sb != 2) & ((sa > 0) | (sb > 0))).sum(-1)
-    scalar = (lambda v: int(v) if np.ndim(v) == 0 else v)   # noqa: E731
-    return _estimate("PPI difference (every label)", est, se, level, 0.0, df=df, n_labelled=scalar(n_lab),
-                     n_unlabelled=scalar(n_unl), lam=1.0)
+    if not 0.0 < float(level) < 1.0:
+        raise JudgeError(f"level must lie strictly between 0 and 1; got {level!r}.")
+    # the interval and p-value as judge.Estimate's other readings make them (the SE floored at 1e-16 for p)
+    ref = stats.norm if df is None else stats.t(df)
+    q = ref.ppf(0.5 + float(level) / 2)
+    p = 2 * ref.sf(np.abs(est) / np.maximum(se, 1e-16))
+
+    def scalar(v, kind=float):
+        return kind(v) if np.ndim(v) == 0 else v
+
+    return Estimate("PPI difference (every label)", scalar(est), scalar(se), scalar(est - q * se),
+                    scalar(est + q * se), scalar(p), float(level), scalar(n_lab, int), scalar(n_unl, int), 1.0,
+                    None if df is None else scalar(df))
