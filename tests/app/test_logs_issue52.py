@@ -211,3 +211,14 @@ def test_the_best_model_across_tasks(tmp_path, capsys):
     assert board == pytest.approx(means.to_dict(), abs=1e-9)
     assert {r["task"] for r in s["model_by_task"]} == {"t1", "t2"}
     assert f"across the tasks: {across['best']}" in s["answer"]
+
+
+def test_a_pooled_model_of_too_few_items_is_not_testable(tmp_path, capsys):
+    """2 tasks x 2 items: the pooled exact test of 4 items cannot give p < 0.05 (smallest mid-p 0.5^4 = 0.0625)."""
+    t = simulate_binary(seed=2, systems=("m1", "m2"), tasks=("a", "b"), items=2, accuracy=(0.02, 0.98), item_sd=0,
+                        system_item_sd=0)
+    write_lm_eval(t, tmp_path / "logs")
+    code, out, err, s = _run(tmp_path, capsys, tmp_path / "logs")
+    assert code == 0, err
+    assert s["pooled"] is None and s["pooled_skipped"].startswith("not testable: the 4 items cannot give p < 0.05")
+    assert all(r["p_value"] is None for r in s["tasks"])

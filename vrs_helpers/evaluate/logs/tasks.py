@@ -459,6 +459,12 @@ def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
     if len(firsts) > 1:
         pooled_skipped = pooling_obstacle({k: tables[k] for k in firsts.values()},
                                           {specs[k].families["score"] for k in firsts.values()})
+        if pooled_skipped is None:   # few items in all and one run: the exact test must be able to reach alpha
+            n_all = sum(tables[k]["item"].nunique() for k in firsts.values())
+            k_sys = tables[next(iter(firsts.values()))]["system"].nunique()
+            runs_any = any(bool(specs[k].replications) for k in firsts.values())
+            few = verdict_reading(runs_any, n_all, test) == "exact" and untestable_reason(n_all, k_sys, alpha)
+            pooled_skipped = f"not testable: the {few}" if few else None
         if pooled_skipped is None:
             try:
                 pooled = pooled_test({k: tables[k] for k in firsts.values()}, specs[next(iter(firsts.values()))]
