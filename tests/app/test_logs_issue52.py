@@ -64,6 +64,7 @@ def test_two_items_are_not_testable(tmp_path, capsys):
     assert row["status"].startswith("not testable: 2 items cannot give p < 0.05")
     assert row["p_value"] is None and row["decision"] == row["status"]
     assert "no significant difference" not in out and "p = 0.5" not in out
+    assert "Each model: m2 1 [0.342, 1]; m1 0 [0, 0.658]." in out   # Wilson 95 % of 2/2 and 0/2
     board = s["leaderboards"]["tiny"]["rows"]
     means = t.groupby("system")["score"].mean()
     assert {r["system"]: r["estimate"] for r in board} == pytest.approx(means.to_dict(), abs=1e-9)

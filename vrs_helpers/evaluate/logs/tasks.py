@@ -533,7 +533,10 @@ def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
     for (task, m), d in tables.items():
         rankings[f"{task} ({m})" if several else task] = task_ranking(d, alpha, seed)
         best[(task, m)] = best_and_tied(rankings[f"{task} ({m})" if several else task])
-    if best:   # 3+ systems: the best model and those tied with it (issue 52)
+        board = rankings[f"{task} ({m})" if several else task]
+        best[(task, m)]["each"] = "; ".join(f"{r['system']} {r['estimate']:.3g} [{r['ci_low']:.3g}, "
+                                            f"{r['ci_high']:.3g}]" for _, r in board.iterrows())
+    if any(v.get("best") for v in best.values()):   # 3+ systems: the best model and those tied with it
         tasks["best"] = [best.get((t, m), {}).get("best") for t, m in zip(tasks["task"], tasks["metric"],
                                                                           strict=True)]
         tasks["tied_with_best"] = [", ".join(best.get((t, m), {}).get("tied", [])) or None
@@ -675,5 +678,7 @@ def _verdict(tasks: pd.DataFrame, pooled, adjust: str, alpha: float, best: dict 
         lines.append(f"Pooled over tasks (task fixed, items nested in tasks): the systems {word} ({pooled['method']}: "
                      f"{pooled['evidence']}, p = {pooled['p_text']}).")
     for _, r in tasks[tasks["p_value"].isna()].iterrows():
-        lines.append(f"Task {r['task']}" + (f" ({r['metric']})" if r.get("metric") else "") + f": {r['status']}.")
+        each = (best or {}).get((r["task"], r["metric"]), {}).get("each", "")
+        lines.append(f"Task {r['task']}" + (f" ({r['metric']})" if r.get("metric") else "") + f": {r['status']}."
+                     + (f" Each model: {each}." if each else ""))
     return lines
