@@ -37,11 +37,13 @@ def test_report_structure(report):
     out, _ = report
     page = (out / "report.html").read_text()
     assert page.index("<h1>") < page.index('id="vrs-answer"') < page.index("<table") < page.index("<img")
-    assert page.count("<img") == 6 + 1   # a forest plot per task, the CD diagram (6 tasks)
+    # a forest plot per task, the one across the tasks (the same 4 models on every task; issue 52), the CD diagram
+    assert page.count("<img") == 6 + 1 + 1
     assert HOSTILE not in page and "&lt;b&gt;evil$x$&lt;/b&gt;" in page
     s = json.loads((out / "summary.json").read_text())
     assert {"tasks", "pooled", "harness", "miller", "paired", "mcnemar", "read", "verdict", "leaderboards"} <= set(s)
-    assert len(s["model_by_task"]) == 6 * 4 and len(s["leaderboards"]) == 6
+    assert len(s["model_by_task"]) == 6 * 4 and len(s["leaderboards"]) == 6 + 1
+    assert "all tasks (items pooled)" in s["leaderboards"] and s["best_across_tasks"]["best"]
     ignores = page[page.index("Which variation each number ignores"):]
     items = ignores[:ignores.index("</ul>")].split("<li>")[1:]
     assert len(items) == len(set(items)) >= 2

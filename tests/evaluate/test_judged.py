@@ -116,9 +116,6 @@ def test_confusion_and_alpha_on_the_labelled_items():
     (lambda t: t.assign(human=t.human * 3), "outside the judge's scale"),
     (lambda t: t.assign(human=np.where(t.system == "B", np.nan, t.human)), "No row of system 'B'"),
     (lambda t: t.assign(human=np.where(t.item == "i000", t.human, np.nan)), "has 1 labelled of"),
-    (lambda t: t.assign(human=np.where((t.system == "B") & (t.item < "i020"), np.nan,
-                                       np.where((t.system == "A") & (t.item >= "i020"), np.nan, t.human))),
-     "labelled for both"),
     (lambda t: t.assign(human=t.human.astype(object).where(t.human.isna(), "yes")), "must be numbers"),
 ])
 def test_bad_labels_say_what_to_do(change, phrase):

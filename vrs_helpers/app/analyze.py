@@ -246,7 +246,8 @@ def analysed_lines(specs, skipped) -> list:
     per = {}
     for task, m in specs:
         per.setdefault(task, []).append(m)
-    lines = ["Analysed: " + "; ".join(f"{t} ({', '.join(ms)})" for t, ms in per.items()) + "."]
+    lines = ["Analysed: " + "; ".join(f"{t} ({', '.join(ms)})" for t, ms in per.items()) + "."] if per else [
+        "Analysed: no task has two models to compare; each model's scores are described."]
     return lines + skipped_lines(skipped)
 
 

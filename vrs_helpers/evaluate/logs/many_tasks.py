@@ -22,7 +22,7 @@ from ..tables.small_data import item_means, sign_flip_test
 MIN_TASKS_FRIEDMAN = 5
 
 
-def _interval(scores: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+def mean_interval(scores: np.ndarray, level: float = 0.95) -> tuple[float, float]:
     """Wilson for 0/1 item scores (one score per item), else the t interval of the item means."""
     from statsmodels.stats.proportion import proportion_confint
 
@@ -48,13 +48,37 @@ def task_ranking(data: pd.DataFrame, alpha: float = 0.05, seed: int = 0) -> pd.D
     wide = item_means(data)
     systems = [str(s) for s in wide.columns]
     est = wide.mean().to_numpy(dtype=float)
-    ci = [_interval(wide[s].to_numpy(dtype=float)) for s in wide.columns]
+    ci = [mean_interval(wide[s].to_numpy(dtype=float)) for s in wide.columns]
     pairs = list(itertools.combinations(range(len(systems)), 2))
     raw = [sign_flip_test((wide.iloc[:, i] - wide.iloc[:, j]).to_numpy(), seed=seed)["p_mid"] for i, j in pairs]
     adj = multipletests(raw, method="holm")[1] if raw else []
     contrasts = pd.DataFrame({"contrast": [f"{systems[i]} - {systems[j]}" for i, j in pairs], "p_value": adj})
     return ranking_table(systems, est, [c[0] for c in ci], [c[1] for c in ci], contrasts, alpha,
                          method="sign-flip permutation tests (mid-p), Holm within the task")
+
+
+def best_and_tied(table: pd.DataFrame, min_systems: int = 3) -> dict:
+    """The best model of a task's ranking (:func:`task_ranking`, best first) and those tied with it - the systems
+    whose simultaneous rank interval reaches rank 1 (not separated from the best by the Holm-adjusted pairwise tests)
+    - with a sentence in the task's units; {} with fewer than ``min_systems`` systems (two systems: the verdict
+    itself says which is ahead)."""
+    if table is None or len(table) < min_systems:
+        return {}
+    rows = table.reset_index(drop=True)
+    first = rows.iloc[0]
+    tied = [str(r["system"]) for _, r in rows.iloc[1:].iterrows() if int(r["rank_low"]) == 1]
+    below = len(rows) - 1 - len(tied)
+
+    def shown(r):
+        return f"{r['system']} {r['estimate']:.3g} [{r['ci_low']:.3g}, {r['ci_high']:.3g}]"
+
+    sentence = f"Best: {shown(first)}"
+    if tied:
+        sentence += "; tied with it: " + ", ".join(shown(r) for _, r in rows.iloc[1:].iterrows()
+                                                   if str(r["system"]) in tied)
+    sentence += (f"; {below} of the {len(rows)} below it" if below else f"; none of the {len(rows)} is below it")
+    sentence += f" ({first['method']}; rank intervals and letters in the leaderboard)."
+    return {"best": str(first["system"]), "tied": tied, "below": int(below), "sentence": sentence}
 
 
 def model_task_table(rankings: dict) -> pd.DataFrame:

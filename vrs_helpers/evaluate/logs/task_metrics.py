@@ -9,7 +9,8 @@ with ``exact_match`` and one with ``f1_score``). Every task gets its own metric:
   task, never several tasks);
 - otherwise the task's primary metric as its harness marks it (lm-eval: the task's first metric; Inspect: the
   task's first scorer; HELM: its main accuracy metric), when it is accuracy-like (:func:`accuracy_like`); else
-  the first accuracy-like metric of the task; never a bookkeeping statistic (HELM's ``num_references``,
+  the first accuracy-like metric of the task (an Inspect task's first scorer whatever its name: Inspect's metrics
+  are computed over the scorer's values); never a bookkeeping statistic (HELM's ``num_references``,
   ``num_prompt_tokens``, ``inference_runtime``, ...);
 - a task with no accuracy-like metric, or without the metric named, is not analysed, with its reason (the CLI
   prints it; the task table lists it).
@@ -98,7 +99,8 @@ def choose_metrics(description, response=None) -> tuple[dict, list]:
                 skipped.append({"task": task, "metric": "", "reason": f"it has no metric {' or '.join(common)} "
                                 f"(its metrics: {', '.join(have)}); name one with --response '{task}=METRIC'"})
         else:
-            pick = _default(task_primary.get(task), description.primary_metric, have)
+            pick = _default(task_primary.get(task), description.primary_metric, have,
+                            scorer_is_metric=getattr(description, "format", "") == "inspect")
             if pick:
                 chosen[task] = [pick]
             else:
@@ -110,7 +112,12 @@ def choose_metrics(description, response=None) -> tuple[dict, list]:
     return chosen, skipped
 
 
-def _default(task_primary, primary, have) -> str | None:
+def _default(task_primary, primary, have, scorer_is_metric: bool = False) -> str | None:
+    """The task's primary metric when accuracy-like, else its first accuracy-like metric. ``scorer_is_metric``
+    (Inspect, issue 52): every metric column is a scorer's values, over which Inspect computes its metrics
+    (accuracy, stderr, ...), so the task's first scorer is its metric whatever its name (``starsim_scorer``)."""
+    if scorer_is_metric and task_primary in have and not BOOKKEEPING.search(str(task_primary).split("/")[-1]):
+        return task_primary
     for cand in (task_primary, primary):
         if cand in have and accuracy_like(cand):
             return cand

@@ -59,8 +59,9 @@ from ..tables.small_data import SMALL_IGNORES, SMALL_ITEMS, interval_table, smal
 from ..tables.spec import AnalysisSpec
 from .harness_stats import IGNORES, harness_numbers, mcnemar_test, miller_errors, miller_inputs, paired_difference
 from .log_checks import check_against_logs
-from .many_tasks import friedman_nemenyi, model_task_table, task_ranking
+from .many_tasks import best_and_tied, friedman_nemenyi, model_task_table, task_ranking
 from .task_metrics import choose_metrics
+from .untestable import nothing_compared, single_system_table, untestable_reason
 
 ADJUSTMENTS = {"holm": "Holm (1979) step-down, family-wise error rate",
                "bh": "Benjamini-Hochberg (1995) step-up, false discovery rate"}
@@ -69,6 +70,7 @@ MIXED_IGNORES = ("nothing of the design it was given: items, system-by-item vari
                  "run-to-run variation (with runs) are random effects; it generalizes over items and runs")
 
 
+ACROSS = "all tasks (items pooled)"   # the leaderboard across the tasks (issue 52)
 METHODS = {"holm": "holm", "bh": "fdr_bh"}   # our names -> statsmodels' multipletests methods
 
 
@@ -232,6 +234,10 @@ class LogsAnalysis:
     rankings: dict = field(default_factory=dict)                    # task -> its ranking table (forest plot)
     grid: pd.DataFrame = field(default_factory=pd.DataFrame)        # model x task: estimate, CI, rank, letters
     friedman: dict | None = None                                    # Friedman / Nemenyi over >= 5 tasks
+    pooled_skipped: str | None = None                               # why there is no pooled model (issue 52)
+    single: pd.DataFrame = field(default_factory=pd.DataFrame)     # tasks run by one model: described
+    across: dict = field(default_factory=dict)                      # the best model across the tasks (3+ models)
+    pooled_groups: list = field(default_factory=list)               # pooled over tasks comparing the same systems
 
     def to_summary(self) -> dict:
         """summary.json of ``vrs analyze LOGDIR``: every table as a list of records (p-values also as text, so one
@@ -242,6 +248,8 @@ class LogsAnalysis:
         return {"kind": "evaluation logs", "read": self.description, "metric": self.metric, "alpha": self.alpha,
                 "adjust": {"method": self.adjust, "description": ADJUSTMENTS[self.adjust]},
                 "verdict": list(self.verdict), "tasks": records(self.tasks), "pooled": self.pooled,
+                "pooled_skipped": self.pooled_skipped, "one_model_tasks": records(self.single),
+                "best_across_tasks": dict(self.across) or None, "pooled_groups": list(self.pooled_groups),
                 "harness": records(self.harness), "reported_by_harness": records(self.reported),
                 "miller": records(self.miller), "paired": records(self.paired), "mcnemar": records(self.mcnemar),
                 "mixed_model_ignores": MIXED_IGNORES, "notes": list(self.notes),
@@ -294,6 +302,10 @@ def _task_row(task, metric, spec, alpha, test=None, n_sim=1000, seed=0, items="r
     # the one rule of tables and logs (vrs_helpers.registry.verdict_reading): with runs the runs-random reading
     # whatever the items; one run and few items: an exact test (the chi-square LRT only beside it)
     small = verdict_reading(bool(spec.replications), spec.design.n_items, test) == "exact"
+    too_few = untestable_reason(spec.design.n_items, spec.design.n_systems, alpha) if small else None
+    if too_few:   # no data could give p < alpha: described, never a p-value verdict (issue 52)
+        return {**row, "status": f"not testable: {too_few}", "random": "", "formula": "", "method": "",
+                "evidence": "", "p_value": math.nan, "notes": too_few}, d
     t = system_lrt(d, family, test="chisq" if small else test, n_sim=n_sim, seed=seed, items=items, runs=runs,
                    settle_alpha=alpha)
     out = {**row, "random": random_part(d, items=items, runs=runs), "formula": t["formula"], "method": t["method"],
@@ -306,6 +318,47 @@ def _task_row(task, metric, spec, alpha, test=None, n_sim=1000, seed=0, items="r
                                                  "the chi-square reference of the LRT does not hold; the verdict is "
                                                  f"the {exact['method']} (the LRT's chi2 beside it)"])))
     return out, d
+
+
+def pooling_obstacle(tables: dict, families: set) -> str | None:
+    """Why the pooled model over the tasks (``tables``: {(task, metric): its validated rows}) is not identified,
+    or None when it is: the tasks' scores must be of one kind (0/1 or continuous), and every task must compare the
+    same systems - where tasks compare different systems (lm-eval logs of gsm8k for two models and of three MMLU
+    subjects for two others) the system effect is confounded with the task effect (the design ``task + system`` is
+    rank deficient), and no pooled comparison of the systems exists."""
+    if len(families) > 1:
+        return "the tasks' scores are of different kinds (0/1 and continuous)"
+    systems = {(k[0] if isinstance(k, tuple) else k): tuple(sorted(map(str, d["system"].unique())))
+               for k, d in tables.items()}
+    if len(set(systems.values())) > 1:
+        shown = "; ".join(f"{t}: {', '.join(s)}" for t, s in list(systems.items())[:6])
+        more = f"; and {len(systems) - 6} more" if len(systems) > 6 else ""
+        return ("the tasks compare different systems (" + shown + more + "), so a system effect pooled over them is "
+                "confounded with the task effect (not identified); the pooled model needs the same systems on every "
+                "task")
+    return None
+
+
+def pooled_by_systems(tables: dict, specs: dict, test, n_sim, seed, items, runs, notes: list) -> list:
+    """Where the tasks compare different systems, the pooled model of each group of 2 or more tasks that compare
+    the same systems with scores of one kind (identified within the group; :func:`pooled_test`): [{tasks, systems,
+    **pooled_test}]; a group whose fit fails is a note."""
+    groups: dict = {}
+    for k, d in tables.items():
+        key = (tuple(sorted(map(str, d["system"].unique()))), specs[k].families["score"])
+        groups.setdefault(key, []).append(k)
+    out = []
+    for (systems, family), keys in groups.items():
+        if len(keys) < 2:
+            continue
+        names = [k[0] for k in keys]
+        try:
+            r = pooled_test({k: tables[k] for k in keys}, family, test, n_sim, seed, items, runs)
+        except (mixed.MixedModelError, np.linalg.LinAlgError) as exc:
+            notes.append(f"no pooled model over {', '.join(names)} either: {exc}")
+            continue
+        out.append({"tasks": names, "systems": list(systems), **r})
+    return out
 
 
 def pooled_test(tables: dict, family: str, test: str | None = None, n_sim: int = 1000, seed: int = 0,
@@ -332,7 +385,9 @@ def pooled_test(tables: dict, family: str, test: str | None = None, n_sim: int =
 
 def _not_analysed(skipped) -> list:
     return [{"task": e["task"], "metric": e.get("metric", ""), "status": e["status"], "decision": e["status"],
-             "notes": e["reason"], "p_value": math.nan} for e in skipped]
+             "notes": e["reason"], "p_value": math.nan,
+             **({"n_items": int(e["table"]["item"].nunique()), "systems": int(e["table"]["system"].nunique())}
+                if e.get("table") is not None else {})} for e in skipped]
 
 
 def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
@@ -376,7 +431,12 @@ def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
     skipped = list(skipped or [])
     rows, tables = [], {}
     for (task, m), spec in specs.items():
-        row, d = _task_row(task, m, spec, alpha, test, n_sim, seed, items, runs)
+        try:
+            row, d = _task_row(task, m, spec, alpha, test, n_sim, seed, items, runs)
+        except (mixed.MixedModelError, np.linalg.LinAlgError) as exc:   # a fit that fails never ends the run
+            reason = f"its mixed model could not be fitted ({exc})"
+            skipped.append({"task": task, "metric": m, "reason": reason, "status": f"not testable: {reason}"})
+            continue
         rows.append(row)
         tables[(task, m)] = d
     crossed = list(dict.fromkeys(r["task"] for r in rows if "(1|run)" in r["random"].split(" + ")))
@@ -394,20 +454,47 @@ def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
     firsts = {}
     for (task, m) in specs:   # the pooled model: the first metric of each task
         firsts.setdefault(task, (task, m))
-    families = {specs[k].families["score"] for k in firsts.values()}
-    pooled = None
-    if len(firsts) > 1 and len(families) == 1:
-        pooled = pooled_test({k: tables[k] for k in firsts.values()}, families.pop(), test, n_sim, seed, items, runs)
-    elif len(firsts) > 1:
-        notes.append("no pooled model: the tasks' scores are of different kinds (0/1 and continuous).")
+    firsts = {t: k for t, k in firsts.items() if k in tables}   # the tasks tested
+    pooled, pooled_skipped, groups = None, None, []
+    if len(firsts) > 1:
+        pooled_skipped = pooling_obstacle({k: tables[k] for k in firsts.values()},
+                                          {specs[k].families["score"] for k in firsts.values()})
+        if pooled_skipped is None:   # few items in all and one run: the exact test must be able to reach alpha
+            n_all = sum(tables[k]["item"].nunique() for k in firsts.values())
+            k_sys = tables[next(iter(firsts.values()))]["system"].nunique()
+            runs_any = any(bool(specs[k].replications) for k in firsts.values())
+            few = verdict_reading(runs_any, n_all, test) == "exact" and untestable_reason(n_all, k_sys, alpha)
+            pooled_skipped = f"not testable: the {few}" if few else None
+        if pooled_skipped is None:
+            try:
+                pooled = pooled_test({k: tables[k] for k in firsts.values()}, specs[next(iter(firsts.values()))]
+                                     .families["score"], test, n_sim, seed, items, runs)
+            except (mixed.MixedModelError, np.linalg.LinAlgError) as exc:   # the user gave no terms (issue 52)
+                pooled_skipped = f"the pooled model could not be fitted ({exc})"
+        if pooled_skipped:
+            notes.append(f"no pooled model over the tasks: {pooled_skipped}; every task's verdict above stands on "
+                         "its own.")
+        if pooled_skipped and pooled_skipped.startswith("the tasks compare different systems"):
+            groups = pooled_by_systems({k: tables[k] for k in firsts.values()}, specs, test, n_sim, seed, items, runs,
+                                       notes)
+    unpaired: list = []   # tasks of 3+ models without --baseline: no paired differences against the first model
+    singles = {(e["task"], e["metric"]): e["table"] for e in skipped if e.get("table") is not None}
+    single = single_system_table(singles, logs.reported) if singles else pd.DataFrame()
     paired, mcn, harness, intervals = [], [], [], []
-    for (task, m) in specs:
+    for (task, m) in [*specs, *singles]:
         table = logs.table[logs.table["task"] == task]
         sub = replace(logs, table=table)
         harness.append(harness_numbers(sub, m, cluster=cluster).assign(metric=m))
         intervals.append(interval_table(table, m))
+        if (task, m) in singles:
+            continue
         present = sorted(table.dropna(subset=[m])["system"].unique())
-        for other in [s for s in present if s != base and base in present]:
+        if baseline is None and len(present) > 2:   # 3+ models: a baseline only when given (issue 52)
+            unpaired.append(task)
+            present_pairs = []
+        else:
+            present_pairs = [s for s in present if s != base and base in present]
+        for other in present_pairs:
             try:
                 pd_ = paired_difference(table, other, base, metric=m, task=task, cluster=cluster)
             except InputError as exc:
@@ -425,6 +512,10 @@ def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
             else:
                 mcn.append({"task": task, "metric": m, "a": present[1], "b": present[0],
                             **mc.to_frame().iloc[0].to_dict(), "ignores": IGNORES["mcnemar"]})
+    if unpaired:
+        notes.append(f"no paired differences against a baseline in {', '.join(dict.fromkeys(unpaired))} (3 or more "
+                     "models, no --baseline): every pair is compared in the task's leaderboard; --baseline NAME adds "
+                     "each model's paired difference from NAME.")
     harness = pd.concat(harness, ignore_index=True) if harness else pd.DataFrame()
     checked = check_against_logs(harness, logs.reported, logs.table) if len(harness) else pd.DataFrame()
     few = sorted({int(n) for s in specs.values() if s.replications for n in s.design.runs_per_system.values()})
@@ -437,11 +528,27 @@ def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
         notes.append(f"with {few[0]} run(s) per system the verdicts use a small-sample test of the runs-random "
                      "model (the method in each task's row); the chi-square LRT (chi2, chi2_p_value) is beside it "
                      "for comparison and is liberal with few runs.")
-    verdict = _verdict(tasks, pooled, adjust, alpha)
-    rankings = {}
+    rankings, best = {}, {}
     several = len({t for t, _ in specs}) < len(specs)
     for (task, m), d in tables.items():
         rankings[f"{task} ({m})" if several else task] = task_ranking(d, alpha, seed)
+        best[(task, m)] = best_and_tied(rankings[f"{task} ({m})" if several else task])
+        board = rankings[f"{task} ({m})" if several else task]
+        best[(task, m)]["each"] = "; ".join(f"{r['system']} {r['estimate']:.3g} [{r['ci_low']:.3g}, "
+                                            f"{r['ci_high']:.3g}]" for _, r in board.iterrows())
+    if any(v.get("best") for v in best.values()):   # 3+ systems: the best model and those tied with it
+        tasks["best"] = [best.get((t, m), {}).get("best") for t, m in zip(tasks["task"], tasks["metric"],
+                                                                          strict=True)]
+        tasks["tied_with_best"] = [", ".join(best.get((t, m), {}).get("tied", [])) or None
+                                   for t, m in zip(tasks["task"], tasks["metric"], strict=True)]
+    verdict = _verdict(tasks, pooled, adjust, alpha, best)
+    for g in groups:   # tasks comparing the same systems, pooled among themselves (issue 52)
+        word = "differ" if g["p_value"] < alpha else "show no significant difference"
+        verdict.append(f"Pooled over {', '.join(g['tasks'])} (the tasks comparing {', '.join(g['systems'])}; task "
+                       f"fixed, items nested in tasks): the systems {word} ({g['method']}: {g['evidence']}, p = "
+                       f"{g['p_text']}).")
+    if len(single) and not any(np.isfinite(r["p_value"]) for r in rows):
+        verdict.insert(0, nothing_compared(single))
     grid = model_task_table(rankings)
     friedman = friedman_nemenyi(grid.pivot(index="task", columns="system", values="estimate"), alpha) \
         if len(grid) else None
@@ -450,18 +557,29 @@ def analyze_logs(logs, metric=None, adjust: str = "holm", alpha: float = 0.05,
         verdict.append(f"Across {friedman['n_tasks']} tasks by rank (Friedman, Demsar 2006): {word} (chi2 = "
                        f"{friedman['chi2']:.3g}, p = {p_text(friedman['p_value'])}); Nemenyi critical difference "
                        f"of the mean ranks {friedman['critical_difference']:.3g}.")
+    across = {}
+    if pooled is not None and len(firsts) > 1:   # the same systems on every task: the best across them (issue 52)
+        items = pd.concat([tables[k].assign(item=f"{k[0]}:" + tables[k]["item"].astype(str)) for k in firsts.values()],
+                          ignore_index=True)
+        board = task_ranking(items, alpha, seed)
+        across = best_and_tied(board)
+        if across:
+            rankings[ACROSS] = board
+            across["sentence"] = across["sentence"].replace("Holm within the task", "Holm over the pairs")
+            verdict.append(f"Across the {len(firsts)} tasks (their items pooled, each item once): {across['sentence']}")
     desc = logs.description.to_dict()
     desc["text"] = logs.describe()
-    metrics = list(dict.fromkeys(m for _, m in specs))
+    metrics = list(dict.fromkeys(m for _, m in [*specs, *singles]))
     miller = pd.concat([miller_errors(logs.table[logs.table["task"] == t], metric=m, cluster=cluster).assign(metric=m)
-                        for t, m in specs], ignore_index=True) if specs else pd.DataFrame()
+                        for t, m in [*specs, *singles]], ignore_index=True) if specs or singles else pd.DataFrame()
     return LogsAnalysis(description=desc, metric=metrics[0] if len(metrics) == 1 else ", ".join(metrics),
                         adjust=adjust, alpha=alpha, tasks=tasks, pooled=pooled, harness=harness,
                         reported=logs.reported.copy(), miller=miller, paired=pd.DataFrame(paired),
                         mcnemar=pd.DataFrame(mcn), verdict=verdict, notes=notes, checked=checked,
                         intervals=pd.concat(intervals, ignore_index=True) if intervals else pd.DataFrame(),
                         task_metrics={t: [mm for tt, mm in specs if tt == t] for t, _ in specs},
-                        rankings=rankings, grid=grid, friedman=friedman)
+                        rankings=rankings, grid=grid, friedman=friedman, pooled_skipped=pooled_skipped,
+                        single=single, across=across, pooled_groups=groups)
 
 
 def read_logs(spec, echo=None):
@@ -523,10 +641,11 @@ def validate_tasks(logs, metric=None, dropna: bool = False) -> tuple[dict, list]
             if spec.design.n_systems < 2:
                 only = ", ".join(sorted(spec.table["system"].unique()))
                 reason = f"one system ({only}): nothing to compare"
-                skipped.append({"task": task, "metric": m, "reason": reason, "status": f"not testable: {reason}"})
+                skipped.append({"task": task, "metric": m, "reason": reason, "status": f"not testable: {reason}",
+                                "table": spec.table})
                 continue
             specs[(task, m)] = spec
-    if not specs:
+    if not specs and not any("table" in e for e in skipped):   # one model per task: described (issue 52)
         raise InputError("No task is testable: " + "; ".join(f"task {e['task']!r}: {e['status']}" for e in skipped)
                          + ".")
     return specs, skipped
@@ -538,7 +657,7 @@ def skipped_lines(skipped) -> list:
             for e in skipped]
 
 
-def _verdict(tasks: pd.DataFrame, pooled, adjust: str, alpha: float) -> list:
+def _verdict(tasks: pd.DataFrame, pooled, adjust: str, alpha: float, best: dict | None = None) -> list:
     lines = []
     tested = tasks[tasks["p_value"].notna()]
     several = tested["task"].duplicated(keep=False)
@@ -546,8 +665,10 @@ def _verdict(tasks: pd.DataFrame, pooled, adjust: str, alpha: float) -> list:
         label = f"Task {r['task']}" + (f" ({r['metric']})" if dup else "")
         model = "" if ("permutation" in str(r["method"]) or "McNemar" in str(r["method"])) else \
             f"; random effects {r['random']}"
+        ranked = (best or {}).get((r["task"], r["metric"]), {}).get("sentence", "")
         lines.append(f"{label}: the systems {r['decision']} ({r['method']}: {r['evidence']}, p = "
-                     f"{r['p_text']}, {adjust}-adjusted p = {r['p_adjusted_text']}{model}).")
+                     f"{r['p_text']}, {adjust}-adjusted p = {r['p_adjusted_text']}{model})."
+                     + (f" {ranked}" if ranked else ""))
     if len(tested) > 1:
         n = int((tested["decision"] == "differ").sum())
         lines.append(f"{n} of {len(tested)} tests show a difference at alpha = {alpha:g} after "
@@ -557,5 +678,7 @@ def _verdict(tasks: pd.DataFrame, pooled, adjust: str, alpha: float) -> list:
         lines.append(f"Pooled over tasks (task fixed, items nested in tasks): the systems {word} ({pooled['method']}: "
                      f"{pooled['evidence']}, p = {pooled['p_text']}).")
     for _, r in tasks[tasks["p_value"].isna()].iterrows():
-        lines.append(f"Task {r['task']}" + (f" ({r['metric']})" if r.get("metric") else "") + f": {r['status']}.")
+        each = (best or {}).get((r["task"], r["metric"]), {}).get("each", "")
+        lines.append(f"Task {r['task']}" + (f" ({r['metric']})" if r.get("metric") else "") + f": {r['status']}."
+                     + (f" Each model: {each}." if each else ""))
     return lines

@@ -332,7 +332,19 @@ def _logs_answer(analysis) -> str:
             word = "differ" if analysis.pooled["p_value"] < analysis.alpha else "show no significant difference"
             out += (f"; pooled over the tasks they {word} ({analysis.pooled['method']}: {analysis.pooled['evidence']}, "
                     f"p = {analysis.pooled['p_text']})")
+        elif getattr(analysis, "pooled_skipped", None):
+            out += "; no pooled model over the tasks (the reason is in the notes)"
+        if "best" in tested.columns and tested["best"].notna().any():   # 3+ systems (issue 52)
+            out += "; best per task: " + "; ".join(
+                f"{r['task']}: {r['best']}" + (f" (tied with it: {r['tied_with_best']})" if r.get("tied_with_best")
+                                              else "") for _, r in tested.iterrows() if r.get("best"))
+        across = getattr(analysis, "across", None)
+        if across:
+            out += f"; across the tasks: {across['best']}" + (f" (tied with it: {', '.join(across['tied'])})"
+                                                             if across["tied"] else "")
         return out + "."
+    if len(getattr(analysis, "single", ())) and analysis.verdict:   # one model per task: described (issue 52)
+        return analysis.verdict[0]
     return lines[0] if lines else "No task could be tested."
 
 

@@ -24,9 +24,24 @@ def _tasks(data: dict) -> str:
 def _pooled(data: dict) -> str:
     p = data.get("pooled")
     if not p:
-        return ""
+        why = data.get("pooled_skipped")
+        groups = "".join(f"<p>Pooled over {html_text(', '.join(g.get('tasks', [])))} (the tasks comparing "
+                         f"{html_text(', '.join(g.get('systems', [])))}): {html_text(g.get('method', ''))}, "
+                         f"{html_text(g.get('evidence', ''))}, p = {html_text(g.get('p_text', ''))}.</p>"
+                         for g in data.get("pooled_groups") or [])
+        return (f"<p>No pooled model over all the tasks: {html_text(why)}.</p>" if why else "") + groups
     return (f"<p>Pooled over the tasks ({html_text(p.get('formula', ''))}): {html_text(p.get('method', ''))}, "
             f"{html_text(p.get('evidence', ''))}, p = {html_text(p.get('p_text', ''))}.</p>")
+
+
+def _single(data: dict) -> str:
+    """Tasks run by one model (issue 52): each model's mean score with its interval beside the harness's."""
+    rows = data.get("one_model_tasks") or []
+    if not rows:
+        return ""
+    return ("<h2>Tasks run by one model: nothing compared</h2>"
+            + table(rows, ["task", "metric", "system", "n_items", "estimate", "ci_low", "ci_high", "logged",
+                           "interval"], {"n_items": "items", "logged": "harness's value"}))
 
 
 def _boards(data: dict) -> str:
@@ -87,7 +102,7 @@ def _harness(data: dict) -> str:
 def logs_body(data: dict) -> str:
     read = data.get("read") or {}
     verdict = [v for v in data.get("verdict") or [] if v != data.get("answer")]
-    return ("".join([_tasks(data), _pooled(data), _boards(data), _across(data), _grid(data),
+    return ("".join([_tasks(data), _pooled(data), _single(data), _boards(data), _across(data), _grid(data),
                      details("Every verdict in words", bullets(verdict)), _harness(data),
                      details("What was read", f"<pre>{html_text(read.get('text', ''))}</pre>"),
                      details("Notes", bullets(data.get("notes") or []))]))

@@ -143,6 +143,10 @@ def summary_text(data: dict) -> str:
         lines += ["", f"Every task ({adjust}):"]
         lines += _text_table(data.get("tasks") or [], ["task", "metric", "status", "n_items", "method", "evidence",
                                                        "p_text", "p_adjusted_text", "decision"])
+        if data.get("one_model_tasks"):
+            lines += ["", "Tasks run by one model (nothing compared):",
+                      *_text_table(data["one_model_tasks"], ["task", "metric", "system", "n_items", "estimate",
+                                                             "ci_low", "ci_high", "logged", "interval"])]
         for title_, key in (("Checked against the logs (ours beside the harness's aggregates)",
                              "checked_against_logs"),
                             ("The harness's numbers (reproduced from the per-item logs)", "harness"),

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from . import judge as J
+from . import judge_labels as J_labels
 from .scores import InputError
 
 #: the corrected reading that opens the verdict without runs (the other readings follow it): PPI with lambda 1 on
@@ -106,8 +107,8 @@ def item_table(table: pd.DataFrame, response: str, system: str, item: str, human
 def check_labels(table: pd.DataFrame, response: str, system: str, item: str, human: str, systems) -> None:
     """Bad labels, each an :class:`InputError` that says what to do: labels that are not numbers, outside the
     judge's scale (0/1 for a 0/1 judge, else the range of its scores), a system without labelled rows, or with
-    fewer than 2 labelled items or none unlabelled, and a system with fewer than 2 items labelled for it and for the
-    baseline (``systems[0]``)."""
+    fewer than 2 labelled items or none unlabelled. Items labelled for one system only are used (issue 52:
+    :mod:`vrs_helpers.evaluate.tables.judge_labels`)."""
     lab = pd.to_numeric(table[human], errors="coerce")
     bad = table[human].notna() & lab.isna()
     if bad.any():
@@ -133,7 +134,6 @@ def check_labels(table: pd.DataFrame, response: str, system: str, item: str, hum
                              "system's judge error from its own labelled rows. Label a random sample of that "
                              "system's items (30 or more is a good start; vrs plan --judge says how many).")
     items = item_table(table.assign(**{human: lab}), response, system, item, human)
-    sets = {}
     for s in systems:
         d = items[items[system] == s]
         lab_s = d["human"].notna()
@@ -141,14 +141,6 @@ def check_labels(table: pd.DataFrame, response: str, system: str, item: str, hum
             raise InputError(f"System {s!r} has {int(lab_s.sum())} labelled of {len(d)} items: the correction needs "
                              "at least 2 labelled items and 1 unlabelled one per system. Label more items (or fewer "
                              "than all of them).")
-        sets[s] = set(d.loc[lab_s, item])
-    base = systems[0]
-    for s in systems[1:]:
-        common = len(sets[base] & sets[s])
-        if common < 2:
-            raise InputError(f"{s!r} and the baseline {base!r} have {common} item(s) labelled for both: the paired "
-                             "difference needs at least 2 items that humans labelled for both systems. Label the "
-                             "same items for every system.")
 
 
 def merge_labels(table: pd.DataFrame, labels: pd.DataFrame, keys: list, human: str) -> pd.DataFrame:
@@ -279,16 +271,27 @@ def analyze_judge(table: pd.DataFrame, response: str, system: str, item: str, hu
         both = wide["judge"][[base, s]].dropna()
         hum = wide["human"].reindex(both.index)[[base, s]]
         lab = hum.notna().all(axis=1).to_numpy()
-        if lab.sum() < 2 or (~lab).sum() < 1:
-            raise InputError(f"{s!r} and the baseline {base!r} have {int(lab.sum())} item(s) labelled for both: the "
-                             "paired difference needs at least 2 items that humans labelled for both systems (and "
-                             "one not labelled). Label the same items for every system.")
         ja, jb = both[base].to_numpy(), both[s].to_numpy()
+        # PPI with every label of each system (issue 52): the difference of the two PPI means shown, its SE over the
+        # strata of items (labelled for both, for one, for neither); the paired PPI where the label sets are equal
+        every = J_labels.ppi_difference_all_labels(wide["judge"][base], wide["judge"][s], wide["human"][base],
+                                                   wide["human"][s], level=level, **T)
+        if lab.sum() < 2 or (~lab).sum() < 1:
+            out.differences[s] = {"judge only": J.classical_mean(jb - ja, level, method="judge only", **T),
+                                  "PPI": every}
+            out.notes.append(f"{s} - {base}: {int(lab.sum())} item(s) labelled for both systems, so only PPI (every "
+                             "label of each system) and the judge alone give the difference; the humans-only, PPI++ "
+                             "and MBM paired differences need 2 or more items labelled for both.")
+            continue
+        if int(lab.sum()) < min(out.labelled[base], out.labelled[s]):
+            out.notes.append(f"{s} - {base}: PPI's difference uses every label ({out.labelled[base]} items of {base}, "
+                             f"{out.labelled[s]} of {s}) and equals the difference of the PPI means; the humans-only, "
+                             f"PPI++ and MBM differences use the {int(lab.sum())} items labelled for both.")
         ya, yb = hum[base].to_numpy()[lab], hum[s].to_numpy()[lab]
         pair = (ya, yb, ja[lab], jb[lab], ja[~lab], jb[~lab])
         diff = {"judge only": J.classical_mean(jb - ja, level, method="judge only", **T),
                 "human only": J.classical_mean(yb - ya, level, method="human only", **T),
-                "PPI": J.ppi_difference(*pair, lam=1.0, level=level, **T)}
+                "PPI": every}
         if lab.sum() >= 4:
             diff["PPI++"] = J.ppi_crossfit_difference(*pair, folds=min(FOLDS, int(lab.sum()) // 2), level=level,
                                                       **T)

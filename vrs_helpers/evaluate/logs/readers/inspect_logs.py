@@ -23,6 +23,9 @@ from .base import LogFormat, LogFormatError, ReadResult, dotted, peek_json, regi
 
 LAYOUT = "Inspect logs: *.eval (zip) or *.json written by inspect_ai (inspect eval --log-dir DIR)"
 INSTALL = "pip install 'vrs-workbooks[inspect]'"
+LOG_SAMPLES = ("Re-run the eval with samples logged (inspect_ai's default): `inspect eval` without "
+               "`--no-log-samples` (and without the environment variable INSPECT_EVAL_NO_LOG_SAMPLES or "
+               "INSPECT_EVAL_LOG_SAMPLES set), or `inspect_ai.eval(..., log_samples=True)`.")
 _JSON_LOG = re.compile(r'^\s*\{\s*"version"\s*:\s*\d+\s*,\s*"status"\s*:')
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 
@@ -89,6 +92,7 @@ def _read(files: list, options: dict) -> ReadResult:
         "seed", "folder", "file"), shared_keys=("seed",), repeat_source="Inspect epochs (each sample's epoch)",
         prompt_hash_name="the sample's input and target")
     skipped: dict = {}
+    headers: list = []   # logs written without samples (issue 52)
     for path in files:
         try:   # bounded before inspect_ai inflates it (issue 50)
             if path.suffix == ".eval":
@@ -121,9 +125,10 @@ def _read(files: list, options: dict) -> ReadResult:
         if not log.samples:
             scores = [f"{sc.name} {m.name} = {m.value:.6g}" for sc in (log.results.scores if log.results else [])
                       for m in sc.metrics.values()]
-            out.notes.append(f"{relative(path, root)}: an Inspect log without per-sample records (written without "
-                             "samples, or trimmed): only its aggregates"
-                             + (f" ({'; '.join(scores[:4])})" if scores else "") + "; the tests need per-item scores.")
+            headers.append(relative(path, root))
+            out.notes.append(f"{relative(path, root)}: an Inspect log without its samples (header and results only)"
+                             ": only its aggregates" + (f" ({'; '.join(scores[:4])})" if scores else "")
+                             + "; the tests need each sample's scores. " + LOG_SAMPLES)
         for sample in log.samples or []:
             if sample.error is not None or not sample.scores:
                 unscored += 1
@@ -155,6 +160,11 @@ def _read(files: list, options: dict) -> ReadResult:
                 out.reported.append({"system": system, "task": task, "_run_info": info, "metric": score.name,
                                      "statistic": _statistic(metric.name, metric.params or {}, score.reducer),
                                      "value": metric.value, "source": str(path)})
+    if headers and not out.rows:
+        shown = ", ".join(str(h) for h in headers[:4]) + (f" and {len(headers) - 4} more" if len(headers) > 4 else "")
+        raise LogFormatError(f"The Inspect log(s) {shown} hold no samples: inspect_ai wrote only the header and the "
+                             "results (its aggregates), as it does when samples are not logged. The tests compare "
+                             f"systems item by item and need each sample's scores. {LOG_SAMPLES}")
     for (task, column), example in skipped.items():
         out.notes.append(f"task {task}: values of {column} such as {example} are not scores (no number, C/I/P/N, "
                          "yes/no); left out.")
