@@ -232,18 +232,19 @@ def test_workflow_p_values_are_the_comparisons_own():
     """workflow_p_values is compare_systems(replications=["run"]) as `vrs analyze` calls it: with two systems its
     test's p, with three the smallest adjusted pairwise p (the family-wise decision), the chi-square GLRT beside.
     Its runs model is auto: each system's own run labels give the nested model, labels shared by every system the
-    crossed one."""
+    crossed one with three systems and both models (the smaller p adjusted) with two (issue 56)."""
     import warnings
 
     from vrs_helpers.book.glrt import compare_systems
     from vrs_helpers.book.simulation import workflow_p_values
 
     for k in (2, 3):
-        for labels, runs in (("own", "nested"), ("shared", "crossed")):
+        for labels, runs in (("own", ("nested",)), ("shared", ("crossed", "nested") if k == 2 else ("crossed",))):
             d = evaluation_log(11, systems=k, runs=3, items=60, delta=0.02, run_labels=labels)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                c = compare_systems(d, "score", "system", "item", replications=["run"], runs=runs)
+                c = compare_systems(d, "score", "system", "item", replications=["run"])
+            assert (c.runs_models or (c.runs,)) == runs
             out = workflow_p_values(d)
             expected = c.test.p_value if k == 2 else c.contrasts["p_value"].min()
             assert out["default"] == pytest.approx(expected, rel=1e-9)
