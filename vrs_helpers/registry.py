@@ -273,7 +273,7 @@ def runs_models(option: str, shared: bool, systems: int, f_test: bool = True) ->
       conservative with one). Shared labels say nothing about whether the runs share an effect: with independent
       runs (no shared effect) the crossed model's test has (n - 1) df instead of 2 (n - 1) (power 0.53 against the
       nested model's 0.80 with 3 runs), with a shared seed effect the nested model has almost none (0.04 against
-      0.89); the adjusted smaller p gives up 0.08 of power to the nested model without a shared effect and 0.08 to
+      0.89); the adjusted smaller p gives up 0.070 of power to the nested model without a shared effect and 0.050 to
       the crossed one with it (docs/error-rates.md, 2 systems, 3 and 5 runs);
     - ``auto``, every label shared, three or more systems (or a test that is not an F test): crossed. The crossed
       model then costs less ((k - 1)(n - 1) against k (n - 1) df: power 0.73 against 0.85 with 3 systems x 3 runs,
