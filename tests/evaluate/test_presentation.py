@@ -96,6 +96,7 @@ def test_twelve_systems_answer_then_leaderboard_then_forest_plot(twelve):
     # no baseline was given: nothing "against" the first system by name
     assert twelve.data["aso"] == {} and twelve.data["paired_resampling"] == []
     assert "vs m00" not in twelve.answer
+    assert "baseline" not in words   # no section, sentence or column speaks of one
 
 
 def test_the_answer_is_the_summary_answer_and_the_first_console_line(twelve, two):

@@ -352,7 +352,8 @@ def scores_body(data: dict, heading: str = "h2") -> str:
     out.append(details("Reliability per system", _reliability(data)))
     out.append(details("Power and runs needed", _power(data)))
     out.append(details("Conditional on data properties", _conditional(data)))
-    out.append(details("Against the baseline: ASO and the best of n runs", _aso(data)))
+    out.append(details("Against the baseline: ASO and the best of n runs" if data.get("aso") else
+                       "The best of n runs", _aso(data)))
     other = [d for d in data.get("disagreements") or [] if d not in relevant]
     out.append(details(f"Other disagreements between readings ({len(other)})", bullets(other)))
     notes = list(dict.fromkeys([*(data.get("notes") or []), *(data.get("fit_notes") or [])]))
