@@ -52,7 +52,7 @@ CSS = """
 .vrs summary{cursor:pointer;font-weight:600;padding:.2em 0}
 .vrs .yes{color:#1a7f37;font-weight:600}.vrs .no{color:#57606a}
 .vrs code{background:#f6f8fa;padding:0 3px;border-radius:3px}
-@media (max-width:640px){.vrs th,.vrs td{padding:2px 3px}.vrs td.t{min-width:3em}.vrs .narrow-hide{display:none}
+@media (max-width:640px){.vrs th,.vrs td{padding:2px 3px}.vrs td.t{min-width:5em}.vrs .narrow-hide{display:none}
   .vrs{padding:0 6px 30px}.vrs .answer{font-size:1.02em;padding:8px 10px}}
 """
 
