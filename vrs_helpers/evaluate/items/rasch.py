@@ -43,6 +43,7 @@ class RaschFit:
     variances: dict
     formula: str
     fit: object = field(default=None, repr=False)
+    warnings: list = field(default_factory=list)   # the fit's warnings (non-convergence: all-right / all-wrong)
 
 
 def _cond_var(fit) -> dict:
@@ -86,9 +87,12 @@ def rasch(m: ItemMatrix, models: str = "random") -> RaschFit:
                          "share": right[keep] / trials[keep], "trials": trials[keep].astype(float)})
     formula = ("share ~ 1 + (1|model) + (1|item)" if models == "random" and m.n_models >= 2
                else "share ~ 0 + model + (1|item)" if m.n_models >= 2 else "share ~ 1 + (1|item)")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", mixed.SingularFitWarning)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         fit = mixed.glmer(formula, data, family="binomial", weights="trials")
+    said = list(dict.fromkeys(f"Rasch fit: {w.message}" for w in caught
+                              if issubclass(w.category, UserWarning)
+                              and not issubclass(w.category, mixed.SingularFitWarning)))
     cv = _cond_var(fit)
     b = fit.ranef["item"].reindex(m.items)
     items = pd.DataFrame({"item": m.items, "difficulty": -b.to_numpy(),
@@ -103,4 +107,4 @@ def rasch(m: ItemMatrix, models: str = "random") -> RaschFit:
         ability = np.array([fe.iloc[0]])
     variances = {str(g): float(v) for g, v in zip(fit.varcorr["grp"], fit.varcorr["vcov"], strict=True)}
     return RaschFit(items, pd.DataFrame({"model": m.models, "ability": ability}), variances,
-                    formula.replace("share", "correct"), fit)
+                    formula.replace("share", "correct"), fit, said)

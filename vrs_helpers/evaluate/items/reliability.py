@@ -14,7 +14,8 @@ eq. 3.11/3.12: every other component divided by the number of items / runs it is
 coefficient E ρ² (footnote 9: only the components that interact with the model - what changes a ranking). A
 decision study gives the items (at the observed runs) and runs (at the observed items) for φ ≥ 0.8 / 0.9 from the
 closed form E(n) = c0 + c1 / n of the error variance in one facet, checked with :func:`~vrs_helpers.book.
-reliability.phi`.
+reliability.phi` (infinite - None in summary.json - when no number of that facet reaches the target: the other
+facet's error alone keeps φ below it; the runs' numbers only when there are runs).
 
 Beside them: the smallest difference between two models' mean scores the benchmark resolves at its size (the
 relative error variance of one model's mean is δ; the difference of two models on the same items has variance 2δ:
@@ -132,7 +133,8 @@ def benchmark_reliability(m: ItemMatrix, alpha: float = 0.05, vc: pd.Series | No
         for t in TARGETS:
             tag = str(int(round(100 * t)))
             out[f"items_needed_{key}_{tag}"] = needed(vc, "item", t, kind, n)
-            out[f"runs_needed_{key}_{tag}"] = needed(vc, "run", t, kind, n) if "run" in n else None
+            if "run" in n:
+                out[f"runs_needed_{key}_{tag}"] = needed(vc, "run", t, kind, n)
     sd_diff = math.sqrt(2.0 * relative.error_variance)
     z = stats.norm.ppf(1 - alpha / 2)
     out.update({"alpha": alpha, "sd_difference": sd_diff, "smallest_difference": z * sd_diff,
