@@ -8,8 +8,10 @@ Inputs as ``vrs analyze``'s: a score table (one row per model, item and run: ``r
 several tasks, Inspect's epochs and the runs as repeated answers).
 
 ``summary.json`` holds ``items`` (one row per item: ``item``, ``p_value``, ``difficulty`` and ``difficulty_se``
-(Rasch, logits; 0/1 scores), ``discrimination`` and ``discrimination_se`` (the item-rest correlation and its SE
-(1 - r^2) / sqrt(n - 1): classical test theory's discrimination index), ``flip_rate``, ``flags``) and
+(Rasch, logits; 0/1 scores), ``discrimination`` and ``discrimination_se`` (0/1 scores of ten or more models: the
+2PL slope by marginal maximum likelihood, :mod:`.twopl`, with ``difficulty_2pl`` and its SE beside it; otherwise
+the item-rest correlation and its SE (1 - r^2) / sqrt(n - 1), classical test theory's discrimination index; the
+top-level ``discrimination`` says which), ``item_rest``, ``flip_rate``, ``flags``) and
 ``reliability`` (``phi``, ``relative``, the items and runs needed for 0.8 / 0.9, the smallest resolved
 difference, signal-to-noise, saturation, the variance components and the decision study).
 """
@@ -28,6 +30,7 @@ from .matrix import ItemMatrix, item_matrix
 from .rasch import MODELS, rasch
 from .reliability import benchmark_reliability
 from .statistics import FLAGS, item_statistics
+from .twopl import MIN_MODELS, twopl
 
 MAX_NAMED = 10   # flagged item ids named in the answer (all of them are in the table and summary.json)
 
@@ -71,15 +74,20 @@ def _logs_long(path, format: str, system: str | None, metric) -> tuple[pd.DataFr
     return long, notes, "; ".join(used)
 
 
-def _items_rows(stats: pd.DataFrame, fit, n: int) -> pd.DataFrame:
+def _items_rows(stats: pd.DataFrame, fit, two, n: int) -> pd.DataFrame:
     r = stats["item_rest"].to_numpy(float)
-    out = stats.assign(discrimination=r, discrimination_se=(1 - r * r) / math.sqrt(max(n - 1, 1)))
+    if two is not None:
+        out = stats.merge(two.items.rename(columns={"difficulty": "difficulty_2pl",
+                                                    "difficulty_se": "difficulty_2pl_se"}), on="item", how="left")
+    else:
+        out = stats.assign(discrimination=r, discrimination_se=(1 - r * r) / math.sqrt(max(n - 1, 1)),
+                           difficulty_2pl=np.nan, difficulty_2pl_se=np.nan)
     if fit is not None:
         out = out.merge(fit.items, on="item", how="left")
     else:
         out = out.assign(difficulty=np.nan, difficulty_se=np.nan)
-    cols = ["item", "p_value", "difficulty", "difficulty_se", "discrimination", "discrimination_se", "item_rest",
-            "p_negative", "sd", "flip_rate", "flags"]
+    cols = ["item", "p_value", "difficulty", "difficulty_se", "discrimination", "discrimination_se",
+            "difficulty_2pl", "difficulty_2pl_se", "item_rest", "p_negative", "sd", "flip_rate", "flags"]
     return out[cols]
 
 
@@ -140,7 +148,13 @@ def analyze_items(data, response: str | None = None, system: str | None = None, 
         notes += fit.warnings
     else:
         notes.append("Scores are not 0/1: no Rasch difficulties (the p-value is the item's mean score).")
-    rows = _items_rows(stats, fit, who["n"])
+    two = twopl(m) if m.binary and m.n_models >= MIN_MODELS else None
+    if two is not None and not two.converged:
+        notes.append(f"2PL: EM stopped after {two.iterations} iterations without converging.")
+    if two is not None and two.runaway:
+        notes.append(f"2PL: {two.runaway} item(s) separate the models (almost) perfectly: their slopes have no finite "
+                     "estimate (shown at the bound, without an SE).")
+    rows = _items_rows(stats, fit, two, who["n"])
     rel = benchmark_reliability(m, alpha)
     flagged = {f: [r["item"] for r in rows[["item", "flags"]].to_dict("records") if f in r["flags"]] for f in FLAGS}
     model_rows = pd.DataFrame({"model": m.models, "mean": m.means.mean(axis=1),
@@ -158,8 +172,9 @@ def analyze_items(data, response: str | None = None, system: str | None = None, 
         "flagged": {f: v for f, v in flagged.items()}, "reliability": rel,
         "rasch": None if fit is None else {"formula": fit.formula, "variances": fit.variances,
                                           "scale": "logit; difficulty = minus the item's conditional mode"},
-        "discrimination": "item-rest correlation",
+        "discrimination": ("2PL slope (marginal maximum likelihood; " + two.se_method + ")" if two is not None
+                           else "item-rest correlation"),
         "spec": {"response": metric_used, "system": system, "item": item, "replications": list(replications),
                  "models": models, "alpha": alpha, "flag_alpha": flag_alpha},
     }
-    return Result(rounded(data_out), fits={"matrix": m, "rasch": fit, "statistics": stats})
+    return Result(rounded(data_out), fits={"matrix": m, "rasch": fit, "twopl": two, "statistics": stats})

@@ -14,9 +14,9 @@ FLAG_TEXT = {"negative_discrimination": "Negative discrimination: the better mod
              "no_information": "No information: every model scores the same",
              "flips_across_runs": "Flips across runs: the result differs between runs for half of the models or more"}
 ITEM_COLUMNS = ["item", "p_value", "difficulty", "difficulty_se", "discrimination", "discrimination_se",
-                "flip_rate", "flags"]
-HEADERS = {"p_value": "share correct", "difficulty_se": "SE", "discrimination_se": "SE",
-           "discrimination": "item-rest r", "flip_rate": "flip rate"}
+                "item_rest", "flip_rate", "flags"]
+HEADERS = {"p_value": "share correct", "difficulty": "difficulty (Rasch)", "difficulty_se": "SE",
+           "discrimination_se": "SE", "item_rest": "item-rest r", "flip_rate": "flip rate"}
 
 
 def _need(v) -> str:
