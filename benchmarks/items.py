@@ -7,7 +7,7 @@
 ``timing``: a 0/1 Rasch benchmark (abilities N(0, 1), difficulties N(0, 1.5^2)) of ``models x items`` answers
 (``runs`` each) analysed by :func:`vrs_helpers.evaluate.items.analysis.analyze_items` from a DataFrame: the wall
 time of the whole analysis (matrix, item statistics, Rasch GLMM, REML components, decision study, the Result) and
-of its parts. Goal: <= 60 s for 100 x 10,000 on this machine (issue 55).
+of its parts (the 2PL included). Goal: <= 60 s for 100 x 10,000 on this machine (issue 55).
 
 ``planted``: ``reps`` simulated benchmarks of the same kind with the answers of ``share`` of the items flipped (a
 mislabelled item: the right answer scored wrong and vice versa); the share of the planted items flagged
@@ -57,6 +57,7 @@ def timing(args) -> dict:
     from vrs_helpers.evaluate.items.rasch import rasch
     from vrs_helpers.evaluate.items.reliability import benchmark_reliability
     from vrs_helpers.evaluate.items.statistics import item_statistics
+    from vrs_helpers.evaluate.items.twopl import twopl
 
     table, _ = rasch_table(55, args.models, args.items, args.runs)
     t0 = time.perf_counter()
@@ -69,7 +70,7 @@ def timing(args) -> dict:
     m = item_matrix(long)
     parts["matrix"] = time.perf_counter() - t
     for name, fn in (("statistics", lambda: item_statistics(m)), ("rasch", lambda: rasch(m)),
-                     ("reliability", lambda: benchmark_reliability(m))):
+                     ("twopl", lambda: twopl(m)), ("reliability", lambda: benchmark_reliability(m))):
         t = time.perf_counter()
         fn()
         parts[name] = time.perf_counter() - t

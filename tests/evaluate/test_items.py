@@ -295,3 +295,37 @@ def test_negative_discrimination_in_the_2pl():
     rows = {r["item"]: r for r in result.data["items"]}
     assert rows["i0000"]["discrimination"] < 0
     assert result.data["discrimination"].startswith("2PL slope")
+
+
+@pytest.mark.parametrize("shared, runs", [(True, 1), (True, 3), (False, 3)])
+def test_balanced_reml_from_mean_squares_equals_the_engine(shared, runs):
+    """The G-study's REML components from the mean squares of a balanced design (crossed m x i x r, nested
+    i x (r:m), m x i) equal the engine's REML fit of the same formula (itself checked against lme4 above and in
+    tests/mixed), boundary estimates (a true zero run variance) included."""
+    from vrs_helpers import mixed
+    from vrs_helpers.evaluate.items.reliability import anova_components, g_study_formula
+
+    long = _rasch_long(8, models=12, items=40, runs=runs)
+    long["score"] = long["score"] + np.random.default_rng(1).normal(0, 0.3, len(long))
+    if not shared:
+        long["run"] = long["model"] + "-" + long["run"].astype(str)
+    m = item_matrix(long)
+    fast = anova_components(m)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = mixed.fit(g_study_formula(m), m.long(), method="REML").variance_components["variance"]
+    assert list(fast.index) == list(fit.index)
+    assert np.abs(fast - fit).max() < 1e-6
+
+
+def test_unbalanced_design_is_fitted_by_the_engine(matrix):
+    """A missing answer (one row dropped) makes the design unbalanced: no closed form, the engine's REML fit."""
+    from vrs_helpers.evaluate.items.reliability import anova_components
+
+    long = pd.read_csv(DATA).iloc[1:]
+    m = item_matrix(long, score="correct")
+    assert anova_components(m) is None
+    vc, _ = components(m)
+    assert set(vc.index) == set(LME4["gstudy"]) and np.abs(vc - pd.Series(LME4["gstudy"])).max() < 0.01

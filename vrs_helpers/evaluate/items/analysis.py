@@ -43,7 +43,9 @@ def _table_long(data, response, system, item, replications, dropna: bool) -> tup
     clean, info = validate(raw, response=[response], system=system, item=item,
                            replications=list(replications), properties=[], dropna=dropna, repeats=[])
     notes = [f"{info.n_dropped_nan} rows with a missing score dropped (dropna)."] if info.n_dropped_nan else []
-    run = (clean[list(replications)].astype(str).agg("/".join, axis=1) if replications else "0")
+    run = "0"
+    for k, col in enumerate(replications):   # column by column (a row-wise join is slow on millions of rows)
+        run = clean[col].astype(str) if k == 0 else run + "/" + clean[col].astype(str)
     long = pd.DataFrame({"model": clean[system].astype(str) if system else "all", "item": clean[item].astype(str),
                          "run": run, "score": pd.to_numeric(clean[response])})
     return long, notes

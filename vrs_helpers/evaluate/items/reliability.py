@@ -56,9 +56,99 @@ def g_study_formula(m: ItemMatrix) -> str:
     return "score ~ 1 + " + " + ".join(terms)
 
 
+def _cube(m: ItemMatrix) -> np.ndarray | None:
+    """The scores as a models x items x runs array when the design is balanced (every model answered every item
+    once in each of its R runs; crossed: the same R run labels for every model), else None."""
+    R = int(m.counts.max())
+    if int(m.counts.min()) != R or len(m.score) != m.n_models * m.n_items * R:
+        return None
+    runs = pd.DataFrame({"model": m.model, "run": m.run}).drop_duplicates()
+    per_model = runs.groupby("model")["run"].size()
+    if len(runs) != m.n_models * R or not (per_model == R).all():
+        return None
+    if m.runs_shared and runs["run"].nunique() != R:
+        return None
+    position = pd.Series(runs.groupby("model").cumcount().to_numpy(), index=pd.MultiIndex.from_frame(runs))
+    slot = position.reindex(pd.MultiIndex.from_arrays([m.model, m.run])).to_numpy() if not m.runs_shared else \
+        pd.factorize(m.run, sort=True)[0]
+    cube = np.full((m.n_models, m.n_items, R), np.nan)
+    cube[m.model, m.item, slot] = m.score
+    return None if np.isnan(cube).any() else cube
+
+
+def _strata(m: ItemMatrix, cube: np.ndarray):
+    """Mean squares, their df and expected-mean-square coefficients (strata x components) of a balanced design."""
+    nm, ni, nr = cube.shape
+    g = cube.mean()
+    ym, yi = cube.mean(axis=(1, 2)), cube.mean(axis=(0, 2))
+    ymi = cube.mean(axis=2)
+    ss = {"m": ni * nr * ((ym - g) ** 2).sum(), "i": nm * nr * ((yi - g) ** 2).sum(),
+          "mi": nr * ((ymi - ym[:, None] - yi[None, :] + g) ** 2).sum()}
+    df = {"m": nm - 1, "i": ni - 1, "mi": (nm - 1) * (ni - 1)}
+    if nr == 1:
+        names = ["model", "item", "Residual"]
+        coef = {"m": [ni, 0, 1], "i": [0, nm, 1], "mi": [0, 0, 1]}
+    elif m.runs_shared:   # m x i x r
+        yr, ymr, yir = cube.mean(axis=(0, 1)), cube.mean(axis=1), cube.mean(axis=0)
+        ss.update(r=nm * ni * ((yr - g) ** 2).sum(), mr=ni * ((ymr - ym[:, None] - yr[None, :] + g) ** 2).sum(),
+                  ir=nm * ((yir - yi[:, None] - yr[None, :] + g) ** 2).sum(),
+                  e=((cube - ymi[:, :, None] - ymr[:, None, :] - yir[None] + ym[:, None, None] + yi[None, :, None]
+                      + yr[None, None, :] - g) ** 2).sum())
+        df.update(r=nr - 1, mr=(nm - 1) * (nr - 1), ir=(ni - 1) * (nr - 1), e=(nm - 1) * (ni - 1) * (nr - 1))
+        names = ["model", "item", "run", "model:item", "model:run", "item:run", "Residual"]
+        coef = {"m": [ni * nr, 0, 0, nr, ni, 0, 1], "i": [0, nm * nr, 0, nr, 0, nm, 1],
+                "r": [0, 0, nm * ni, 0, ni, nm, 1], "mi": [0, 0, 0, nr, 0, 0, 1], "mr": [0, 0, 0, 0, ni, 0, 1],
+                "ir": [0, 0, 0, 0, 0, nm, 1], "e": [0, 0, 0, 0, 0, 0, 1]}
+    else:                 # i x (r:m): each model's runs its own
+        ymr = cube.mean(axis=1)
+        ss.update(rm=ni * ((ymr - ym[:, None]) ** 2).sum(),
+                  e=((cube - ymi[:, :, None] - ymr[:, None, :] + ym[:, None, None]) ** 2).sum())
+        df.update(rm=nm * (nr - 1), e=nm * (ni - 1) * (nr - 1))
+        names = ["model", "item", "model:item", "model:run", "Residual"]
+        coef = {"m": [ni * nr, 0, nr, ni, 1], "i": [0, nm * nr, nr, 0, 1], "mi": [0, 0, nr, 0, 1],
+                "rm": [0, 0, 0, ni, 1], "e": [0, 0, 0, 0, 1]}
+    keys = [k for k in coef if df[k] > 0]
+    ms = np.array([ss[k] / df[k] for k in keys])
+    return names, ms, np.array([df[k] for k in keys], float), np.array([coef[k] for k in keys], float)
+
+
+def anova_components(m: ItemMatrix) -> pd.Series | None:
+    """REML's variance components of the G-study for a balanced design, from its mean squares (Brennan 2001, ch. 3;
+    crossed m x i x r, i x (r:m) for each model's own runs, or m x i with one run); None when unbalanced.
+
+    In a balanced design the REML likelihood is that of the independent mean squares, MS_k ~ E_k chi2_df / df with
+    E_k = sum_c C_kc sigma_c (their expected mean squares): REML minimizes sum_k df_k (log E_k + MS_k / E_k) over
+    sigma >= 0. Where the ANOVA estimates (E_k = MS_k solved) are all non-negative they are that minimum; otherwise
+    the bounded minimum is found numerically (a few components; no pass over the rows)."""
+    cube = _cube(m)
+    if cube is None:
+        return None
+    names, ms, df, C = _strata(m, cube)
+    est, *_ = np.linalg.lstsq(C, ms, rcond=None)
+    if (est >= 0).all() and np.allclose(C @ est, ms, rtol=1e-10, atol=1e-14):
+        return pd.Series(est, index=names, dtype=float)
+    from scipy import optimize
+
+    scale = max(float(ms.max()), 1e-300)
+
+    def f(v):
+        e = C @ v
+        return float((df * (np.log(e) + (ms / scale) / e)).sum()), C.T @ (df * (1 / e - (ms / scale) / e ** 2))
+
+    start = np.maximum(est / scale, 1e-3 * ms.min() / scale + 1e-12)
+    bounds = [(0.0, None)] * (len(names) - 1) + [(1e-12, None)]
+    r = optimize.minimize(f, start, jac=True, method="L-BFGS-B", bounds=bounds,
+                          options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 10_000})
+    return pd.Series(r.x * scale, index=names, dtype=float)
+
+
 def components(m: ItemMatrix) -> tuple[pd.Series, str]:
-    """The REML variance components (lme4's names, 'Residual' included) and the formula."""
+    """The REML variance components (lme4's names, 'Residual' included) and the formula: from the mean squares
+    where the design is balanced (:func:`anova_components`), else by the engine's REML fit."""
     formula = g_study_formula(m)
+    closed = anova_components(m)
+    if closed is not None:
+        return closed, formula
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", mixed.SingularFitWarning)
         fit = mixed.fit(formula, m.long(), method="REML")
