@@ -329,3 +329,34 @@ def test_unbalanced_design_is_fitted_by_the_engine(matrix):
     assert anova_components(m) is None
     vc, _ = components(m)
     assert set(vc.index) == set(LME4["gstudy"]) and np.abs(vc - pd.Series(LME4["gstudy"])).max() < 0.01
+
+
+# ------------------------------------------------------------------------------------------ a smaller benchmark
+
+def test_stratified_choice_by_hand():
+    """Six items sorted by share correct into three strata of two; from each, the item with the larger item-rest
+    correlation; weights 2/6 each. With n = all items, the estimate is the full mean exactly."""
+    from vrs_helpers.evaluate.items.subset import choose
+
+    x = np.array([[1, 1, 1, 0, 1, 0], [1, 1, 0, 0, 0, 0], [1, 0, 1, 1, 1, 0], [0, 1, 1, 1, 1, 1],
+                  [1, 1, 1, 1, 0, 1]], float)
+    cols, w = choose(x, 3)
+    share = x.mean(axis=0)
+    order = np.argsort(share, kind="stable")
+    r = item_rest(x)
+    expect = [p[np.argmax(np.nan_to_num(r[p], nan=-2))] for p in (order[:2], order[2:4], order[4:])]
+    assert list(cols) == expect and np.allclose(w, 1 / 3)
+    cols, w = choose(x, 6)
+    assert np.allclose(x[:, cols] @ w, x.mean(axis=1))
+
+
+def test_subset_in_the_summary():
+    result = analyze_items(_rasch_long(2, models=40, items=600), response="score", system="model", item="item")
+    sub = result.data["subset"]
+    rows = pd.DataFrame(sub["rows"])
+    assert set(rows["method"]) == {"stratified", "random"} and (rows["n_items"] < 600).all()
+    big = rows[rows["n_items"] == rows["n_items"].max()]
+    assert (big["spearman"] > 0.9).all()
+    if sub["n_recommended"]:
+        assert len(sub["chosen"]) == sub["n_recommended"]
+        assert sum(r["weight"] for r in sub["chosen"]) == pytest.approx(1.0)

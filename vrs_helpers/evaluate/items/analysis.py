@@ -13,7 +13,8 @@ several tasks, Inspect's epochs and the runs as repeated answers).
 the item-rest correlation and its SE (1 - r^2) / sqrt(n - 1), classical test theory's discrimination index; the
 top-level ``discrimination`` says which), ``item_rest``, ``flip_rate``, ``flags``) and
 ``reliability`` (``phi``, ``relative``, the items and runs needed for 0.8 / 0.9, the smallest resolved
-difference, signal-to-noise, saturation, the variance components and the decision study).
+difference, signal-to-noise, saturation, the variance components and the decision study), and ``subset``: a
+smaller benchmark that keeps the ranking (:mod:`.subset`), its cross-validated error per size.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from .matrix import ItemMatrix, item_matrix
 from .rasch import MODELS, rasch
 from .reliability import benchmark_reliability
 from .statistics import FLAGS, item_statistics
+from .subset import chosen_items, cross_validate
 from .twopl import MIN_MODELS, twopl
 
 MAX_NAMED = 10   # flagged item ids named in the answer (all of them are in the table and summary.json)
@@ -164,6 +166,13 @@ def analyze_items(data, response: str | None = None, system: str | None = None, 
     if fit is not None:
         model_rows = model_rows.merge(fit.models, on="model", how="left")
     model_rows = model_rows.sort_values("mean", ascending=False, kind="stable")
+    subset_rows = cross_validate(m)
+    good = [r["n_items"] for r in subset_rows if r["method"] == "stratified" and r["spearman"] >= 0.95]
+    subset = None if not subset_rows else {
+        "rows": subset_rows, "n_recommended": good[0] if good else None,
+        "chosen": records(chosen_items(m, good[0])) if good else [],
+        "method": "difficulty strata, the most discriminating item of each, weighted by stratum size; 5-fold "
+                  "cross-validation over models (random: the baseline)"}
     data_out = {
         "schema": SCHEMA, "kind": "items",
         "data": {"label": label, "response": metric_used, "rows": int(len(m.score)), "n_systems": m.n_models,
@@ -171,7 +180,7 @@ def analyze_items(data, response: str | None = None, system: str | None = None, 
                  "respondents": who["unit"], "dropped_items": m.dropped_items},
         "answer": _answer(m, rel, flagged), "warnings": [], "notes": notes,
         "items": records(rows), "models": records(model_rows),
-        "flagged": {f: v for f, v in flagged.items()}, "reliability": rel,
+        "flagged": {f: v for f, v in flagged.items()}, "reliability": rel, "subset": subset,
         "rasch": None if fit is None else {"formula": fit.formula, "variances": fit.variances,
                                           "scale": "logit; difficulty = minus the item's conditional mode"},
         "discrimination": ("2PL slope (marginal maximum likelihood; " + two.se_method + ")" if two is not None

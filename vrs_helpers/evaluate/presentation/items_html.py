@@ -69,13 +69,26 @@ def _flagged(data: dict) -> str:
     return "".join(out)
 
 
+def _subset(data: dict) -> str:
+    sub = data.get("subset")
+    if not sub:
+        return ""
+    n = sub.get("n_recommended")
+    head = (f"<p>{num(n)} items chosen by difficulty strata keep the ranking with Spearman's ρ ≥ 0.95 on "
+            "held-out models:</p>" if n else "<p>No subset size in the grid keeps Spearman's ρ ≥ 0.95.</p>")
+    return details("A smaller benchmark that keeps the ranking", head + table(
+        sub.get("rows") or [], headers={"rmse": "RMSE", "n_items": "items"})
+        + f'<p class="caption">{html_text(sub.get("method", ""))}.</p>'
+        + (details("The chosen items", table(sub.get("chosen") or [])) if n else ""))
+
+
 def items_body(data: dict) -> str:
     """The sections of an item-analysis report (after its title, the warnings and the answer)."""
     rasch = data.get("rasch") or {}
     caption = (f'<p class="caption">Difficulty: Rasch, {html_text(rasch.get("formula", ""))} '
                f'({html_text(rasch.get("scale", ""))}). Discrimination: the {html_text(data.get("discrimination"))}.'
                "</p>") if rasch else ""
-    return (_reliability(data) + _flagged(data)
+    return (_reliability(data) + _flagged(data) + _subset(data)
             + details("Every item", table(data.get("items") or [], ITEM_COLUMNS, HEADERS) + caption)
             + details("The models", table(data.get("models") or []))
             + details("Notes", bullets(data.get("notes") or [])))
