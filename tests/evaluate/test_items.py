@@ -216,6 +216,7 @@ def test_summary_fields_roundtrip_and_escaped_item_ids():
     page = render(result, "page")
     assert "<script>alert" not in page and "<i>" not in page.replace("<i>The verdict", "")
     assert "&lt;script&gt;" in page and "a&amp;b&lt;i&gt;" in page
+    assert "&lt;span" not in page and "&amp;amp;" not in page   # escaped once, never twice
     assert "\x1b" not in render(result, "summary") and "\x1b" not in render(result, "text")
     assert "\x1b" not in render(result, "markdown")
 

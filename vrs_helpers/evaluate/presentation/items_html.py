@@ -45,7 +45,7 @@ def _reliability(data: dict) -> str:
     rel = data.get("reliability")
     if not rel:
         return "<h2>Reliability</h2><p>One model: the reliability for comparing models needs two or more.</p>"
-    comps = details("Variance components (" + html_text(rel.get("formula", "")) + ")",
+    comps = details("Variance components (" + str(rel.get("formula", "")) + ")",   # details() escapes it
                     table(rel.get("components") or []))
     study = details("Decision study: φ and E ρ² by items (and runs)", table(rel.get("decision_study") or [],
                                                                              headers={"phi": "φ",

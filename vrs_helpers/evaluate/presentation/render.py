@@ -47,8 +47,8 @@ def title(data: dict) -> str:
         fmt = (data.get("read") or {}).get("format", "")
         return f"Evaluation logs{f' ({fmt})' if fmt else ''}: which model is better?"
     if data.get("kind") == "items":
-        what = (data.get("data") or {}).get("label") or ""
-        return f"Is the benchmark any good?{f' {what}' if what else ''}"
+        what = (data.get("data") or {}).get("response") or ""
+        return f"Is the benchmark any good?{f' ({what})' if what else ''}"
     d = data.get("data") or {}
     what = d.get("response") or data.get("response") or ""
     return f"Which system is better{f' on {what}' if what else ''}?"
