@@ -361,3 +361,33 @@ def test_subset_in_the_summary():
     if sub["n_recommended"]:
         assert len(sub["chosen"]) == sub["n_recommended"]
         assert sum(r["weight"] for r in sub["chosen"]) == pytest.approx(1.0)
+
+
+# ------------------------------------------------------------------------------------------ harness logs
+
+HARNESS = Path(__file__).resolve().parent.parent / "fixtures" / "harness_written"
+
+
+@pytest.mark.parametrize("folder", ["lm_eval/out", "inspect/logs", "every_eval_ever/data"])
+def test_harness_logs_are_read_as_vrs_analyze_reads_them(folder, tmp_path):
+    """The logs' per-item scores become the models x items table: every answer counted once, an item's p-value
+    its share correct over the models and runs of the logs (checked against the reader's table)."""
+    from vrs_helpers.evaluate.logs.readers import load_eval_logs
+    from vrs_helpers.evaluate.logs.task_metrics import choose_metrics
+
+    if folder.startswith("inspect"):
+        pytest.importorskip("inspect_ai")
+    result = analyze_items(str(HARNESS / folder))
+    logs = load_eval_logs(str(HARNESS / folder))
+    chosen, _ = choose_metrics(logs.description)
+    rows = []
+    for task, metrics in chosen.items():
+        d = logs.table[logs.table["task"] == task]
+        item = (task + "/" if len(chosen) > 1 else "") + d["item"].astype(str)
+        rows.append(pd.DataFrame({"item": item, "score": d[metrics[0]].to_numpy(float)}))
+    expect = pd.concat(rows).groupby("item")["score"].mean()
+    got = pd.Series({r["item"]: r["p_value"] for r in result.data["items"]})
+    assert set(got.index) <= set(expect.index)
+    assert np.allclose(got.to_numpy(), expect.reindex(got.index).to_numpy())
+    assert result.data["data"]["n_systems"] == logs.table["system"].nunique()
+    assert cli.main(["items", str(HARNESS / folder), "--out", str(tmp_path / "r")]) == 0

@@ -48,14 +48,17 @@ class RaschFit:
 
 def _cond_var(fit) -> dict:
     """The conditional variances of the random effects b = Lambda u at the estimates: theta^2 times the diagonal of
-    (L L')^-1, from the engine's blocked Cholesky at the final PIRLS (lme4's condVar)."""
+    (L L')^-1, from the engine's blocked Cholesky at the final PIRLS (lme4's condVar): the first (largest) term's
+    block is 1 / d + rows of D^-1 B S^-1 B' D^-1, the others the diagonal of S^-1. NaN where the engine factored
+    the model otherwise (a nested pair of terms)."""
     obj = fit.objective
     K = obj.K
     par = np.asarray(fit.optsum.final, float)
     theta, beta = par[:K], par[K:]
     obj.pred = None
     *_, fac = obj.pirls(theta, beta)
-    n1 = len(fac.d)
+    if not hasattr(fac, "d"):
+        return {name: np.full(size, np.nan) for name, size in zip(fit.ngroups, obj.sizes, strict=True)}
     if fac.cf is None:
         diag = 1.0 / fac.d
     else:
@@ -66,7 +69,6 @@ def _cond_var(fit) -> dict:
     for k, (name, size) in enumerate(zip(fit.ngroups, obj.sizes, strict=True)):
         lo = int(obj.offs[k])
         out[name] = theta[k] ** 2 * diag[lo:lo + size]
-    del n1
     return out
 
 
