@@ -355,7 +355,7 @@ def test_subset_in_the_summary():
     result = analyze_items(_rasch_long(2, models=40, items=600), response="score", system="model", item="item")
     sub = result.data["subset"]
     rows = pd.DataFrame(sub["rows"])
-    assert set(rows["method"]) == {"stratified", "random"} and (rows["n_items"] < 600).all()
+    assert set(rows["method"]) == {"stratified", "information", "random"} and (rows["n_items"] < 600).all()
     big = rows[rows["n_items"] == rows["n_items"].max()]
     assert (big["spearman"] > 0.9).all()
     if sub["n_recommended"]:

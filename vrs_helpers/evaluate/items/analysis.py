@@ -171,7 +171,8 @@ def analyze_items(data, response: str | None = None, system: str | None = None, 
     subset = None if not subset_rows else {
         "rows": subset_rows, "n_recommended": good[0] if good else None,
         "chosen": records(chosen_items(m, good[0])) if good else [],
-        "method": "difficulty strata, the most discriminating item of each, weighted by stratum size; 5-fold "
+        "method": "stratified: difficulty strata, the most discriminating item of each, weighted by stratum size; "
+                  "information: the 2PL's most informative items, the full score predicted from the ability; 5-fold "
                   "cross-validation over models (random: the baseline)"}
     data_out = {
         "schema": SCHEMA, "kind": "items",
