@@ -86,9 +86,17 @@ def add_parser(sub) -> None:
                        "with --response, --item, --system, --replication) or a folder of evaluation logs "
                        "(lm-evaluation-harness, Inspect, HELM, Every Eval Ever).")
     p.add_argument("data")
+    own_help = {"response": "the score column (one: 0/1 or continuous); with evaluation logs the metric to use "
+                            "(default: each task's primary metric)",
+                "system": "the model column (the objects of measurement; omit for one model: its items across its "
+                          "runs); with evaluation logs a field that names the models (default: the model name)",
+                "alpha": "the level at which the smallest resolved difference between two models is stated "
+                         "(default 0.05)"}
     for name in SHARED:
         o = OPTIONS[name]
-        p.add_argument(o.flag, **o.argparse_kwargs())
+        kw = o.argparse_kwargs()
+        kw["help"] = own_help.get(name, kw.get("help"))
+        p.add_argument(o.flag, **kw)
     p.add_argument("--models", default="random", choices=list(MODELS),
                    help="the models in the Rasch fit: random (default; crossed model and item effects, fast) or "
                         "fixed (lme4's correct ~ 0 + model + (1|item); slow beyond a few dozen models)")
