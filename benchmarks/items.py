@@ -1,6 +1,7 @@
 """Benchmark of the item analysis (issue 55): time of 100 models x 10,000 items, and the planted mislabelled items.
 
     python benchmarks/items.py timing [--models 100] [--items 10000] [--runs 1]
+    python benchmarks/items.py resolution [--models 20] [--items 500] [--runs 1] [--reps 1000]
     python benchmarks/items.py planted [--models 100] [--items 2000] [--reps 20] [--share 0.02] [--sd-ability 1.5]
                                       [--guessing 0.0]
 
@@ -8,6 +9,10 @@
 (``runs`` each) analysed by :func:`vrs_helpers.evaluate.items.analysis.analyze_items` from a DataFrame: the wall
 time of the whole analysis (matrix, item statistics, Rasch GLMM, REML components, decision study, the Result) and
 of its parts (the 2PL included). Goal: <= 60 s for 100 x 10,000 on this machine (issue 55).
+
+``resolution``: the type-I error of the smallest resolved difference: ``reps`` Rasch benchmarks in which the first
+two models have the same ability (0; the others N(0, 1.5^2)); the share in which their mean scores differ by more
+than the reported ``smallest_difference`` (alpha 0.05).
 
 ``planted``: ``reps`` simulated benchmarks of the same kind with the answers of ``share`` of the items flipped (a
 mislabelled item: the right answer scored wrong and vice versa); the share of the planted items flagged
@@ -101,9 +106,30 @@ def planted(args) -> dict:
             "false_flag_rate": false / n_clean, "false_discovery": false / max(flagged, 1)}
 
 
+def resolution(args) -> dict:
+    from vrs_helpers.evaluate.items.matrix import item_matrix
+    from vrs_helpers.evaluate.items.reliability import benchmark_reliability
+
+    hits = 0
+    for rep in range(args.reps):
+        rng = np.random.default_rng(5500 + rep)
+        a = rng.normal(0, args.sd_ability, args.models)
+        a[:2] = 0.0
+        d = rng.normal(0, 1.5, args.items)
+        p = 1 / (1 + np.exp(-(a[:, None] - d[None, :])))
+        y = (rng.random((args.runs, args.models, args.items)) < p[None]).astype(float)
+        r, m, i = np.meshgrid(np.arange(args.runs), np.arange(args.models), np.arange(args.items), indexing="ij")
+        mat = item_matrix(pd.DataFrame({"model": m.ravel(), "item": i.ravel(), "run": r.ravel(), "score": y.ravel()}))
+        rel = benchmark_reliability(mat)
+        hits += abs(mat.means[0].mean() - mat.means[1].mean()) > rel["smallest_difference"]
+    return {"models": args.models, "items": args.items, "runs": args.runs, "reps": args.reps,
+            "sd_ability": args.sd_ability, "rejection_rate": hits / args.reps,
+            "mc_se": float(np.sqrt(0.05 * 0.95 / args.reps))}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=["timing", "planted"])
+    ap.add_argument("what", choices=["timing", "planted", "resolution"])
     ap.add_argument("--models", type=int, default=None)
     ap.add_argument("--items", type=int, default=None)
     ap.add_argument("--runs", type=int, default=1)
@@ -117,6 +143,9 @@ def main(argv=None) -> int:
     if args.what == "timing":
         args.models, args.items = args.models or 100, args.items or 10_000
         out = timing(args)
+    elif args.what == "resolution":
+        args.models, args.items = args.models or 20, args.items or 500
+        out = resolution(args)
     else:
         args.models, args.items = args.models or 100, args.items or 2000
         out = planted(args)
