@@ -22,8 +22,8 @@ relative error variance of one model's mean is δ; the difference of two models 
 resolved at α two-sided when larger than z_(1-α/2) sqrt(2δ), detected with 80 % power when larger than
 (z_(1-α/2) + z_0.8) sqrt(2δ); δ is an average over the models: for 0/1 scores two models near 50 % accuracy,
 whose answers vary most, differ by more than it in 6.9 % of 1,000 simulations at α = 0.05 (20 models x 500 items,
-one run; benchmarks/items.py resolution) - a property of the benchmark, not a test of a pair: ``vrs analyze``
-tests a pair); the signal-to-noise ratio of Heineman et al. (2025): the spread of the models'
+one run; 4.7 % with 3 runs; benchmarks/items.py resolution) - a property of the benchmark, not a test of a
+pair: ``vrs analyze`` tests a pair); the signal-to-noise ratio of Heineman et al. (2025): the spread of the models'
 mean scores (largest minus smallest) over the run-to-run SD of a model's mean score (their relative dispersion
 over relative SD: the means cancel; runs here in place of their last checkpoints); and saturation (0/1 scores):
 the share of items every one of the top 10 % of models (at least one) answers correctly in every run.
