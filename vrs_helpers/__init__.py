@@ -25,6 +25,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     # your own evaluation results
     "analyze": "evaluate.analysis",
+    "analyze_items": "evaluate.items.analysis",
     "AnalysisSpec": "evaluate.tables.spec",
     "LogsSpec": "evaluate.tables.spec",
     "Result": "evaluate.presentation.result",

@@ -329,6 +329,10 @@ def main(argv: list[str] | None = None) -> int:
 
     add_analyze(sub)
 
+    from .items import add_parser as add_items
+
+    add_items(sub)
+
     p = sub.add_parser("plan", help="power of the test of a system difference and the runs per system it needs, "
                        "from variance components (before any run exists)",
                        description="Power of the F test of `score ~ system + (1|item) + (1|system:run)` (nested runs; "
@@ -388,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=_cmd_student)
 
     args = parser.parse_args(argv)
-    out = getattr(args, "out", None) if args.command == "analyze" else None
+    out = getattr(args, "out", None) if args.command in ("analyze", "items") else None
     previous = handle_termination()
     try:   # a stop signal ends the command within seconds, however busy it is (app/stopping)
         with Watchdog(lambda signum: stop_message(signum, out)):

@@ -19,6 +19,7 @@ import html as _html
 
 from ...literal import NO_MATH_CLASS, console_text, html_text, markdown_text
 from . import html
+from .items_html import how_to_read_items, items_body, items_lines, items_summary_lines
 from .logs_html import logs_body
 
 FORMATS = ("page", "fragment", "markdown", "text", "summary")
@@ -45,6 +46,9 @@ def title(data: dict) -> str:
     if data.get("kind") == "logs":
         fmt = (data.get("read") or {}).get("format", "")
         return f"Evaluation logs{f' ({fmt})' if fmt else ''}: which model is better?"
+    if data.get("kind") == "items":
+        what = (data.get("data") or {}).get("response") or ""
+        return f"Is the benchmark any good?{f' ({what})' if what else ''}"
     d = data.get("data") or {}
     what = d.get("response") or data.get("response") or ""
     return f"Which system is better{f' on {what}' if what else ''}?"
@@ -55,8 +59,8 @@ def body(data: dict) -> str:
     kind = data.get("kind")
     head = f"<h1>{html_text(title(data))}</h1>" + html.about(data) + html.warnings_box(data) + html.answer_box(data)
     main = (html.scores_body(data) if kind == "scores" else html.metrics_body(data) if kind == "metrics" else
-            logs_body(data))
-    tail = (html.details("How to read this", html.how_to_read(data))
+            items_body(data) if kind == "items" else logs_body(data))
+    tail = (html.details("How to read this", how_to_read_items() if kind == "items" else html.how_to_read(data))
             + html.details("The options of this analysis", html.options_table(data)))
     return f'<div class="vrs {NO_MATH_CLASS}">{head}{main}{tail}</div>'
 
@@ -110,6 +114,8 @@ def text(data: dict) -> str:
         lines += [v for v in data.get("verdict") or [] if v.startswith("Holm across")]
         for m, part in (data.get("metrics") or {}).items():
             lines += [f"[{m}] {line}" for line in _board_lines(part.get("leaderboard")) + _verdict_lines(part)]
+    elif data.get("kind") == "items":
+        lines += items_lines(data)
     else:
         lines += [v for v in data.get("verdict") or [] if v != data.get("answer")]
     return "\n".join(console_text(x) for x in lines) + "\n"
@@ -138,6 +144,8 @@ def summary_text(data: dict) -> str:
             lines += _text_table(tests, ["comparison", "reading", "test", "statistic", "df", "p", "differ"])
         lines += [f"Disagreement: {d}" for d in part.get("disagreements") or []]
         lines += [f"Note: {n}" for n in part.get("notes") or []]
+    if kind == "items":
+        lines += items_summary_lines(data, _text_table)
     if kind == "logs":
         adjust = (data.get("adjust") or {}).get("description", "")
         lines += ["", f"Every task ({adjust}):"]
@@ -193,6 +201,8 @@ def markdown(data: dict) -> str:
         out.append(_md_table(rows, ["rank", "system", "estimate", "interval", "ranks", "group"],
                              {"estimate": board.get("unit", "estimate")}))
         out += [f"- {markdown_text(v)}" for v in _verdict_lines(part)]
+    if data.get("kind") == "items":
+        out += [f"- {markdown_text(v)}" for v in items_lines(data)]
     if data.get("kind") == "logs":
         out.append(_md_table(data.get("tasks") or [], ["task", "metric", "method", "p_text", "p_adjusted_text",
                                                       "decision"]))

@@ -26,7 +26,7 @@ import pandas as pd
 from ...outcomes import P_FLOOR, p_text
 
 SCHEMA = "vrs-analysis/2"
-KINDS = ("scores", "metrics", "logs")
+KINDS = ("scores", "metrics", "logs", "items")
 SUMMARY_DIGITS = 10  # significant digits of the floats in summary.json
 
 
