@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ...book.glrt import OWN_SE
+from ...outcomes import p_is
 
 LETTERS = tuple(string.ascii_lowercase + string.ascii_uppercase + ".")
 
@@ -312,8 +313,8 @@ def pairwise_sentence(result) -> str | None:
                    if s in result.separated]
             return f"{r['contrast']}: not estimable" + (f" ({', '.join(why)})" if why else "")
         return (f"{r['contrast']}: {'differ' if r['p_value'] < result.alpha else 'no difference'} "
-                + (f"(t = {r['t']:.3g} on {r['df']:.3g} df, adjusted p = {r['p_value']:.3g})" if small else
-                   f"(z = {r['z']:.3g}, adjusted p = {r['p_value']:.3g})"))
+                + (f"(t = {r['t']:.3g} on {r['df']:.3g} df, adjusted p {p_is(r['p_value'])})" if small else
+                   f"(z = {r['z']:.3g}, adjusted p {p_is(r['p_value'])})"))
 
     parts = [said(r) for _, r in c.iterrows()]
     missing = int((~np.isfinite(c["p_value"].to_numpy(dtype=float))).sum())

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -33,6 +34,7 @@ from scipy import stats
 from ...literal import html_text
 from ..inference import ddf as small_sample
 from ..inference.multiplicity import correlation, single_step
+from ..inference.pair_max import PAIRS_FROM, pairs_single_step
 from ..structure.design import design_rows
 from ..structure.errors import MixedModelError
 from .results import MixedModelResult
@@ -71,6 +73,13 @@ class EMMResult:
                 + self.contrasts.to_html(index=False, float_format=fmt))
 
 
+@lru_cache(maxsize=4096)
+def _tukey_quantile(level: float, k: int, df: float) -> float:
+    """q_{level}(k, df) / sqrt 2, computed once per (level, k, df) in a process (issue 54: the means, the
+    contrasts, a restricted family and the ranking's intervals ask for the same values)."""
+    return float(stats.studentized_range.ppf(level, k, df) / np.sqrt(2.0))
+
+
 def tukey_critical(level: float, k: int, dfs) -> np.ndarray:
     """Tukey's critical value in SEs of a difference, q_{level}(k, df) / sqrt 2, for each df in ``dfs``. The
     studentized range's quantile costs ~0.1-0.3 s per df (scipy integrates it), so it is computed once per distinct
@@ -85,7 +94,7 @@ def tukey_critical(level: float, k: int, dfs) -> np.ndarray:
     if not ok.any():
         return out
     uniq = np.unique(dfs[ok])
-    q = lambda d: stats.studentized_range.ppf(level, k, d) / np.sqrt(2.0)  # noqa: E731
+    q = lambda d: _tukey_quantile(float(level), int(k), float(d))  # noqa: E731
     if len(uniq) <= 8:
         table = {d: q(d) for d in uniq}
         out[ok] = [table[d] for d in dfs[ok]]
@@ -330,6 +339,9 @@ def response_differences(emm: EMMResult, level: float = 0.95) -> pd.DataFrame:
         D[r, i], D[r, j] = 1.0, -1.0
     est = D @ p
     se = np.sqrt(np.einsum("ij,jk,ik->i", D, S, D))
-    out = single_step(est, se, correlation(D, S), level=level)
+    if len(pairs) > PAIRS_FROM and np.all(np.isfinite(se) & (se > 0)):  # many systems: sampled in k dimensions
+        out = pairs_single_step(est, S, level=level)
+    else:
+        out = single_step(est, se, correlation(D, S), level=level)
     return pd.DataFrame({"contrast": emm.contrasts["contrast"].to_numpy(), "difference": est, "difference_SE": se,
                          "difference_low": out["lower"], "difference_high": out["upper"]})
