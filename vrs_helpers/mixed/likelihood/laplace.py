@@ -20,7 +20,7 @@ import math
 import numpy as np
 from scipy import linalg, sparse
 
-from ..structure.sparse_design import level_cross
+from ..structure.sparse_design import level_cross, scale_rows
 from .families import Family
 from .laplace_blocks import LaplaceBlocks, find_nested
 
@@ -276,7 +276,7 @@ class GLMMDeviance:
         obj = self._m2ll(mu)
         for _ in range(100):
             w, s = self._weights(eta, mu)
-            XtWX = (X.T @ X.multiply(w[:, None])).toarray() if self.coo is not None else X.T @ (X * w[:, None])
+            XtWX = (X.T @ scale_rows(X, w)).toarray() if self.coo is not None else X.T @ (X * w[:, None])
             db = np.linalg.lstsq(XtWX, X.T @ (s * (self.y - mu)), rcond=None)[0]
             k = 1.0
             for _h in range(40):

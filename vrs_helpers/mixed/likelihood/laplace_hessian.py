@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
-from ..structure.sparse_design import level_cross
+from ..structure.sparse_design import level_cross, scale_rows
 
 #: V'' of the canonical families whose beta block is in closed form
 _SECOND_VARIANCE = {"binomial": lambda mu: -2.0 * np.ones_like(mu), "poisson": np.zeros_like}
@@ -42,7 +42,7 @@ def applies(model) -> bool:
 def _xtdx(X, v) -> np.ndarray:
     """X' diag(v) X (X dense or sparse)."""
     if sparse.issparse(X):
-        return (X.T @ X.multiply(v[:, None]).tocsr()).toarray()
+        return (X.T @ scale_rows(X, v)).toarray()
     return X.T @ (X * v[:, None])
 
 

@@ -70,6 +70,13 @@ def sparse_design_rows(s, data: pd.DataFrame) -> sparse.csr_matrix:
     return X
 
 
+def scale_rows(X: sparse.csr_matrix, v: np.ndarray) -> sparse.csr_matrix:
+    """diag(v) X for a CSR X, by scaling its stored values (scipy's broadcast multiply builds a new pattern)."""
+    out = X.copy()
+    out.data *= np.repeat(np.asarray(v, dtype=float), np.diff(X.indptr))
+    return out
+
+
 def level_cross(codes: np.ndarray, levels: int, coo: sparse.coo_matrix, w: np.ndarray) -> np.ndarray:
     """Z' diag(w) X for one random-intercept term (``codes``: each row's level; ``coo``: X in COO form): a
     ``levels`` x p dense matrix, summed over X's nonzeros (2 per row for a system factor) instead of its N x p
