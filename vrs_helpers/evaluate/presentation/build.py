@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ...outcomes import p_is
+from .pairs_bound import bound_pairs
 from .result import SCHEMA, Result, records, rounded
 
 MAX_NAMED = 3   # broken runs named in a sentence (the rest counted)
@@ -263,7 +264,7 @@ def scores_data(own, spec, label: str = "") -> dict:
         "baseline": spec.baseline, "runs": _runs_table(own), "leaderboard": _leaderboard(own),
         "n_disagreements": len(own.disagreements),
     })
-    return summary
+    return bound_pairs(summary)
 
 
 def scores_result(own, spec, label: str = "") -> Result:
