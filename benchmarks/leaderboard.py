@@ -42,7 +42,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 DESIGNS = {"lb100": (100, 1, 10_000, True, 30.0), "lb100x3": (100, 3, 3_000, True, 60.0),
            "cont50": (50, 3, 1_000, False, 30.0)}
-TIMEOUT = 900
+TIMEOUT = 900  # seconds per command (--timeout)
 
 
 def simulate(models: int, runs: int, items: int, binary: bool, seed: int = 1, spread: float = 0.5) -> pd.DataFrame:
@@ -61,13 +61,13 @@ def simulate(models: int, runs: int, items: int, binary: bool, seed: int = 1, sp
                          "run": r.ravel(), "item": j.ravel(), "score": score.ravel()})
 
 
-def timed(cmd: list[str]) -> dict:
+def timed(cmd: list[str], timeout: float | None = None) -> dict:
     """Wall time, peak RSS (MB, /usr/bin/time), exit code, the error's last line, the load before and after."""
     load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
     timer = ["/usr/bin/time", "-f", "MAXRSS %M"] if Path("/usr/bin/time").exists() else []
     try:
-        r = subprocess.run(timer + cmd, capture_output=True, text=True, timeout=TIMEOUT)
+        r = subprocess.run(timer + cmd, capture_output=True, text=True, timeout=timeout or TIMEOUT)
         code, err = r.returncode, r.stderr
     except subprocess.TimeoutExpired as e:
         code, err = "timeout", (e.stderr or b"").decode(errors="replace") if isinstance(e.stderr, bytes) else ""
@@ -108,6 +108,7 @@ def main(argv=None) -> int:
     ap.add_argument("--evalstats", default=shutil.which("evalstats") or str(Path(sys.executable).parent /
                                                                                "evalstats"))
     ap.add_argument("--fwer-logs", type=int, default=0)
+    ap.add_argument("--timeout", type=float, default=TIMEOUT, help="seconds per command before it is stopped")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "leaderboard.md"))
     args = ap.parse_args(argv)
     vrs = str(Path(sys.executable).parent / "vrs")
@@ -122,14 +123,15 @@ def main(argv=None) -> int:
             path = tmp / f"{name}.csv"
             df.to_csv(path, index=False)
             ours = timed([vrs, "analyze", str(path), "--response", "score", "--item", "item", "--system", "model",
-                          *(["--replication", "run"] if r > 1 else []), "--out", str(tmp / f"out-{name}")])
+                          *(["--replication", "run"] if r > 1 else []), "--out", str(tmp / f"out-{name}")],
+                         args.timeout)
             row = {"design": name, "rows": len(df), "goal s": goal, "vrs s": ours["s"], "vrs MB": ours["rss_mb"],
                    "vrs exit": ours["code"], "vrs load": ours["load"], "met": "yes" if ours["code"] == 0 and
                    ours["s"] <= goal else "no"}
             if Path(args.evalstats).exists():
                 peer_path = tmp / f"{name}-peer.csv"
                 df.rename(columns={"item": "input"}).to_csv(peer_path, index=False)
-                peer = timed([args.evalstats, "analyze", str(peer_path), "--format", "long"])
+                peer = timed([args.evalstats, "analyze", str(peer_path), "--format", "long"], args.timeout)
                 row.update({"evalstats s": peer["s"], "evalstats MB": peer["rss_mb"], "evalstats exit": peer["code"],
                             "evalstats error": peer["error"], "evalstats load": peer["load"]})
             rows.append(row)
