@@ -28,8 +28,10 @@ Writes the table (Markdown) to ``--out`` (default benchmarks/results/leaderboard
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -65,16 +67,27 @@ def timed(cmd: list[str], timeout: float | None = None) -> dict:
     """Wall time, peak RSS (MB, /usr/bin/time), exit code, the error's last line, the load before and after."""
     load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
-    timer = ["/usr/bin/time", "-f", "MAXRSS %M"] if Path("/usr/bin/time").exists() else []
+    timer = ["/usr/bin/time", "-f", "MAXRSS %M %U %S"] if Path("/usr/bin/time").exists() else []
+    # its own process group: a command stopped at the timeout takes its children with it (SIGTERM, then SIGKILL)
+    proc = subprocess.Popen(timer + cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
     try:
-        r = subprocess.run(timer + cmd, capture_output=True, text=True, timeout=timeout or TIMEOUT)
-        code, err = r.returncode, r.stderr
-    except subprocess.TimeoutExpired as e:
-        code, err = "timeout", (e.stderr or b"").decode(errors="replace") if isinstance(e.stderr, bytes) else ""
+        _, err = proc.communicate(timeout=timeout or TIMEOUT)
+        code = proc.returncode
+    except subprocess.TimeoutExpired:
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, sig)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.communicate(timeout=10)
+                break
+        code, err = "timeout", ""
     wall = time.perf_counter() - t0
     rss = [ln for ln in err.splitlines() if ln.startswith("MAXRSS ")]
     lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith(("MAXRSS", "Command exited"))]
-    return {"s": round(wall, 1), "rss_mb": round(int(rss[-1].split()[1]) / 1024) if rss else None, "code": code,
+    cpu = round(float(rss[-1].split()[2]) + float(rss[-1].split()[3]), 1) if rss else None
+    return {"s": round(wall, 1), "cpu_s": cpu, "rss_mb": round(int(rss[-1].split()[1]) / 1024) if rss else None,
+            "code": code,
             "error": (lines[-1][:160] if lines and code != 0 else ""), "load": f"{load0:.1f}/{os.getloadavg()[0]:.1f}"}
 
 
@@ -125,14 +138,16 @@ def main(argv=None) -> int:
             ours = timed([vrs, "analyze", str(path), "--response", "score", "--item", "item", "--system", "model",
                           *(["--replication", "run"] if r > 1 else []), "--out", str(tmp / f"out-{name}")],
                          args.timeout)
-            row = {"design": name, "rows": len(df), "goal s": goal, "vrs s": ours["s"], "vrs MB": ours["rss_mb"],
+            row = {"design": name, "rows": len(df), "goal s": goal, "vrs s": ours["s"], "vrs CPU s": ours["cpu_s"],
+                   "vrs MB": ours["rss_mb"],
                    "vrs exit": ours["code"], "vrs load": ours["load"], "met": "yes" if ours["code"] == 0 and
                    ours["s"] <= goal else "no"}
             if Path(args.evalstats).exists():
                 peer_path = tmp / f"{name}-peer.csv"
                 df.rename(columns={"item": "input"}).to_csv(peer_path, index=False)
                 peer = timed([args.evalstats, "analyze", str(peer_path), "--format", "long"], args.timeout)
-                row.update({"evalstats s": peer["s"], "evalstats MB": peer["rss_mb"], "evalstats exit": peer["code"],
+                row.update({"evalstats s": peer["s"], "evalstats CPU s": peer["cpu_s"], "evalstats MB": peer["rss_mb"],
+                            "evalstats exit": peer["code"],
                             "evalstats error": peer["error"], "evalstats load": peer["load"]})
             rows.append(row)
             print(row, flush=True)
@@ -140,7 +155,9 @@ def main(argv=None) -> int:
              f"`python benchmarks/leaderboard.py {' '.join(argv if argv is not None else sys.argv[1:])}` on "
              f"{os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. The machine is shared "
              "with other engineers' jobs: the load average (1 min) before/after each command is in the 'load' "
-             "columns, and the times are those under that load, not a quiet machine's.", ""]
+             "columns, and the wall times are those under that load, not a quiet machine's; 'CPU s' (user + system "
+             "time of the command, /usr/bin/time) is closer to what a quiet machine's wall time would be for the "
+             "single-threaded parts.", ""]
     if rows:
         lines.append(pd.DataFrame(rows).to_markdown(index=False))
     if args.fwer_logs:
