@@ -47,13 +47,16 @@ DESIGNS = {"lb100": (100, 1, 10_000, True, 30.0), "lb100x3": (100, 3, 3_000, Tru
 TIMEOUT = 900  # seconds per command (--timeout)
 
 
-def simulate(models: int, runs: int, items: int, binary: bool, seed: int = 1, spread: float = 0.5) -> pd.DataFrame:
-    """One row per model, run and item: columns model, run, item, score (module docstring)."""
+def simulate(models: int, runs: int, items: int, binary: bool, seed: int = 1, spread: float = 0.5,
+             run_sd: float | None = None) -> pd.DataFrame:
+    """One row per model, run and item: columns model, run, item, score (module docstring). ``spread``: the SD of
+    the models' abilities; ``run_sd``: the SD of the run effect (default 0.05 for 0/1, 0.02 for continuous scores;
+    with one run it is a per-model effect, so the global null has ``spread`` = ``run_sd`` = 0)."""
     rng = np.random.default_rng(seed)
     ability = rng.normal(0, spread, models)
     difficulty = rng.normal(0, 1.0, items)
-    eta = (ability[:, None, None] - difficulty[None, None, :]
-           + rng.normal(0, 0.05 if binary else 0.02, (models, runs, 1)))
+    run_sd = (0.05 if binary else 0.02) if run_sd is None else run_sd
+    eta = ability[:, None, None] - difficulty[None, None, :] + rng.normal(0, run_sd, (models, runs, 1))
     if binary:
         score = (rng.random(eta.shape) < 1 / (1 + np.exp(-eta))).astype(np.int8)
     else:
@@ -102,7 +105,7 @@ def fwer(logs: int, k: int = 100, items: int = 500, alpha: float = 0.05) -> dict
 
     hits, t0 = 0, time.perf_counter()
     for seed in range(1, logs + 1):
-        df = simulate(k, 1, items, True, seed=seed, spread=0.0).drop(columns="run")
+        df = simulate(k, 1, items, True, seed=seed, spread=0.0, run_sd=0.0).drop(columns="run")
         df["model"] = df["model"].astype("category")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

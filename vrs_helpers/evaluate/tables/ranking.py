@@ -53,7 +53,8 @@ def decision_matrix(systems, contrasts: pd.DataFrame, alpha: float) -> tuple[np.
 
 
 def rank_intervals(estimates, differ, higher_is_better: bool = True) -> pd.DataFrame:
-    """Rank (1 = best; tied estimates share the best of their ranks) and simultaneous rank interval of each system.
+    """Rank (1 = best; tied estimates - equal to 1e-9 relative - share the best of their ranks) and simultaneous rank
+    interval of each system.
 
     ``estimates``: k numbers; ``differ``: k x k symmetric booleans, the family-wise decisions. ``rank_low`` = 1 + the
     number of systems significantly better, ``rank_high`` = k - the number significantly worse (Mogstad et al.
@@ -62,7 +63,10 @@ def rank_intervals(estimates, differ, higher_is_better: bool = True) -> pd.DataF
     sign = 1.0 if higher_is_better else -1.0
     s = sign * est
     differ = np.asarray(differ, dtype=bool)
-    above = s[None, :] > s[:, None]         # above[i, j]: j's estimate is better than i's
+    # estimates equal up to the optimizer's rounding (1e-9 relative: systems with the same counts of correct
+    # answers have one maximum-likelihood estimate, found to ~1e-12) are tied
+    tol = 1e-9 * max(1.0, float(np.nanmax(np.abs(s), initial=0.0)))
+    above = s[None, :] > s[:, None] + tol   # above[i, j]: j's estimate is better than i's
     better = differ & above                 # j significantly better than i
     worse = differ & above.T                # j significantly worse than i
     k = len(est)
