@@ -60,6 +60,12 @@ def p_text(p, digits: int = 3) -> str:
     return f"< {P_FLOOR:g}" if p < P_FLOOR else f"{p:.{digits}g}"
 
 
+def p_is(p, digits: int = 3) -> str:
+    """"= 0.0123" or "< 1e-300" (:func:`p_text` after "p "): a sentence never says "p = 0" (issue 54)."""
+    text = p_text(p, digits) or "NaN"
+    return text if text.startswith("<") else f"= {text}"
+
+
 def stated(value, digits: int | None) -> float:
     """``value`` as a float at ``digits`` significant digits (all of them for None)."""
     v = float(value)
@@ -100,7 +106,7 @@ class TestOutcome:
 
     def sentence(self) -> str:
         """One readable sentence: the method, the statistic, its df and the p-value."""
-        return f"{self.method}: {self.evidence()}, p = {float(self.p_value):.3g}."
+        return f"{self.method}: {self.evidence()}, p {p_is(self.p_value)}."
 
     def as_dict(self) -> dict:
         """The outcome in ``summary.json``: its statistic, df and p-value (a kind of test names them its way)."""
@@ -131,7 +137,7 @@ class TestOutcome:
 
     def outcome_text(self) -> str:
         return (f"{self.method}: statistic = {_num(float(self.statistic))}, df = {self.df_text() or '-'}, "
-                f"p = {_num(float(self.p_value))}")
+                f"p {p_is(self.p_value, 4)}")
 
     def to_frame(self) -> pd.DataFrame:
         return self.outcome_frame()

@@ -30,7 +30,9 @@ def write_report(result, out_dir, *, execute: bool = False) -> dict:
     import nbformat
 
     from ..evaluate.presentation.notebook import report_notebook
+    from ..evaluate.presentation.pairs_bound import PAIRS_FILE, pairs_frame
     from ..evaluate.presentation.render import page_and_fragment, render
+    from ..literal import to_csv
     from .publish import DiskFullError, disk_full, disk_full_error, publish, work_dir
 
     out = Path(out_dir)
@@ -45,14 +47,19 @@ def write_report(result, out_dir, *, execute: bool = False) -> dict:
             if execute:
                 nb = executed(nb, str(work))
             nbformat.write(nb, str(work / "report.ipynb"))
-            publish({name: work / name for name in REPORT}, out)
+            files = {name: work / name for name in REPORT}
+            bounded = isinstance(result.data, dict) and result.data.get("pairs_in_summary")
+            if bounded and pairs_frame(result.fits) is not None:  # many systems: every pair in pairs.csv (issue 54)
+                to_csv(pairs_frame(result.fits), work / PAIRS_FILE)
+                files[PAIRS_FILE] = work / PAIRS_FILE
+            publish(files, out)
         except (OSError, shutil.Error) as exc:   # a full disk anywhere on the way: said so, the previous report kept
             if isinstance(exc, DiskFullError) or not disk_full(exc):
                 raise
             raise disk_full_error(exc, out_dir) from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return {name: out / name for name in REPORT}
+    return {name: out / name for name in files}
 
 
 def executed(nb, cwd: str, timeout: int = 3600):

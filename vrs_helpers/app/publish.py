@@ -28,7 +28,8 @@ from .stopping import critical
 # every file a report of `vrs analyze` can consist of (score table: report.ipynb, report.html, summary.json and
 # mathjax/; logs: report.html, summary.json, summary.txt): a new report replaces all of them, so a logs report
 # written over a score-table report leaves no stale notebook or MathJax copy behind
-REPORT_FILES = ("report.html", "report.ipynb", "summary.json", "summary.txt", "mathjax")   # mathjax/: older reports
+REPORT_FILES = ("report.html", "report.ipynb", "summary.json", "summary.txt", "mathjax",   # mathjax/: older reports
+                "pairs.csv")  # many systems: every pair (issue 54); an older report's goes with it
 LOCK_NAME = ".vrs-lock"
 WORK_PREFIX = "vrs-analyze-"
 KERNEL_PREFIX = "vrs-kernel-"

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .. import registry
-from ..outcomes import ChiSquareTest, ZTest
+from ..outcomes import ChiSquareTest, ZTest, p_is
 from ..registry import Hypothesis, implements
 from .significance import SignificanceError
 
@@ -342,7 +342,7 @@ def _runs_random_test(q: _Question, formula, null, full, null_fit, glrt, emm, se
         means_test, why = choose(q.data, q.response, q.system, q.item, q.replications, full, crossed, q.layout,
                                  seed)
         if means_test is not None:
-            q.notes.append(f"{why}; the model's {f_test.method} gives p = {f_test.p_value:.3g}")
+            q.notes.append(f"{why}; the model's {f_test.method} gives p {p_is(f_test.p_value)}")
             f_test = means_test
     return f_test
 
@@ -450,8 +450,8 @@ def _both_runs_models(data, response, system, item, replications, test, n_sim, s
     out.runs_models = ("crossed", "nested")
     out.notes[:0] = notes + [
         f"run labels shared by the systems: they may name one run condition of both (crossed runs) or each system's "
-        f"own runs (nested); both models tested: crossed {method['crossed']}, p = {p['crossed']:.3g}; "
-        f"nested {method['nested']}, p = {p['nested']:.3g}; the verdict's p = {adjusted:.3g} is the "
+        f"own runs (nested); both models tested: crossed {method['crossed']}, p {p_is(p['crossed'])}; "
+        f"nested {method['nested']}, p {p_is(p['nested'])}; the verdict's p {p_is(adjusted)} is the "
         f"smaller adjusted for taking the smaller (its null distribution without a shared run effect, {labels} "
         "runs). What that costs in docs/error-rates.md's simulations of 2 systems: 0.070 of power against the "
         "nested model when the runs share no effect (3 runs: 0.700 against 0.770) and 0.050 against the crossed "
@@ -699,7 +699,7 @@ def _pairs_without(out: SystemComparison, data, separated, response, system, ite
     out.pairs_test = sub.f_test  # the bootstrap whose critical |z| the pairs' intervals use (ranking)
     out.notes.append(f"separation: the pairs of {', '.join(rest)} are compared without {', '.join(separated)} "
                      f"(all correct or all wrong, not estimable): {sub.test.method}"
-                     + (f", p = {sub.test.p_value:.3g}" if len(rest) == 2 else f"; {sub.adjust}-adjusted"))
+                     + (f", p {p_is(sub.test.p_value)}" if len(rest) == 2 else f"; {sub.adjust}-adjusted"))
 
 
 def bootstrap_critical(test, alpha: float) -> float:

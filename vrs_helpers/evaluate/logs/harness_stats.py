@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ...outcomes import DiscordantPairsTest, ZTest
+from ...outcomes import DiscordantPairsTest, ZTest, p_is
 from ..tables.power import PlanningError
 from ..tables.scores import InputError
 
@@ -228,7 +228,7 @@ class PairedDifference(ZTest):
 
     def __repr__(self) -> str:
         return (f"PairedDifference({self.method}: {self.difference:+.4g} (SE {self.se:.3g}, {self.level:.0%} CI "
-                f"{self.ci_low:.4g} to {self.ci_high:.4g}), z = {self.statistic:.3g}, p = {self.p_value:.3g}, "
+                f"{self.ci_low:.4g} to {self.ci_high:.4g}), z = {self.statistic:.3g}, p {p_is(self.p_value)}, "
                 f"{self.n_items} items)")
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ...outcomes import p_is
+from .pairs_bound import bound_pairs
 from .result import SCHEMA, Result, records, rounded
 
 MAX_NAMED = 3   # broken runs named in a sentence (the rest counted)
@@ -262,7 +264,7 @@ def scores_data(own, spec, label: str = "") -> dict:
         "baseline": spec.baseline, "runs": _runs_table(own), "leaderboard": _leaderboard(own),
         "n_disagreements": len(own.disagreements),
     })
-    return summary
+    return bound_pairs(summary)
 
 
 def scores_result(own, spec, label: str = "") -> Result:
@@ -294,7 +296,7 @@ def metrics_result(analysis, spec, label: str = "") -> Result:
         if row["differ"] and best:
             tied = [r["system"] for r in best[1:] if r.get("rank_low") == 1]
             said += f", best {best[0]['system']}" + (f" (tied: {', '.join(map(str, tied))})" if tied else "")
-        lines.append(f"{m}: {said} (p = {row['p_value']:.3g}, Holm-adjusted p = {row['p_holm']:.3g})")
+        lines.append(f"{m}: {said} (p {p_is(row['p_value'])}, Holm-adjusted p {p_is(row['p_holm'])})")
     reading = "runs as a random effect" if family == "runs_random" else "runs as replications"
     answer = f"Across the {len(parts)} metrics ({reading}, Holm-adjusted): " + "; ".join(lines) + "."
     summary.update({"schema": SCHEMA, "kind": "metrics", "metrics": parts,

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ...outcomes import p_is
 from . import judge as J
 from . import judge_labels as J_labels
 from .scores import InputError
@@ -325,7 +326,7 @@ def analyze_judge(table: pd.DataFrame, response: str, system: str, item: str, hu
 
 def _said(e, alpha, a: str, b: str, higher_is_better: bool, p=None) -> str:
     p = e.p_value if p is None else p
-    ci = f"{e.estimate:+.4g}, {100 * e.level:g} % CI [{e.lower:.4g}, {e.upper:.4g}], p = {p:.3g}"
+    ci = f"{e.estimate:+.4g}, {100 * e.level:g} % CI [{e.lower:.4g}, {e.upper:.4g}], p {p_is(p)}"
     if p < alpha:
         better = (e.estimate > 0) == higher_is_better
         return f"{b if better else a} is better than {a if better else b} ({ci})"
@@ -392,7 +393,7 @@ def verdict_lines(out: JudgeAnalysis, higher_is_better: bool = True) -> list:
     if e is not None and np.isfinite(e.p_value):
         bias = ", ".join(f"{s} {v:+.3g}" for s, v in e.bias.items())
         text += (f"; its mean error (judge - human) by system: {bias} (F = {e.statistic:.3g} on {e.df} df, "
-                 f"p = {e.p_value:.3g})")
+                 f"p {p_is(e.p_value)})")
         if e.p_value < alpha:
             text += ": the judge's error differs by system, so the naive comparison is biased"
     lines.append(text + ".")

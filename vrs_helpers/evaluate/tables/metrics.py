@@ -22,7 +22,7 @@ import pandas as pd
 
 from ...book.significance import adjust_p_values
 from ...errors import VRSError
-from ...outcomes import stated
+from ...outcomes import p_is, p_text, stated
 
 # family -> (the reading's name, the test of an analysis it corrects)
 HOLM_FAMILIES = {
@@ -73,8 +73,8 @@ def holm_verdict(table: pd.DataFrame, n_metrics: int) -> list[str]:
     """One line per family: each metric's verdict after Holm's correction."""
     out = []
     for _, part in table.groupby("family", sort=False):
-        parts = [f"{r['metric']} {'differ' if r['differ'] else 'no significant difference'} (p = {r['p_value']:.3g}, "
-                 f"Holm {r['p_holm']:.3g})" for _, r in part.iterrows()]
+        parts = [f"{r['metric']} {'differ' if r['differ'] else 'no significant difference'} (p {p_is(r['p_value'])}, "
+                 f"Holm {p_text(r['p_holm'])})" for _, r in part.iterrows()]
         out.append(f"Holm across the {n_metrics} metrics, {part['reading'].iloc[0]} ({part['test'].iloc[0]}): "
                    + "; ".join(parts) + ".")
     return out

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ...book.glrt import OWN_SE
+from ...outcomes import p_is
 
 LETTERS = tuple(string.ascii_lowercase + string.ascii_uppercase + ".")
 
@@ -52,7 +53,8 @@ def decision_matrix(systems, contrasts: pd.DataFrame, alpha: float) -> tuple[np.
 
 
 def rank_intervals(estimates, differ, higher_is_better: bool = True) -> pd.DataFrame:
-    """Rank (1 = best; tied estimates share the best of their ranks) and simultaneous rank interval of each system.
+    """Rank (1 = best; tied estimates - equal to 1e-9 relative - share the best of their ranks) and simultaneous rank
+    interval of each system.
 
     ``estimates``: k numbers; ``differ``: k x k symmetric booleans, the family-wise decisions. ``rank_low`` = 1 + the
     number of systems significantly better, ``rank_high`` = k - the number significantly worse (Mogstad et al.
@@ -61,7 +63,10 @@ def rank_intervals(estimates, differ, higher_is_better: bool = True) -> pd.DataF
     sign = 1.0 if higher_is_better else -1.0
     s = sign * est
     differ = np.asarray(differ, dtype=bool)
-    above = s[None, :] > s[:, None]         # above[i, j]: j's estimate is better than i's
+    # estimates equal up to the optimizer's rounding (1e-9 relative: systems with the same counts of correct
+    # answers have one maximum-likelihood estimate, found to ~1e-12) are tied
+    tol = 1e-9 * max(1.0, float(np.nanmax(np.abs(s), initial=0.0)))
+    above = s[None, :] > s[:, None] + tol   # above[i, j]: j's estimate is better than i's
     better = differ & above                 # j significantly better than i
     worse = differ & above.T                # j significantly worse than i
     k = len(est)
@@ -69,25 +74,16 @@ def rank_intervals(estimates, differ, higher_is_better: bool = True) -> pd.DataF
                          "rank_high": k - worse.sum(axis=1)})
 
 
-def _absorb(cols: list[np.ndarray]) -> list[np.ndarray]:
-    """Drop every column whose set of systems is contained in another column's (first such pair in column order,
-    then again from the start, until none is)."""
-    changed = True
-    while changed:
-        changed = False
-        for a in range(len(cols) - 1):
-            for b in range(a + 1, len(cols)):
-                if not (cols[b] & ~cols[a]).any():      # b within a
-                    del cols[b]
-                    changed = True
-                    break
-                if not (cols[a] & ~cols[b]).any():      # a within b
-                    del cols[a]
-                    changed = True
-                    break
-            if changed:
-                break
-    return cols
+def _absorb(cols: list[int]) -> list[int]:
+    """The columns (bitsets of systems) that no other column contains, each set once at its first position, in
+    their order: what dropping every column contained in another (first such pair in column order, then again from
+    the start, until none is) leaves - a column contained in another goes, of two equal ones the later goes - in one
+    pass over the pairs of Python integers instead of repeated scans of boolean arrays (issue 54: 100 systems)."""
+    out = []
+    for a, c in enumerate(cols):
+        if not any(b != a and not c & ~d and (c != d or b < a) for b, d in enumerate(cols)):
+            out.append(c)
+    return out
 
 
 def _first_true(col: np.ndarray) -> float:
@@ -127,19 +123,20 @@ def compact_letters(systems, differ) -> dict[str, str]:
     names = [str(s) for s in systems]
     k = len(names)
     differ = np.asarray(differ, dtype=bool)
-    cols = [np.ones(k, dtype=bool)]
+    cols = [(1 << k) - 1]                   # columns as bitsets: bit r holds system r
     for j in range(k):                      # the pairs in multcompView's order: (j, i) for i > j, j ascending
-        for i in range(j + 1, k):
-            if not differ[i, j] or not any(c[i] and c[j] for c in cols):
+        bj = 1 << j
+        for i in np.flatnonzero(differ[j + 1:, j]) + j + 1:
+            both = bj | (1 << int(i))
+            if not any(c & both == both for c in cols):
                 continue
             copies = []
-            for c in cols:
-                if c[i] and c[j]:
-                    copy = c.copy()
-                    copy[j] = False          # the appended copy leaves out the first of the pair
-                    copies.append(copy)
-                    c[i] = False             # the column in place leaves out the second
+            for n, c in enumerate(cols):
+                if c & both == both:
+                    copies.append(c & ~bj)      # the appended copy leaves out the first of the pair
+                    cols[n] = c & ~(1 << int(i))  # the column in place leaves out the second
             cols = _absorb(cols + copies)
+    cols = [np.array([(c >> r) & 1 for r in range(k)], dtype=bool) for c in cols]
     m = _sort_columns(np.column_stack(cols))
     labels = _letter_names(m.shape[1])
     return {names[r]: "".join(labels[c] for c in range(m.shape[1]) if m[r, c]) for r in range(k)}
@@ -312,8 +309,8 @@ def pairwise_sentence(result) -> str | None:
                    if s in result.separated]
             return f"{r['contrast']}: not estimable" + (f" ({', '.join(why)})" if why else "")
         return (f"{r['contrast']}: {'differ' if r['p_value'] < result.alpha else 'no difference'} "
-                + (f"(t = {r['t']:.3g} on {r['df']:.3g} df, adjusted p = {r['p_value']:.3g})" if small else
-                   f"(z = {r['z']:.3g}, adjusted p = {r['p_value']:.3g})"))
+                + (f"(t = {r['t']:.3g} on {r['df']:.3g} df, adjusted p {p_is(r['p_value'])})" if small else
+                   f"(z = {r['z']:.3g}, adjusted p {p_is(r['p_value'])})"))
 
     parts = [said(r) for _, r in c.iterrows()]
     missing = int((~np.isfinite(c["p_value"].to_numpy(dtype=float))).sum())

@@ -736,7 +736,7 @@ def answer_sentence(result) -> str | None:
         scope += " (run labels shared: crossed and nested runs both tested)"
     elif getattr(comp, "runs", "") == "crossed":
         scope += " (runs crossed: each run label is shared by the systems)"
-    evidence = f"{t.method}: {t.evidence()}, p = {t.p_value:.3g}"
+    evidence = f"{t.method}: {t.evidence()}, p {_p(t.p_value)}"
     means = result.runs.groupby(result.system or "_system", observed=True)["mean"].mean()
     runs = int(result.runs.groupby(result.system or "_system", observed=True).size().min())
     systems = [str(s) for s in result.systems]

@@ -36,6 +36,7 @@ from .hypotheses import term_columns as hypothesis_columns
 # vrs_helpers.registry's
 METHODS = {name: registry.get(name).method for name in ("satterthwaite", "kenward-roger")}
 _CACHE = "_small_sample_adjustments"  # per result: method -> adjustment (computed once per model)
+MANY_CONTRASTS = 50  # t_tests: more contrasts than this get their Kenward-Roger df from one matrix pass (issue 54)
 
 
 def method_key(ddf: str | None) -> str:
@@ -172,7 +173,8 @@ def t_tests(result, C, ddf: str | None = None) -> pd.DataFrame:
     beta = result.fixed_effects["estimate"].to_numpy()
     if method == "kenward-roger":
         V = adj.vcov_adjusted
-        dfs = np.array([kenward_roger.f_test(adj, c[None]).den_df for c in C])
+        dfs = (kenward_roger.contrast_dfs(adj, C) if len(C) > MANY_CONTRASTS else
+               np.array([kenward_roger.f_test(adj, c[None]).den_df for c in C]))
     else:
         V = adj.vcov
         dfs = np.array([adj.df(c) for c in C])

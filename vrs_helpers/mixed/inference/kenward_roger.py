@@ -352,6 +352,16 @@ def f_test(adj: KRAdjustment, L: np.ndarray) -> KRStatistics:
     W = adj.W
     A1 = float(tr_u @ W @ tr_u)
     A2 = float(sum(W[i, j] * float((u[i] * u[j].T).sum()) for i in range(len(u)) for j in range(len(u))))
+    m, scale = den_df(A1, A2, q)
+    Lb = L @ adj.beta
+    wald = float(Lb @ np.linalg.solve(L @ adj.vcov_adjusted @ L.T, Lb))
+    F_u = wald / q
+    F = scale * F_u
+    return KRStatistics(F, F_u, scale, q, float(m), float(stats.f.sf(F, q, m)))
+
+
+def den_df(A1: float, A2: float, q: int) -> tuple[float, float]:
+    """Kenward-Roger's denominator df m and scale lambda from pbkrtest's A1, A2 of a hypothesis of rank q."""
     # IEEE arithmetic as in R, where pbkrtest computes it: on balanced designs V2 = 1 - c3 B is 0 (exactly, or to
     # rounding), rho is infinite and m = 4 + (q + 2) / inf = 4 is the exact df k(n - 1) of the ANOVA F test
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -373,11 +383,24 @@ def f_test(adj: KRAdjustment, L: np.ndarray) -> KRStatistics:
         raise MixedModelError(f"Kenward-Roger's denominator df are not defined for this contrast (m = {m:.4g}: the "
                               f"variance parameters carry almost no information about it); use ddf='satterthwaite'.")
     scale = 1.0 if abs(m - 2) < 0.01 else m * (1 - A2 / q) / (m - 2)
-    Lb = L @ adj.beta
-    wald = float(Lb @ np.linalg.solve(L @ adj.vcov_adjusted @ L.T, Lb))
-    F_u = wald / q
-    F = scale * F_u
-    return KRStatistics(F, F_u, scale, q, float(m), float(stats.f.sf(F, q, m)))
+    return m, scale
 
 
-__all__ = ["KRAdjustment", "KRStatistics", "adjustment", "f_test"]
+def contrast_dfs(adj: KRAdjustment, C) -> np.ndarray:
+    """Kenward-Roger's df of the t test of each row c of ``C`` (one contrast: q = 1), as :func:`f_test` gives them
+    one by one, from matrix products over all rows at once (issue 54: 5,050 means and contrasts of 100 systems took
+    12 ms each). For one row, u_i = c' a_i / (c Phi c') with a_i = c Phi P_i Phi, so tr(u_i) = a_i c' / (c Phi c')
+    and sum(u_i * u_j') = tr(u_i) tr(u_j): A1 = A2 = tr(u)' W tr(u)."""
+    C = np.atleast_2d(np.asarray(C, dtype=float))
+    Phi = adj.vcov
+    s = np.einsum("ij,jk,ik->i", C, Phi, C)
+    tr_u = np.column_stack([np.einsum("ij,jk,ik->i", C, Phi @ Pi @ Phi, C) for Pi in adj.P]) / s[:, None]
+    A = np.einsum("ri,ij,rj->r", tr_u, adj.W, tr_u)
+    out = np.empty(len(C))
+    for r, a in enumerate(A):
+        m, _ = den_df(float(a), float(a), 1)
+        out[r] = m
+    return out
+
+
+__all__ = ["KRAdjustment", "KRStatistics", "adjustment", "contrast_dfs", "den_df", "f_test"]

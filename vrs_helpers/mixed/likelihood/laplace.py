@@ -18,8 +18,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import linalg
+from scipy import linalg, sparse
 
+from ..structure.sparse_design import level_cross, scale_rows
 from .families import Family
 from .laplace_blocks import LaplaceBlocks, find_nested
 
@@ -72,6 +73,8 @@ class GLMMDeviance:
 
     def __init__(self, y, wt, X, blocks, fam: Family):
         self.y, self.wt, self.X, self.fam = y, wt, X, fam
+        # a sparse X (many systems on many rows, :mod:`..structure.sparse_design`): its COO form for Z' W X
+        self.coo = X.tocoo() if sparse.issparse(X) else None
         self.sizes = [len(b[2]) for b in blocks]
         self.codes = [np.asarray(b[1], dtype=np.int64) for b in blocks]
         self.offs = np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
@@ -202,7 +205,7 @@ class GLMMDeviance:
             t = -self.zlt(theta, wo * u[c])
             t[self.offs[k]:self.offs[k + 1]] += np.bincount(self.codes[k], weights=r, minlength=self.sizes[k])
             rhs.append(t)
-        rhs += [-self.zlt(theta, wo * x) for x in self.X.T]
+        rhs += self._zlt_x(theta, wo)
         sol = hfac.solve(np.column_stack(rhs))
         b = sol[:, 0]
         if np.all(np.isfinite(sol)):
@@ -210,6 +213,14 @@ class GLMMDeviance:
         e = -2.0 * r + v - wo * self.zl(theta, b)
         g_theta = [e @ u[c] + r @ b[c] + 2.0 * (w @ q) for c, q in zip(self.cols, Q, strict=True)]
         return dev, np.concatenate([g_theta, self.X.T @ e])
+
+    def _zlt_x(self, theta, w) -> list:
+        """The columns of Lambda' Z' diag(w) X, one per fixed effect (sparse X: from its nonzeros only)."""
+        if self.coo is None:
+            return [-self.zlt(theta, w * x) for x in self.X.T]
+        M = np.vstack([theta[k] * level_cross(c, n, self.coo, w)
+                       for k, (c, n) in enumerate(zip(self.codes, self.sizes, strict=True))])
+        return list(-M.T)
 
     def _diag_terms(self, theta, fac: BlockedCholesky):
         """Per row i and term k: [(L L')^-1 Lambda' z_i] at row i's level of term k, from the blocks of the inverse
@@ -265,7 +276,8 @@ class GLMMDeviance:
         obj = self._m2ll(mu)
         for _ in range(100):
             w, s = self._weights(eta, mu)
-            db = np.linalg.lstsq(X.T @ (X * w[:, None]), X.T @ (s * (self.y - mu)), rcond=None)[0]
+            XtWX = (X.T @ scale_rows(X, w)).toarray() if self.coo is not None else X.T @ (X * w[:, None])
+            db = np.linalg.lstsq(XtWX, X.T @ (s * (self.y - mu)), rcond=None)[0]
             k = 1.0
             for _h in range(40):
                 mu_n = self.fam.mu(eta + k * (X @ db))

@@ -38,7 +38,7 @@ import pandas as pd
 from scipy import linalg, optimize, stats
 
 from ...threads import blas_limit
-from ..likelihood import families
+from ..likelihood import families, laplace_hessian
 from ..likelihood.laplace import GLMMDeviance
 from ..structure import numdiff
 from ..structure.accumulate import accumulate
@@ -46,6 +46,7 @@ from ..structure.design import design_rows
 from ..structure.errors import ConvergenceWarning, MixedModelError
 from ..structure.formula import parse
 from ..structure.model import MixedModel, OptSummary
+from ..structure.sparse_design import sparse_design_rows, use_sparse
 
 _CBIND = re.compile(r"^\s*cbind\s*\(([^,]+),([^)]+)\)\s*$")
 _IFUN = re.compile(r"\bI\(([^()]*(?:\([^()]*\))?[^()]*)\)")
@@ -99,7 +100,7 @@ def prepare(formula: str, data: pd.DataFrame, weights):
     if bad.any():
         raise MixedModelError(f"{int(bad.sum())} rows have missing values in the model's variables; drop them first.")
     s = accumulate(f, df)
-    X = design_rows(s, df)
+    X = sparse_design_rows(s, df) if use_sparse(len(df), len(s.fixed_names)) else design_rows(s, df)
     blocks = []
     for t in f.random_terms:
         g = t.group
@@ -298,7 +299,10 @@ def _optimize(model: GLMMDeviance, nagq: int):
     # The optimizer works on gamma = R beta (X = Q R / sqrt(n)): fixed effects on very different scales (age and
     # age^2) otherwise make quasi-Newton steps crawl. theta is left unbounded: the deviance is even in each
     # theta_k (flip theta_k and u_k together), so |theta| is reported and no bound can trap the search at 0.
-    Rx = np.linalg.qr(X, mode="r") / math.sqrt(len(y))
+    if model.coo is None:
+        Rx = np.linalg.qr(X, mode="r") / math.sqrt(len(y))
+    else:  # a sparse X (many systems): R from the Cholesky factor of X'X, the same up to the signs of its rows
+        Rx = np.linalg.cholesky((X.T @ X).toarray()).T / math.sqrt(len(y))
 
     def to_par(g):
         return np.concatenate([g[:K], linalg.solve_triangular(Rx, g[K:], check_finite=False)])
@@ -323,7 +327,7 @@ def _optimize(model: GLMMDeviance, nagq: int):
 
         dev = obj(par)
         u = model.u.copy()
-        H = _hessian_of_gradient(grad, par)
+        H = _laplace_hessian(model, grad, par)
     else:  # adaptive Gauss-Hermite from the Laplace optimum (as glmer's nAGQ > 1 stage 2), derivative-free
         nodes, wts = np.polynomial.hermite.hermgauss(nagq)
 
@@ -363,6 +367,22 @@ def _optimize(model: GLMMDeviance, nagq: int):
     optsum = OptSummary(optimizer, to_par(g0), par.copy(), float(dev), int(model.evals), converged, message,
                         tolerances, np.full(K + p, -np.inf))
     return par, dev, u, H, optsum
+
+
+def _laplace_hessian(model: GLMMDeviance, grad, x):
+    """The Hessian of the Laplace deviance at ``x`` = (theta, beta): with a sparse X (many systems) and one term of
+    a canonical link, the beta block in closed form (:mod:`..likelihood.laplace_hessian`) and the theta columns by
+    central differences of the gradient; otherwise every column by central differences."""
+    K = model.K
+    if model.coo is None or not laplace_hessian.applies(model):
+        return _hessian_of_gradient(grad, x)
+    block = laplace_hessian.beta_block(model, x[:K], x[K:])
+    cols = numdiff.jacobian(grad, x, numdiff.steps(x, 1e-4, 1.0), at=range(K))  # K x (K + p)
+    H = np.zeros((len(x), len(x)))
+    H[:K, :], H[:, :K] = cols, cols.T
+    H[:K, :K] = 0.5 * (cols[:, :K] + cols[:, :K].T)
+    H[K:, K:] = block
+    return H
 
 
 def _hessian_of_gradient(grad, x):

@@ -87,7 +87,8 @@ class GLMMDesign:
         if m.family.name == "poisson" and np.any(np.asarray(model.wt) != 1.0):
             raise MixedModelError("a Poisson GLMM with prior weights has no distribution to simulate responses from; "
                                   "fit the counts without weights.")
-        return cls(np.ascontiguousarray(model.X, dtype=float), np.asarray(model.wt, dtype=float),
+        X = model.X.toarray() if model.coo is not None else model.X  # a sparse X (many systems): dense here
+        return cls(np.ascontiguousarray(X, dtype=float), np.asarray(model.wt, dtype=float),
                    [np.asarray(c, dtype=np.int64) for c in model.codes], list(model.sizes), m.family.name)
 
     @property
