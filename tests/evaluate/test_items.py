@@ -11,6 +11,7 @@
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -219,6 +220,10 @@ def test_summary_fields_roundtrip_and_escaped_item_ids():
     assert "&lt;span" not in page and "&amp;amp;" not in page   # escaped once, never twice
     assert "\x1b" not in render(result, "summary") and "\x1b" not in render(result, "text")
     assert "\x1b" not in render(result, "markdown")
+    # a user's report carries no book content (issue 51): no chapter, definition or workbook named
+    words = re.sub(r"<[^>]+>", " ", page).lower()
+    for word in ("book", "chapter", "definition", "workbook", "exercise"):
+        assert not re.search(rf"\b{word}", words), word
 
 
 def test_cli_writes_the_report_and_bad_input_exits_2(tmp_path, capsys):

@@ -26,7 +26,8 @@ def _need(v) -> str:
 
 def reliability_rows(rel: dict) -> list:
     """The reliability's headline numbers as (quantity, value) records."""
-    rows = [("φ (absolute, Definition 3.2)", num(rel.get("phi"), 3) + f" ({rel.get('interpretation', '')})"),
+    rows = [("φ (absolute: the share of the models' variance in their scores)",
+             num(rel.get("phi"), 3) + f" ({rel.get('interpretation', '')})"),
             ("relative coefficient E ρ² (rankings)", num(rel.get("relative"), 3)),
             ("items (runs)", f"{rel.get('n_items')} ({num(rel.get('n_runs'), 3)})")]
     for key, name in (("phi", "φ"), ("relative", "E ρ²")):
