@@ -370,3 +370,25 @@ def test_several_metrics_same_summary_on_both_backends(client):
     dist = summary_json(analyze(df, ["score", "error"], "system", "item", backend=client, **kw))
     assert local == dist
     assert '"holm"' in local and '"runs_random"' in local
+
+
+def test_a_cluster_left_without_workers_is_an_error_not_a_hang():
+    """Every worker gone and none coming back: wait_result raises DaskConnectionError after its grace time instead
+    of waiting for ever (a task of 5 s, the only worker stopped after it started)."""
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None)
+    c = distributed.Client(cluster)
+    try:
+        fut = c.submit(time.sleep, 5, pure=False)
+        time.sleep(0.5)
+        cluster.scale(0)
+        start = time.monotonic()
+        with pytest.raises(vd.DaskConnectionError, match="no worker for 2 s"):
+            vd.wait_result(fut, c, poll=0.5, grace=2)
+        assert time.monotonic() - start < 30
+        # with a worker the result comes back as future.result() gives it
+        cluster.scale(1)
+        c.wait_for_workers(1, timeout=30)
+        assert vd.wait_result(c.submit(sum, [1, 2, 3]), c, poll=0.5, grace=2) == 6
+    finally:
+        c.close()
+        cluster.close()

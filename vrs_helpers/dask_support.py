@@ -76,6 +76,34 @@ def default_client():
         return None
 
 
+NO_WORKERS_GRACE = 120.0   # seconds a computation waits on a cluster without a worker before it gives up
+
+
+def wait_result(future, client, poll: float = 5.0, grace: float = NO_WORKERS_GRACE):
+    """``future.result()``, except that a cluster left with no worker at all for ``grace`` seconds (every worker
+    died and none came back: a scheduler's time limit, memory, a nanny that could not restart one) raises
+    :class:`DaskConnectionError` saying so, instead of waiting for ever. A worker that dies while others live is
+    Dask's to handle: its tasks are recomputed elsewhere."""
+    import time
+
+    from distributed import TimeoutError as DaskTimeout
+
+    without = None
+    while True:
+        try:
+            return future.result(timeout=poll)
+        except (DaskTimeout, TimeoutError):
+            if len(client.scheduler_info().get("workers", {})):
+                without = None
+                continue
+            without = time.monotonic() if without is None else without
+            if time.monotonic() - without > grace:
+                raise DaskConnectionError(
+                    f"The Dask cluster at {client.scheduler.address} has had no worker for {grace:g} s: every worker "
+                    "died or was stopped and none came back. Restart the workers (or the cluster) and run again; "
+                    "workers that run out of memory need more memory each or smaller partitions.") from None
+
+
 def draw_batches(plan, indices):
     """On a worker: the draws of the batches ``indices`` of a seeded plan (``plan.draw(i)``), concatenated."""
     import numpy as np

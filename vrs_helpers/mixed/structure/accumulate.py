@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from ...dask_support import default_client, is_dask_dataframe, require_dask
+from ...dask_support import default_client, is_dask_dataframe, require_dask, wait_result
 from .design import (
     Levels,
     SparseSum,
@@ -555,7 +555,7 @@ def accumulate_dask(formula, ddf, dropna: bool = False, split_every: int = 4, cl
                  else level[i] for i in range(0, len(level), split_every)]
     client = client or default_client()
     try:
-        merged = client.compute(level[0]).result() if client is not None else level[0].compute()
+        merged = wait_result(client.compute(level[0]), client) if client is not None else level[0].compute()
     except MixedModelError:
         raise
     except (KeyError, ValueError, TypeError) as exc:
