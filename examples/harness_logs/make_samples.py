@@ -9,9 +9,10 @@
 - ``helm/``     - HELM run folders of 2 models x 3 train trials;
 - ``every_eval_ever/`` - Every Eval Ever instance-level JSON lines of 2 models x 2 epochs.
 
-The scores are simulated 0/1 answers with fixed seeds (:func:`vrs_helpers.evaluate.logs.readers.writers.sample_tables`);
-:func:`vrs_helpers.evaluate.logs.readers.writers.write_samples` lays them out the way each harness does. The Inspect logs
-carry run ids and timestamps, so regenerating them changes those bytes, not the scores.
+The scores are simulated 0/1 answers with fixed seeds
+(:func:`vrs_helpers.evaluate.logs.readers.writers.sample_tables`);
+:func:`vrs_helpers.evaluate.logs.readers.writers.write_samples` lays them out the way each harness does. The Inspect
+logs carry run ids and timestamps, so regenerating them changes those bytes, not the scores.
 """
 
 from __future__ import annotations

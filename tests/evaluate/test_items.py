@@ -241,7 +241,7 @@ def test_cli_writes_the_report_and_bad_input_exits_2(tmp_path, capsys):
         assert cli.main(["items", str(DATA), *bad, "--out", str(out)]) == 2
         assert "error" in capsys.readouterr().err.lower()
     assert cli.main(["items", str(tmp_path / "none.csv"), "--response", "y", "--item", "i", "--out", str(out)]) == 2
-    assert (out / "summary.json").read_bytes() == before   # the previous report kept
+    assert (out / "summary.json").read_bytes() == before   # the same file, untouched (not a recomputation)
 
 
 def test_bad_arguments_of_the_api():
