@@ -122,15 +122,19 @@ def test_a_result_renders_without_optional_parts():
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="headless Chromium not installed")
 def test_the_report_reads_at_1300_and_400_px(tmp_path):
     """A 12-system report in headless Chromium (tools/check_report.py): at 1,300 and at 400 px the answer is the
-    first thing after the title, the leaderboard's table comes before any figure, nothing widens the page."""
+    first thing after the title, the leaderboard's table comes before any figure, nothing widens the page - also
+    with the input's path a long word without a break (the page once scrolled on a checkout deeper than ours)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("check_report", ROOT / "tools" / "check_report.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     out = tmp_path / "r12"
-    assert cli.main(["analyze", str(ROOT / "tests" / "reference" / "ranking_binary.csv.gz"), *TABLE_ARGS,
-                     "--out", str(out)]) == 0
+    deep = tmp_path / ("a_folder_name_without_any_break_" * 4)
+    deep.mkdir()
+    data = deep / "ranking_binary_scores_of_twelve_systems.csv.gz"
+    shutil.copyfile(ROOT / "tests" / "reference" / "ranking_binary.csv.gz", data)
+    assert cli.main(["analyze", str(data), *TABLE_ARGS, "--out", str(out)]) == 0
     for width in (1300, 400):
         m = module.measure(out / "report.html", shutil.which("chromium"), width)
         assert m["window"] == width and module.problems(m) == [], m

@@ -26,7 +26,7 @@ MAX_TABLE_ROWS = 200         # rows of a details table shown (the rest are in su
 
 CSS = """
 .vrs{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1f2328;line-height:1.45;
-  max-width:1200px;margin:0 auto;padding:0 12px 40px}
+  max-width:1200px;margin:0 auto;padding:0 12px 40px;overflow-wrap:break-word}
 .vrs h1{font-size:1.5em;margin:.6em 0 .1em}
 .vrs h2{font-size:1.2em;margin:1.4em 0 .4em;border-bottom:1px solid #d0d7de;padding-bottom:.2em}
 .vrs h3{font-size:1.05em;margin:1em 0 .3em}
