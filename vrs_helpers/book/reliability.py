@@ -42,26 +42,26 @@ def koo_li(value: float) -> str:
     return "excellent"  # pragma: no cover
 
 
-def _components(source) -> pd.Series:
-    """Variance components as a Series indexed by lme4 names (incl. 'Residual') from a fit, frame or mapping."""
+def components(source, error: type[Exception] = ReliabilityError) -> pd.Series:
+    """Variance components as a Series indexed by lme4 names (incl. 'Residual') from a fit, frame or mapping; bad
+    input raises ``error`` (the caller's own error type: the power planner's is a PlanningError)."""
     if hasattr(source, "variance_components"):
         source = source.variance_components
     if isinstance(source, pd.DataFrame):
         if "variance" not in source.columns:
-            raise ReliabilityError("A variance-component table needs a 'variance' column.")
+            raise error("A variance-component table needs a 'variance' column.")
         source = source["variance"]
     s = pd.Series(source, dtype=float)
     if RESIDUAL not in s.index:
-        raise ReliabilityError(f"The variance components need a '{RESIDUAL}' entry; got "
-                               f"{', '.join(map(str, s.index))}.")
+        raise error(f"The variance components need a '{RESIDUAL}' entry; got {', '.join(map(str, s.index))}.")
     if s.isna().any() or (s < 0).any():
-        raise ReliabilityError("Variance components must be non-negative numbers.")
+        raise error("Variance components must be non-negative numbers.")
     return s
 
 
 def variance_table(source, order: list[str] | None = None, labels: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Component, variance and percent of total, in the layout of the book's Tables 3.1-3.12."""
-    s = _components(source)
+    s = components(source)
     if order is not None:
         missing = [o for o in order if o not in s.index]
         if missing:
@@ -126,7 +126,7 @@ def phi(source, object: str, n: Mapping[str, float] | None = None, kind: str = "
     """
     if kind not in ("absolute", "relative"):
         raise ReliabilityError(f"kind must be 'absolute' or 'relative'; got {kind!r}.")
-    s = _components(source)
+    s = components(source)
     if object not in s.index:
         raise ReliabilityError(f"The object of measurement {object!r} is not a component of the model "
                          f"({', '.join(s.index)}); fit a model with (1|{object}).")
@@ -160,7 +160,7 @@ def phi(source, object: str, n: Mapping[str, float] | None = None, kind: str = "
 
 def phi_intra_rater(source, object: str, rater: str, instantiation: str) -> float:
     """Intra-rater reliability, eq. (3.18): (s + s:r) / (s + s:r + r:i + residual)."""
-    s = _components(source)
+    s = components(source)
     get = lambda a, b=None: float(s.get(a if b is None else _name(s, a, b), 0.0))  # noqa: E731
     num = get(object) + get(object, rater)
     return num / (num + get(rater, instantiation) + get(RESIDUAL))
@@ -168,7 +168,7 @@ def phi_intra_rater(source, object: str, rater: str, instantiation: str) -> floa
 
 def phi_inter_rater(source, object: str, rater: str, instantiation: str) -> float:
     """Inter-rater reliability, eq. (3.19): (s + s:i) / (s + s:i + s:r + residual)."""
-    s = _components(source)
+    s = components(source)
     get = lambda a, b=None: float(s.get(a if b is None else _name(s, a, b), 0.0))  # noqa: E731
     num = get(object) + get(object, instantiation)
     return num / (num + get(object, rater) + get(RESIDUAL))

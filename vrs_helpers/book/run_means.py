@@ -66,6 +66,19 @@ def _complete(data: pd.DataFrame, system: str, item: str, runs: list) -> pd.Data
     return d
 
 
+def _run_means(data: pd.DataFrame, response: str, system: str, item: str, runs: list, systems=None):
+    """``(d, m, order, groups)`` of a complete design (None if not complete): the rows with the run label and the
+    score ``y``, the run means ``m`` (system, _run, m), the systems in ``systems``' order (else as they come) and
+    each system's run means."""
+    d = _complete(data, system, item, runs)
+    if d is None:
+        return None
+    d["y"] = data[response].to_numpy(dtype=float)
+    m = d.groupby([system, "_run"], observed=True)["y"].mean().rename("m").reset_index()
+    order = list(systems) if systems is not None else list(pd.unique(m[system]))
+    return d, m, order, [m.loc[m[system] == s, "m"].to_numpy() for s in order]
+
+
 def residual_mean_squares(data: pd.DataFrame, response: str, system: str, item: str, runs: list) -> pd.Series | None:
     """Per system the run x item mean square of a complete design (module docstring; None if not complete):
     ``sum (y - m_sr - ybar_si + M_s)^2 / ((n_s - 1)(I - 1))``."""
@@ -167,13 +180,10 @@ def run_means_test(data: pd.DataFrame, response: str, system: str, item: str, ru
     spread: against the within-run noise)" then; ``noise_floor=False``: never (None where the spread is zero)."""
     from ..mixed.inference.ddf import FTest
 
-    d = _complete(data, system, item, runs)
-    if d is None:
+    got = _run_means(data, response, system, item, runs, systems)
+    if got is None:
         return None
-    d["y"] = data[response].to_numpy(dtype=float)
-    m = d.groupby([system, "_run"], observed=True)["y"].mean().rename("m").reset_index()
-    order = list(systems) if systems is not None else list(pd.unique(m[system]))
-    groups = [m.loc[m[system] == s, "m"].to_numpy() for s in order]
+    d, m, order, groups = got
     n = np.array([len(g) for g in groups])
     k, n_items = len(groups), d[item].nunique()
     if k < 2 or (n < 2).any():
@@ -434,15 +444,12 @@ def hetero_pairs(data: pd.DataFrame, response: str, system: str, item: str, runs
 
     from ..outcomes import ZTest
 
-    d = _complete(data, system, item, runs)
-    if d is None:
+    got = _run_means(data, response, system, item, runs, systems)
+    if got is None:
         return None
-    d["y"] = data[response].to_numpy(dtype=float)
-    m = d.groupby([system, "_run"], observed=True)["y"].mean().rename("m").reset_index()
-    order = list(systems) if systems is not None else list(pd.unique(m[system]))
+    d, m, order, groups = got
     k, n_items = len(order), d[item].nunique()
     ms_all = residual_mean_squares(data, response, system, item, runs)
-    groups = [m.loc[m[system] == s, "m"].to_numpy() for s in order]
     n = np.array([len(g) for g in groups])
     if ms_all is None or k < 3 or (n < 2).any():
         return None

@@ -48,6 +48,7 @@ import pandas as pd
 from scipy import stats
 
 from ... import registry
+from ...book.reliability import components
 from ...errors import VRSError
 from ...literal import html_text
 
@@ -134,14 +135,8 @@ class VarianceComponents:
             parts = [cls.from_fit(v, run, item) for v in source.values()]
             return cls(*(math.sqrt(float(np.mean([getattr(p, a) ** 2 for p in parts])))
                          for a in ("run_sd", "item_sd", "residual_sd")))
-        if hasattr(source, "variance_components"):
-            source = source.variance_components
-        if isinstance(source, pd.DataFrame):
-            if "variance" not in source.columns:
-                raise PlanningError("A variance-component table needs a 'variance' column.")
-            source = source["variance"]
-        s = pd.Series(source, dtype=float)
-        missing = [c for c in (run, item, "Residual") if c not in s.index]
+        s = components(source, PlanningError)
+        missing = [c for c in (run, item) if c not in s.index]
         if missing:
             raise PlanningError(f"Component(s) {', '.join(map(repr, missing))} not in the variance components "
                                 f"({', '.join(map(str, s.index))}); name the run component with run=.")
