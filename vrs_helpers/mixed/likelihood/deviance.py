@@ -28,6 +28,8 @@ from ..structure.dense_blocks import DenseBlocks as _DenseBlocks
 from ..structure.design import SufficientStats, lower_triangle
 from ..structure.errors import MixedModelError
 from ..structure.pair_sums import PairSums as _PairSums
+from .diagonal_first import MIN_LEVELS as _DIAG_MIN_LEVELS
+from .diagonal_first import DiagonalFirst
 
 _potrf = linalg.lapack.get_lapack_funcs("potrf", (np.zeros(1),))
 _potri = linalg.lapack.get_lapack_funcs("potri", (np.zeros(1),))
@@ -54,7 +56,10 @@ def _chol_in_place(S: np.ndarray) -> np.ndarray:
 
 
 def tri_solve(t: np.ndarray, b: np.ndarray, lower: bool, trans: bool = False) -> np.ndarray:
-    """Solve t x = b (or t' x = b) for triangular t via LAPACK trtrs."""
+    """Solve t x = b (or t' x = b) for triangular t via LAPACK trtrs (or a :class:`.diagonal_first.DiagonalFirst`
+    factor, lower)."""
+    if isinstance(t, DiagonalFirst):
+        return t.solve(b, trans=trans)
     x, info = _trtrs(t, b, lower=int(lower), trans=int(trans))
     if info != 0:
         raise linalg.LinAlgError(f"singular triangular factor (trtrs info {info})")
@@ -181,6 +186,71 @@ def _last_evaluation(dev, theta, compute):
     return out
 
 
+def _gram(R, d: np.ndarray) -> np.ndarray:
+    """R diag(d) R' (dense) for a dense or sparse R."""
+    if sparse.issparse(R):
+        return (R @ sparse.diags(d) @ R.T).toarray()
+    return (R * d) @ R.T
+
+
+def _cross_scaled(BT, R, d: np.ndarray) -> np.ndarray:
+    """BT diag(d) R' (dense) for dense or sparse BT and R (the same number of columns)."""
+    Rd = R @ sparse.diags(d) if sparse.issparse(R) else R * d
+    out = BT @ Rd.T
+    return out.toarray() if sparse.issparse(out) else np.asarray(out)
+
+
+class _BigWeighted:
+    """W_b = (R - lz_o' BT) diag(invA), (p+1) x m_b, by its products only (:meth:`Deviance.weighted_residuals`):
+    R = Z_b'[X y] (sparse or dense), BT = Z_o'Z_b, lz_o the other levels' solution (q_o x (p+1)), ``bdb(d)`` =
+    BT diag(d) BT'."""
+
+    def __init__(self, R, BT, lz_o: np.ndarray, invA: np.ndarray, bdb):
+        self.R, self.BT, self.lz_o, self.invA, self.bdb = R, BT, lz_o, invA, bdb
+
+    def combine(self, c: np.ndarray) -> np.ndarray:
+        """W_b' c (m_b) for c of length p+1."""
+        out = np.asarray(self.R.T @ c, dtype=float).ravel()
+        if self.lz_o.shape[0]:
+            out = out - np.asarray(self.BT.T @ (self.lz_o @ c)).ravel()
+        return out * self.invA
+
+    def times(self, X: np.ndarray) -> np.ndarray:
+        """W_b X ((p+1) x K) for X (m_b x K)."""
+        Xa = X * self.invA[:, None]
+        out = np.asarray(self.R @ Xa)
+        if self.lz_o.shape[0]:
+            out = out - self.lz_o.T @ np.asarray(self.BT @ Xa)
+        return out
+
+    def gram(self, p: int) -> np.ndarray:
+        """(W_b W_b')[:p, :p] = [R D^2 R' - R D^2 BT' lz_o - lz_o' BT D^2 R' + lz_o' BT D^2 BT' lz_o][:p, :p],
+        D = diag(invA)."""
+        d2 = self.invA * self.invA
+        R = self.R[:p]
+        out = _gram(R, d2)
+        if self.lz_o.shape[0]:
+            L = self.lz_o[:, :p]
+            BR = _cross_scaled(self.BT, R, d2)  # q_o x p
+            LBR = L.T @ BR
+            out = out - LBR - LBR.T + L.T @ (self.bdb(d2) @ L)
+        return out
+
+
+def _diagonal_term(s: SufficientStats, big: int, others: list[int]) -> int | None:
+    """The other term whose block of the dense matrix S is diagonal - every level of the largest term lies in one
+    of its levels (nested) and no row holds two of its levels (an intercept) - with the most levels, if it has at
+    least :data:`.diagonal_first.MIN_LEVELS` (:mod:`.diagonal_first`), else None."""
+    best = None
+    for k in others:
+        if s.sizes[k] < _DIAG_MIN_LEVELS or (best is not None and s.sizes[k] <= s.sizes[best]):
+            continue
+        G = sparse.csc_matrix(_cross(s, k, big))  # levels of k x levels of the largest term
+        if (np.diff(G.indptr) <= 1).all():
+            best = k
+    return best
+
+
 class Deviance:
     """Profiled deviance of a random-intercept model, with its analytic gradient.
 
@@ -197,6 +267,12 @@ class Deviance:
         sizes = s.sizes
         self.big = int(np.argmax(sizes))
         self.others = [k for k in range(len(sizes)) if k != self.big]
+        # a term whose block of S is diagonal goes first and is eliminated before the dense factorization
+        self.diagonal_first = _diagonal_term(s, self.big, self.others)
+        if self.diagonal_first is not None:
+            self.others.remove(self.diagonal_first)
+            self.others.insert(0, self.diagonal_first)
+        self.n_diag = sizes[self.diagonal_first] if self.diagonal_first is not None else 0
         self.n_big = np.ascontiguousarray(s.ZtZ_diag[self.big][:, 0, 0], dtype=float)
         offs = np.cumsum([0] + [sizes[k] for k in self.others])
         self.q_o = int(offs[-1])
@@ -219,6 +295,10 @@ class Deviance:
                     else lambda d: _sandwich(self.BT, d))  # B diag(d) B'
         p = s.p
         self.RbT = np.ascontiguousarray(np.column_stack([s.ZtX[self.big], s.Zty[self.big]]).T)  # (p+1) x m_b
+        # the same, sparse where it is (a system:item level meets the intercept and its own system's column): the
+        # per-evaluation products over the big levels then cost its nonzeros, not (p+1) m_b (issue 54)
+        self.Rb = (sparse.csr_matrix(self.RbT) if np.count_nonzero(self.RbT) < 0.25 * self.RbT.size
+                   else self.RbT)
         self.Ro = (np.vstack([np.column_stack([s.ZtX[k], s.Zty[k]]) for k in self.others])
                    if self.others else np.zeros((0, p + 1)))
         self.MtM = np.block([[s.XtX, s.Xty[:, None]], [s.Xty[None, :], np.array([[s.yty]])]])
@@ -237,8 +317,14 @@ class Deviance:
         return C
 
     def C_times(self, x: np.ndarray) -> np.ndarray:
-        """Z_o'Z_o x for a q_o x k array x (with one other term a scaling by its diagonal: the same numbers)."""
-        return self.diagC[:, None] * x if self._C is None else self._C @ x
+        """Z_o'Z_o x for a q_o x k array x (with one other term a scaling by its diagonal: the same numbers; sparse
+        where Z_o'Z_o is: items x runs of a leaderboard)."""
+        if self._C is None:
+            return self.diagC[:, None] * x
+        if "_C_sparse" not in self.__dict__:
+            self._C_sparse = (sparse.csr_matrix(self._C) if np.count_nonzero(self._C) < 0.25 * self._C.size
+                              else None)
+        return (self._C if self._C_sparse is None else self._C_sparse) @ x
 
     def parts(self, theta: np.ndarray):
         p = self.s.p
@@ -246,11 +332,10 @@ class Deviance:
         A = tb * tb * self.n_big + 1.0
         sqA = np.sqrt(A)
         lam = theta[self.lam_index]
-        cbT = (tb * self.RbT) / sqA  # (p+1) x m_b
-        H0 = None  # Z_o'Z_b A^-1 Z_b'Z_o: overwritten by S (the gradient makes it again where it needs it)
+        invA = 1.0 / A
         if self.q_o:
-            # S = lam (C - tb^2 H0) lam + I, built and factored in H0's memory: a fresh q_o^2 array costs about as
-            # much as the factorization in a process's first fit (its pages are new)
+            # S = lam (C - tb^2 Z_o'Z_b A^-1 Z_b'Z_o) lam + I, built and factored in one q_o^2 array: a fresh one
+            # costs about as much as the factorization in a process's first fit (its pages are new)
             S = self.bdb(1.0 / A)
             S *= -(tb * tb)
             if self._C is None:
@@ -260,16 +345,22 @@ class Deviance:
             S *= lam[:, None]
             S *= lam[None, :]
             S[np.diag_indices_from(S)] += 1.0
-            LS = _chol_in_place(S)
-            BRA = self.BT @ (self.RbT / A).T  # q_o x (p+1)
+            if self.n_diag:
+                LS = DiagonalFirst(S, self.n_diag)
+                half_logdet = LS.log_diagonal_sum()
+            else:
+                LS = _chol_in_place(S)
+                half_logdet = float(np.log(np.diag(LS)).sum())
+            BRA = _cross_scaled(self.BT, self.Rb, invA)  # Z_o'Z_b A^-1 Z_b'[X y]: q_o x (p+1)
             co = tri_solve(LS, lam[:, None] * (self.Ro - (tb * tb) * BRA), lower=True)
-            logdet = float(np.log(A).sum()) + 2.0 * float(np.log(np.diag(LS)).sum())
+            logdet = float(np.log(A).sum()) + 2.0 * half_logdet
         else:
-            LS = np.zeros((0, 0))
+            LS, BRA = np.zeros((0, 0)), np.zeros((0, p + 1))
             co = np.zeros((0, p + 1))
             logdet = float(np.log(A).sum())
-        P = self.MtM - cbT @ cbT.T - co.T @ co
-        return A, sqA, lam, H0, LS, cbT, co, P, logdet
+        # c_b c_b' with c_b = tb A^-1/2 Z_b'[X y] (never formed: (p+1) x m_b)
+        P = self.MtM - (tb * tb) * _gram(self.Rb, invA) - co.T @ co
+        return A, sqA, lam, BRA, LS, None, co, P, logdet
 
     def __call__(self, theta: np.ndarray) -> float:
         try:
@@ -332,7 +423,7 @@ class Deviance:
         The bracket is the derivative in psi_k = theta_k^2.
         """
         s = self.s
-        A, sqA, lam, H0, LS, cbT, co, P, logdet, RX, cbeta, r2 = parts
+        A, sqA, lam, BRA, LS, _, co, P, logdet, RX, cbeta, r2 = parts
         p = s.p
         tb = theta[self.big]
         K = len(theta)
@@ -342,7 +433,10 @@ class Deviance:
         # Z'V*^-1 [X y] = a - G Lambda M^-1 Lambda a, with M^-1 Lambda a = L^-T [cb; co]
         if self.q_o:
             # big block: |L_S^-1 (lam B'/A)|_F^2 = tr(S^-1 H), H = lam (B' A^-2 B) lam
-            Sinv = _chol_inverse_lower(LS)  # its lower triangle: tr(S^-1 H) needs no more
+            # its lower triangle: tr(S^-1 H) needs no more (with a diagonal first block H's is diagonal too: of S^-1's
+            # only the diagonal, :mod:`.diagonal_first`)
+            Sinv = (LS.inverse_lower(first_block_diagonal_only=True) if isinstance(LS, DiagonalFirst)
+                    else _chol_inverse_lower(LS))
             diag_Sinv = np.diag(Sinv).copy()
             if isinstance(self.bdb, _PairSums):
                 tr_SH = self.bdb.inner_lower(Sinv, invA * invA, lam)
@@ -355,8 +449,11 @@ class Deviance:
             colsq_b = (tb * tb) * (self.BT2 @ invA)
             if lam.min() > 1e-3:
                 # |L_S^-1 lam W|^2 column sums with S = lam W lam + I: diag(S - 2I + S^-1) / lam^2 (no solve)
-                S = LS @ LS.T if self.q_o < 64 else None
-                dS = np.einsum("ij,ij->i", LS, LS) if S is None else np.diag(S)
+                if isinstance(LS, DiagonalFirst):
+                    dS = LS.row_squares()
+                else:
+                    S = LS @ LS.T if self.q_o < 64 else None
+                    dS = np.einsum("ij,ij->i", LS, LS) if S is None else np.diag(S)
                 colsq = colsq_b + (dS - 2.0 + diag_Sinv) / (lam * lam)
             else:  # near the boundary the division loses precision: solve
                 xo_o = tri_solve(LS, lam[:, None] * (self.C - (tb * tb) * self.bdb(invA)), lower=True)
@@ -366,7 +463,7 @@ class Deviance:
                 tr[k] = self.diagC[sl].sum() - colsq[sl].sum()
         else:
             tr[self.big] = self.n_big.sum() - float(xb @ xb)
-        WbT, Wo, ub, uo, beta, sigma2 = self.weighted_residuals(theta, parts)
+        Wb, Wo, ub, uo, beta, sigma2 = self.weighted_residuals(theta, parts)
         usq = np.zeros(K)
         usq[self.big] = float(ub @ ub)
         for k in self.others:
@@ -374,8 +471,7 @@ class Deviance:
         t2 = np.zeros(K)
         if self.reml and p:
             Rinv = tri_solve(RX, self.eye_p, lower=False)  # (X'V*^-1X)^-1=Rinv Rinv'
-            Qb = Rinv.T @ WbT[:p]
-            t2[self.big] = float((Qb * Qb).sum())
+            t2[self.big] = float((Wb.gram(p) * (Rinv @ Rinv.T)).sum())  # |Rinv' W_b[:p]|_F^2
             if self.q_o:
                 Qo = Wo[:, :p] @ Rinv
                 for k in self.others:
@@ -384,27 +480,31 @@ class Deviance:
         return g_psi if per_psi else 2.0 * theta * g_psi
 
     def weighted_residuals(self, theta, parts):
-        """Z'V*^-1 [X y] as (WbT: (p+1) x m_b, Wo: q_o x (p+1)), u = Z'V*^-1 (y - X beta) as (ub, uo), beta and
-        sigma^2: Z'V*^-1 = Z' - G Lambda M^-1 Lambda Z' with M^-1 Lambda Z'[X y] = L^-T [cb; co]."""
-        A, sqA, lam, H0, LS, cbT, co, P, logdet, RX, cbeta, r2 = parts
+        """Z'V*^-1 [X y] as (Wb: the big levels' part, (p+1) x m_b, as a :class:`_BigWeighted` that is never
+        formed; Wo: q_o x (p+1)), u = Z'V*^-1 (y - X beta) as (ub, uo), beta and sigma^2: Z'V*^-1 = Z' - G Lambda
+        M^-1 Lambda Z' with M^-1 Lambda Z'[X y] = L^-T [cb; co]. With lz_o = Lambda_o x_o (the other levels'
+        solution), the big levels' part is W_b = (Z_b'[X y] - lz_o' Z_o'Z_b) A^-1 (its G-term cancels to that)."""
+        A, sqA, lam, BRA, LS, _, co, P, logdet, RX, cbeta, r2 = parts
         p, n, tb = self.s.p, self.s.n, theta[self.big]
+        invA = 1.0 / A
         if self.q_o:
             lz_o = lam[:, None] * tri_solve(LS, co, lower=True, trans=True)
-            lz_bT = tb * ((cbT - (tb * (self.BT.T @ lz_o)).T / sqA) / sqA)
-            GbT = self.n_big * lz_bT + (self.BT.T @ lz_o).T
-            Go = self.BT @ lz_bT.T + self.C_times(lz_o)
+            # Z_o'Z_b lz_b with lz_b = tb^2 A^-1 (Z_b'[X y] - Z_b'Z_o lz_o)
+            Go = (tb * tb) * (BRA - self.bdb(invA) @ lz_o) + self.C_times(lz_o)
         else:
-            GbT, Go = self.n_big * (tb * (cbT / sqA)), np.zeros((0, p + 1))
-        WbT, Wo = self.RbT - GbT, self.Ro - Go
+            lz_o, Go = np.zeros((0, p + 1)), np.zeros((0, p + 1))
+        Wb = _BigWeighted(self.Rb, self.BT, lz_o, invA, self.bdb)
+        Wo = self.Ro - Go
         beta = tri_solve(RX, cbeta, lower=False) if p else np.zeros(0)
-        return WbT, Wo, WbT[p] - beta @ WbT[:p], Wo[:, p] - Wo[:, :p] @ beta, beta, r2 / (n - p if self.reml else n)
+        c = np.append(-beta, 1.0)
+        return Wb, Wo, Wb.combine(c), Wo @ c, beta, r2 / (n - p if self.reml else n)
 
     def conditional_modes(self, theta, parts, beta) -> list[np.ndarray]:
         """b = Lambda u with u = L^-T (c_u - R_ZX beta): the BLUPs per term (m_k x 1 arrays)."""
-        A, sqA, lam, H0, LS, cbT, co, P, logdet = parts[:9]
+        A, sqA, lam, BRA, LS, _, co, P, logdet = parts[:9]
         p = self.s.p
         tb = theta[self.big]
-        d_b = cbT[p] - beta @ cbT[:p]
+        d_b = tb * (self.Rb.T @ np.append(-beta, 1.0)) / sqA  # c_b' [-beta; 1], c_b = tb A^-1/2 Z_b'[X y]
         d_o = co[:, p] - co[:, :p] @ beta
         u_o = tri_solve(LS, d_o, lower=True, trans=True) if self.q_o else np.zeros(0)
         u_b = (d_b - tb * (self.BT.T @ (lam * u_o)) / sqA) / sqA if self.q_o else d_b / sqA

@@ -45,7 +45,7 @@ def psi_information(dev: Deviance, theta: np.ndarray) -> np.ndarray:
     if parts is None:
         raise ValueError("the deviance is not finite at this theta")
     RX, r2 = parts[9], parts[11]
-    WbT, Wo, ub, uo, beta, sigma2 = dev.weighted_residuals(theta, parts)
+    Wb, Wo, ub, uo, beta, sigma2 = dev.weighted_residuals(theta, parts)
     p, K = dev.s.p, len(theta)
     cb, co = np.zeros((len(ub), K)), np.zeros((len(uo), K))  # column k: c restricted to term k
     cb[:, dev.big] = ub
@@ -54,7 +54,7 @@ def psi_information(dev: Deviance, theta: np.ndarray) -> np.ndarray:
     rb, ro = _gram_columns(dev, theta, parts, cb, co)
     T = cb.T @ rb + co.T @ ro  # c_k' Z_k'V*^-1 Z_l c_l
     if p:
-        Qc = tri_solve(RX, WbT[:p] @ cb + Wo[:, :p].T @ co, lower=False, trans=True)  # RX^-T Q'c
+        Qc = tri_solve(RX, Wb.times(cb)[:p] + Wo[:, :p].T @ co, lower=False, trans=True)  # RX^-T Q'c
         T = T - Qc.T @ Qc
     csq = (cb * cb).sum(axis=0) + (co * co).sum(axis=0)
     cross = csq / sigma2 ** 2
