@@ -66,7 +66,7 @@ def test_two_systems_readings_disagree_and_say_so(two):
 
 
 def test_phi_and_decision_study_follow_definition_3_2(two):
-    vc = two.data["variance_components"]["base"]
+    vc = two.fits.variance_components["base"]["variance"]  # full precision (summary.json keeps 10 digits)
     n = 5
     phi = vc["item"] / (vc["item"] + vc["seed"] / n + vc["Residual"] / n)   # absolute phi, item scores over 5 runs
     assert two.fits.reliability["base"].phi == pytest.approx(phi, rel=1e-12)

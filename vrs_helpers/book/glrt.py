@@ -297,7 +297,7 @@ def _fit(q: _Question, formula: str, null: str, models, contrasts: bool):
     # the null's REML fit would only be refitted by ML. The test alone (contrasts=False) by an F test needs no
     # GLRT: its two ML refits are the largest part of the cost with many systems (None: not computed)
     glrt = None if not contrasts and q.replications and q.chosen.outcome == "F" else mixed.lrt(
-        models.fit(null, "ML"), full)
+        models.fit(null, "ML", start=full), full)
     return full, None, glrt
 
 

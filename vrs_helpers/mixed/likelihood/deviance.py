@@ -447,17 +447,21 @@ class Deviance:
                 tr_SH = _symmetric_inner(Sinv, H)
             tr[self.big] = self.n_big.sum() - float(xb @ xb) - tr_SH
             colsq_b = (tb * tb) * (self.BT2 @ invA)
-            if lam.min() > 1e-3:
-                # |L_S^-1 lam W|^2 column sums with S = lam W lam + I: diag(S - 2I + S^-1) / lam^2 (no solve)
-                if isinstance(LS, DiagonalFirst):
-                    dS = LS.row_squares()
-                else:
-                    S = LS @ LS.T if self.q_o < 64 else None
-                    dS = np.einsum("ij,ij->i", LS, LS) if S is None else np.diag(S)
-                colsq = colsq_b + (dS - 2.0 + diag_Sinv) / (lam * lam)
-            else:  # near the boundary the division loses precision: solve
-                xo_o = tri_solve(LS, lam[:, None] * (self.C - (tb * tb) * self.bdb(invA)), lower=True)
-                colsq = colsq_b + (xo_o * xo_o).sum(axis=0)
+            # |L_S^-1 lam W e_j|^2 with S = lam W lam + I: (S - 2I + S^-1)_jj / lam_j^2 (no solve); for the columns
+            # of a term near the boundary (lam_j <= 1e-3) the division loses precision: solved for those columns only
+            if isinstance(LS, DiagonalFirst):
+                dS = LS.row_squares()
+            else:
+                S = LS @ LS.T if self.q_o < 64 else None
+                dS = np.einsum("ij,ij->i", LS, LS) if S is None else np.diag(S)
+            near = lam <= 1e-3
+            safe = np.where(near, 1.0, lam)
+            colsq = colsq_b + np.where(near, 0.0, (dS - 2.0 + diag_Sinv) / (safe * safe))
+            if near.any():
+                cols = np.flatnonzero(near)
+                W_cols = self.C[:, cols] - (tb * tb) * self.bdb(invA)[:, cols]
+                xo_o = tri_solve(LS, np.ascontiguousarray(lam[:, None] * W_cols), lower=True)
+                colsq[cols] += (xo_o * xo_o).sum(axis=0)
             for k in self.others:
                 sl = self.slices[k]
                 tr[k] = self.diagC[sl].sum() - colsq[sl].sum()

@@ -21,7 +21,7 @@ from ...threads import blas_limit
 from ..inference import ddf as ddf_tests
 from ..likelihood import families, nested
 from ..likelihood.deviance import BlockDeviance, Deviance, tri_solve
-from ..likelihood.optimizer import optimize
+from ..likelihood.optimizer import moment_start, optimize
 from ..structure.accumulate import accumulate
 from ..structure.design import SufficientStats, design_rows
 from ..structure.errors import (
@@ -266,7 +266,7 @@ class LinearMixedModel(MixedModel):
         if self.method == "ML":
             return self
         if self.__dict__.get("_ml") is None:
-            self._ml = fit_stats(self.stats, "ML")
+            self._ml = fit_stats(self.stats, "ML", theta0=warm_start(self.stats, self))
         return self._ml
 
     def _check_comparable(self, other: LinearMixedModel) -> None:
@@ -353,6 +353,19 @@ def _varcorr(s: SufficientStats, covs: list[np.ndarray], sigma2: float) -> pd.Da
                 rows.append((g, cn[i], cn[j], float(cov[i, j]), float(corr)))
     rows.append(("Residual", None, None, sigma2, math.sqrt(sigma2)))
     return pd.DataFrame(rows, columns=["grp", "var1", "var2", "vcov", "sdcor"])
+
+
+def warm_start(s: SufficientStats, fitted) -> np.ndarray | None:
+    """A start for fitting ``s``'s model (random intercepts) from the estimates of ``fitted``, a fit with the same
+    random terms (the REML fit an ML refit follows, as lme4's ``refitML`` starts from the REML theta; the full model
+    a null model drops a fixed term of): its theta, the default start where that is on the boundary (from 0 the
+    optimizer's theta-gradient is 0). None (the default start) for other models."""
+    if fitted is None or not s.intercepts_only or list(fitted.stats.groups) != list(s.groups):
+        return None
+    theta = s.theta_from_lme4(np.asarray(fitted.theta, dtype=float))
+    default = moment_start(s)
+    default = np.ones(len(theta)) if default is None else default
+    return np.where(theta > 1e-4, theta, default)
 
 
 def fit_stats(s: SufficientStats, method: str = "REML", theta0=None, blas_threads="auto") -> LinearMixedModel:

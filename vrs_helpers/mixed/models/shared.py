@@ -106,9 +106,10 @@ class ModelCache:
         self._stats.append(s)
         return s
 
-    def fit(self, formula: str, method: str = "REML"):
-        """The fitted :class:`~vrs_helpers.mixed.LinearMixedModel` of ``formula`` by ``method`` (kept)."""
-        from .results import LinearMixedModel
+    def fit(self, formula: str, method: str = "REML", start=None):
+        """The fitted :class:`~vrs_helpers.mixed.LinearMixedModel` of ``formula`` by ``method`` (kept). ``start``: a
+        fit with the same random terms whose estimates start the optimizer (:func:`.results.warm_start`)."""
+        from .results import LinearMixedModel, warm_start
 
         key = (formula, method)
         if key not in self._fits:
@@ -122,7 +123,7 @@ class ModelCache:
                 stats = done.stats if done is not None else self.stats(formula)
                 model = LinearMixedModel.from_stats(stats, method)
                 model._data = _rows(self.data, stats.formula)
-                self._fits[key] = model.fit()
+                self._fits[key] = model.fit(theta0=warm_start(stats, start))
             if method == "REML" and ml is not None:
                 self._fits[key]._ml = ml
         return self._fits[key]
