@@ -35,6 +35,8 @@ _potrf = linalg.lapack.get_lapack_funcs("potrf", (np.zeros(1),))
 _potri = linalg.lapack.get_lapack_funcs("potri", (np.zeros(1),))
 _trtrs = linalg.lapack.get_lapack_funcs("trtrs", (np.zeros(1),))
 
+#: dense blocks up to this size keep Z_o'Z_b A^-1 Z_b'Z_o beside S for the gradient (a second q_o^2 array)
+KEEP_SANDWICH_LEVELS = 8_000
 DENSE_OTHERS_LIMIT = 25_000  # levels x coefficients of the non-largest terms factored densely (25k^2 doubles = 5 GB)
 
 
@@ -203,10 +205,10 @@ def _cross_scaled(BT, R, d: np.ndarray) -> np.ndarray:
 class _BigWeighted:
     """W_b = (R - lz_o' BT) diag(invA), (p+1) x m_b, by its products only (:meth:`Deviance.weighted_residuals`):
     R = Z_b'[X y] (sparse or dense), BT = Z_o'Z_b, lz_o the other levels' solution (q_o x (p+1)), ``bdb(d)`` =
-    BT diag(d) BT'."""
+    BT diag(d) BT', ``times(M, X)``: M X for such q_o x q_o matrices (:meth:`Deviance.other_times`)."""
 
-    def __init__(self, R, BT, lz_o: np.ndarray, invA: np.ndarray, bdb):
-        self.R, self.BT, self.lz_o, self.invA, self.bdb = R, BT, lz_o, invA, bdb
+    def __init__(self, R, BT, lz_o: np.ndarray, invA: np.ndarray, bdb, times=np.matmul):
+        self.R, self.BT, self.lz_o, self.invA, self.bdb, self.times_other = R, BT, lz_o, invA, bdb, times
 
     def combine(self, c: np.ndarray) -> np.ndarray:
         """W_b' c (m_b) for c of length p+1."""
@@ -223,9 +225,9 @@ class _BigWeighted:
             out = out - self.lz_o.T @ np.asarray(self.BT @ Xa)
         return out
 
-    def gram(self, p: int) -> np.ndarray:
+    def gram(self, p: int, bd2b: np.ndarray | None = None) -> np.ndarray:
         """(W_b W_b')[:p, :p] = [R D^2 R' - R D^2 BT' lz_o - lz_o' BT D^2 R' + lz_o' BT D^2 BT' lz_o][:p, :p],
-        D = diag(invA)."""
+        D = diag(invA); ``bd2b``: BT D^2 BT' if already made."""
         d2 = self.invA * self.invA
         R = self.R[:p]
         out = _gram(R, d2)
@@ -233,7 +235,7 @@ class _BigWeighted:
             L = self.lz_o[:, :p]
             BR = _cross_scaled(self.BT, R, d2)  # q_o x p
             LBR = L.T @ BR
-            out = out - LBR - LBR.T + L.T @ (self.bdb(d2) @ L)
+            out = out - LBR - LBR.T + L.T @ self.times_other(self.bdb(d2) if bd2b is None else bd2b, L)
         return out
 
 
@@ -316,11 +318,24 @@ class Deviance:
         C[np.diag_indices_from(C)] = self.diagC
         return C
 
+    def other_times(self, M: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """M x for a symmetric q_o x q_o M over the other levels whose leading block is diagonal where S's is
+        (:attr:`diagonal_first`: C, Z_o'Z_b D Z_b'Z_o): n1 q2 k work for that block instead of n1^2 k."""
+        n1 = self.n_diag
+        if not n1:
+            return M @ x
+        out = np.empty((M.shape[0], x.shape[1]))
+        out[:n1] = np.diag(M)[:n1, None] * x[:n1] + M[:n1, n1:] @ x[n1:]
+        out[n1:] = M[n1:, :n1] @ x[:n1] + M[n1:, n1:] @ x[n1:]
+        return out
+
     def C_times(self, x: np.ndarray) -> np.ndarray:
         """Z_o'Z_o x for a q_o x k array x (with one other term a scaling by its diagonal: the same numbers; sparse
         where Z_o'Z_o is: items x runs of a leaderboard)."""
         if self._C is None:
             return self.diagC[:, None] * x
+        if self.n_diag:
+            return self.other_times(self._C, x)
         if "_C_sparse" not in self.__dict__:
             self._C_sparse = (sparse.csr_matrix(self._C) if np.count_nonzero(self._C) < 0.25 * self._C.size
                               else None)
@@ -336,8 +351,13 @@ class Deviance:
         if self.q_o:
             # S = lam (C - tb^2 Z_o'Z_b A^-1 Z_b'Z_o) lam + I, built and factored in one q_o^2 array: a fresh one
             # costs about as much as the factorization in a process's first fit (its pages are new)
-            S = self.bdb(1.0 / A)
-            S *= -(tb * tb)
+            # H1 = Z_o'Z_b A^-1 Z_b'Z_o is kept for the gradient's solves where it is small enough to keep twice
+            H1 = self.bdb(invA)
+            if self.q_o <= KEEP_SANDWICH_LEVELS:
+                S = H1 * (-(tb * tb))
+            else:
+                S, H1 = H1, None
+                S *= -(tb * tb)
             if self._C is None:
                 S[np.diag_indices_from(S)] += self.diagC
             else:
@@ -355,12 +375,12 @@ class Deviance:
             co = tri_solve(LS, lam[:, None] * (self.Ro - (tb * tb) * BRA), lower=True)
             logdet = float(np.log(A).sum()) + 2.0 * half_logdet
         else:
-            LS, BRA = np.zeros((0, 0)), np.zeros((0, p + 1))
+            LS, BRA, H1 = np.zeros((0, 0)), np.zeros((0, p + 1)), None
             co = np.zeros((0, p + 1))
             logdet = float(np.log(A).sum())
         # c_b c_b' with c_b = tb A^-1/2 Z_b'[X y] (never formed: (p+1) x m_b)
         P = self.MtM - (tb * tb) * _gram(self.Rb, invA) - co.T @ co
-        return A, sqA, lam, BRA, LS, None, co, P, logdet
+        return A, sqA, lam, BRA, LS, H1, co, P, logdet
 
     def __call__(self, theta: np.ndarray) -> float:
         try:
@@ -423,7 +443,7 @@ class Deviance:
         The bracket is the derivative in psi_k = theta_k^2.
         """
         s = self.s
-        A, sqA, lam, BRA, LS, _, co, P, logdet, RX, cbeta, r2 = parts
+        A, sqA, lam, BRA, LS, H1, co, P, logdet, RX, cbeta, r2 = parts
         p = s.p
         tb = theta[self.big]
         K = len(theta)
@@ -438,13 +458,15 @@ class Deviance:
             Sinv = (LS.inverse_lower(first_block_diagonal_only=True) if isinstance(LS, DiagonalFirst)
                     else _chol_inverse_lower(LS))
             diag_Sinv = np.diag(Sinv).copy()
-            if isinstance(self.bdb, _PairSums):
+            # B A^-2 B': made once where REML's W_b gram needs it too (:meth:`_BigWeighted.gram`)
+            H2 = self.bdb(invA * invA) if (self.reml and p) or not isinstance(self.bdb, _PairSums) else None
+            if H2 is None:
                 tr_SH = self.bdb.inner_lower(Sinv, invA * invA, lam)
             else:
-                H = self.bdb(invA * invA)
-                H *= lam[:, None]
+                H = H2 * lam[:, None]
                 H *= lam[None, :]
                 tr_SH = _symmetric_inner(Sinv, H)
+                del H
             tr[self.big] = self.n_big.sum() - float(xb @ xb) - tr_SH
             colsq_b = (tb * tb) * (self.BT2 @ invA)
             # |L_S^-1 lam W e_j|^2 with S = lam W lam + I: (S - 2I + S^-1)_jj / lam_j^2 (no solve); for the columns
@@ -459,7 +481,7 @@ class Deviance:
             colsq = colsq_b + np.where(near, 0.0, (dS - 2.0 + diag_Sinv) / (safe * safe))
             if near.any():
                 cols = np.flatnonzero(near)
-                W_cols = self.C[:, cols] - (tb * tb) * self.bdb(invA)[:, cols]
+                W_cols = self.C[:, cols] - (tb * tb) * (self.bdb(invA) if H1 is None else H1)[:, cols]
                 xo_o = tri_solve(LS, np.ascontiguousarray(lam[:, None] * W_cols), lower=True)
                 colsq[cols] += (xo_o * xo_o).sum(axis=0)
             for k in self.others:
@@ -467,6 +489,7 @@ class Deviance:
                 tr[k] = self.diagC[sl].sum() - colsq[sl].sum()
         else:
             tr[self.big] = self.n_big.sum() - float(xb @ xb)
+            H2 = None
         Wb, Wo, ub, uo, beta, sigma2 = self.weighted_residuals(theta, parts)
         usq = np.zeros(K)
         usq[self.big] = float(ub @ ub)
@@ -475,7 +498,7 @@ class Deviance:
         t2 = np.zeros(K)
         if self.reml and p:
             Rinv = tri_solve(RX, self.eye_p, lower=False)  # (X'V*^-1X)^-1=Rinv Rinv'
-            t2[self.big] = float((Wb.gram(p) * (Rinv @ Rinv.T)).sum())  # |Rinv' W_b[:p]|_F^2
+            t2[self.big] = float((Wb.gram(p, H2) * (Rinv @ Rinv.T)).sum())  # |Rinv' W_b[:p]|_F^2
             if self.q_o:
                 Qo = Wo[:, :p] @ Rinv
                 for k in self.others:
@@ -488,16 +511,16 @@ class Deviance:
         formed; Wo: q_o x (p+1)), u = Z'V*^-1 (y - X beta) as (ub, uo), beta and sigma^2: Z'V*^-1 = Z' - G Lambda
         M^-1 Lambda Z' with M^-1 Lambda Z'[X y] = L^-T [cb; co]. With lz_o = Lambda_o x_o (the other levels'
         solution), the big levels' part is W_b = (Z_b'[X y] - lz_o' Z_o'Z_b) A^-1 (its G-term cancels to that)."""
-        A, sqA, lam, BRA, LS, _, co, P, logdet, RX, cbeta, r2 = parts
+        A, sqA, lam, BRA, LS, H1, co, P, logdet, RX, cbeta, r2 = parts
         p, n, tb = self.s.p, self.s.n, theta[self.big]
         invA = 1.0 / A
         if self.q_o:
             lz_o = lam[:, None] * tri_solve(LS, co, lower=True, trans=True)
             # Z_o'Z_b lz_b with lz_b = tb^2 A^-1 (Z_b'[X y] - Z_b'Z_o lz_o)
-            Go = (tb * tb) * (BRA - self.bdb(invA) @ lz_o) + self.C_times(lz_o)
+            Go = (tb * tb) * (BRA - self.other_times(self.bdb(invA) if H1 is None else H1, lz_o)) + self.C_times(lz_o)
         else:
             lz_o, Go = np.zeros((0, p + 1)), np.zeros((0, p + 1))
-        Wb = _BigWeighted(self.Rb, self.BT, lz_o, invA, self.bdb)
+        Wb = _BigWeighted(self.Rb, self.BT, lz_o, invA, self.bdb, self.other_times)
         Wo = self.Ro - Go
         beta = tri_solve(RX, cbeta, lower=False) if p else np.zeros(0)
         c = np.append(-beta, 1.0)
