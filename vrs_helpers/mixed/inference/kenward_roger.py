@@ -40,7 +40,7 @@ from scipy import linalg, stats
 
 from ... import outcomes
 from ..likelihood import nested
-from ..likelihood.deviance import BlockDeviance
+from ..likelihood.deviance import BlockDeviance, _chol_inverse
 from ..structure.errors import MixedModelError
 
 
@@ -135,16 +135,23 @@ class _Structure:
             sl = dev.slices[k]
             Lo[sl, sl] = np.kron(np.eye(s.sizes[k]), self.lams[k])
         W = dev.Go - dev.gdg(-C)  # Z_o'V_b^-1 Z_o
-        S = Lo.T @ W @ Lo + np.eye(q_o)
+        # R = Lo S^-1 Lo' with S = Lo'W Lo + I; random intercepts (Lo diagonal, issue 54: 3,303 levels of a
+        # leaderboard's items and runs) by scaling and one inverse instead of dense products with Lo
+        diagonal = all(self.lams[k].shape == (1, 1) for k in dev.others)
+        lo = np.diag(Lo).copy() if diagonal else None
+        S = lo[:, None] * W * lo[None, :] + np.eye(q_o) if diagonal else Lo.T @ W @ Lo + np.eye(q_o)
         try:
             LS = linalg.cholesky(S, lower=True) if q_o else S
         except linalg.LinAlgError:
             raise MixedModelError("the covariance matrix of the data is not positive definite at the estimate; "
                                   "Kenward-Roger's test needs a proper REML fit.") from None
-        Rh = linalg.solve_triangular(LS, Lo.T, lower=True).T if q_o else np.zeros((0, 0))
-        self.R = Rh @ Rh.T
+        if diagonal and q_o:
+            self.R = lo[:, None] * _chol_inverse(LS) * lo[None, :]
+        else:
+            Rh = linalg.solve_triangular(LS, Lo.T, lower=True).T if q_o else np.zeros((0, 0))
+            self.R = Rh @ Rh.T
         self.Mo = np.eye(q_o) - W @ self.R  # Z_o'V*^-1 Z_b = Mo J'
-        self.Koo = W - W @ self.R @ W  # Z_o'V*^-1 Z_o
+        self.Koo = self.Mo @ W  # Z_o'V*^-1 Z_o = W - W R W
         Fb = s.ZtX[b]
         Fo = np.vstack([s.ZtX[k] for k in dev.others]) if dev.others else np.zeros((0, s.p))
         CFb = _per_level(C, Fb)
