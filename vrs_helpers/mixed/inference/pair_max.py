@@ -24,6 +24,9 @@ PAIRS_FROM = 300
 #: points x pairs per family at most (the bound on the number of points)
 WORK = 3 * 10 ** 8
 BLOCK = 1024
+#: points x pairs held at once (single precision: 200 MB): the block of points shrinks for many pairs (1,000
+#: systems: 499,500 pairs, 64 points a block)
+BLOCK_WORK = 5 * 10 ** 7
 
 
 def points_for(m: int) -> int:
@@ -50,8 +53,9 @@ def pairs_distribution(S, df: float = np.inf, points: int | None = None, seed: i
     sobol = Sobol(d=r + (1 if finite else 0), scramble=True, seed=np.random.default_rng(seed))
     out = np.empty(points)
     inv32 = inv.astype(np.float32)
-    for a in range(0, points, BLOCK):
-        u = np.clip(sobol.random(min(BLOCK, points - a)), 1e-16, 1 - 1e-16)
+    block = 1 << int(np.log2(min(BLOCK, max(16, BLOCK_WORK // max(m, 1)))))  # a power of 2, as Sobol's draws
+    for a in range(0, points, block):
+        u = np.clip(sobol.random(min(block, points - a)), 1e-16, 1 - 1e-16)
         x = (stats.norm.ppf(u[:, :r]) @ A.T).astype(np.float32)
         d = x[:, i]                        # single precision: the max of 4,950 differences per point, in place
         d -= x[:, j]

@@ -53,8 +53,19 @@ class EMMResult:
     means: pd.DataFrame  # [by,] factor, emmean, SE, [df,] lower, upper
     contrasts: pd.DataFrame  # [by,] contrast, estimate, SE, z (or df, t), p_value, lower, upper, effect_size
     lmer_df: str = "asymptotic"
-    contrast_matrix: np.ndarray | None = None  # the contrasts' rows over the fixed effects, in the table's order
+    means_rows: np.ndarray | None = None  # the means' rows over the fixed effects (per family k rows, in order)
     means_vcov: np.ndarray | None = None  # the covariance of the means (one family: no ``by``)
+
+    @property
+    def contrast_matrix(self) -> np.ndarray | None:
+        """The contrasts' rows over the fixed effects, in the table's order (made when asked for: with 1,000
+        systems it has 499,500 rows x the fixed effects, issue 54)."""
+        if self.means_rows is None:
+            return None
+        k = len(self.means_rows) if self.by is None else len(self.means_rows) // self.means[self.by].nunique()
+        i, j = np.triu_indices(k, 1)
+        blocks = [self.means_rows[f * k:(f + 1) * k] for f in range(len(self.means_rows) // k)]
+        return np.vstack([L[i] - L[j] for L in blocks])
 
     def to_frame(self) -> pd.DataFrame:
         return self.contrasts.copy()
@@ -214,7 +225,7 @@ def emmeans(model: MixedModelResult, factor: str, by: str | None = None, adjust:
     V = model.vcov.to_numpy()
     z_crit = stats.norm.ppf(0.5 + level / 2)
     by_levels = levels[by] if by else [None]
-    mean_rows, contrast_rows, contrast_matrix, means_vcov = [], [], [], None
+    mean_rows, contrast_frames, all_rows, means_vcov = [], [], [], None
     for b in by_levels:
         L = []
         for a in levels[factor]:
@@ -231,6 +242,7 @@ def emmeans(model: MixedModelResult, factor: str, by: str | None = None, adjust:
                                       " is not estimable: some combination of levels is never observed.") from None
             L.append(X.mean(axis=0))
         L = np.array(L)
+        all_rows.append(L)
         est = L @ beta
         se = np.sqrt(np.einsum("ij,jk,ik->i", L, V, L))
         means_vcov = L @ V @ L.T if by is None else None
@@ -246,27 +258,32 @@ def emmeans(model: MixedModelResult, factor: str, by: str | None = None, adjust:
                 row["df"] = d
             row.update({"lower": e - c * sd, "upper": e + c * sd})
             mean_rows.append(row)
-        pairs = list(itertools.combinations(range(len(levels[factor])), 2))
-        D = np.array([L[i] - L[j] for i, j in pairs]).reshape(len(pairs), L.shape[1])
-        contrast_matrix.append(D)
-        c_est = D @ beta
+        # the pairs (i, j), i < j: by index into the means (no pairs x fixed-effects matrix unless a test needs
+        # its rows: 1,000 systems have 499,500 pairs)
+        i, j = np.triu_indices(len(L), 1)
+        D = (L[i] - L[j]) if lmer_df != "asymptotic" or adjust == "mvt" else None
         if lmer_df == "asymptotic":
-            c_se = np.sqrt(np.einsum("ij,jk,ik->i", D, V, D))
+            MV = L @ V @ L.T
+            c_est = (L @ beta)[i] - (L @ beta)[j] if D is None else D @ beta
+            c_se = np.sqrt(np.maximum(np.diag(MV)[i] + np.diag(MV)[j] - 2.0 * MV[i, j], 0.0))
             z = c_est / c_se
-            p_raw, c_df = 2 * stats.norm.sf(np.abs(z)), np.full(len(D), np.inf)
+            p_raw, c_df = 2 * stats.norm.sf(np.abs(z)), np.full(len(i), np.inf)
         else:
+            c_est = D @ beta
             tt = small_sample.t_tests(model, D, lmer_df)
             c_se, c_df, z, p_raw = (tt[c].to_numpy() for c in ("SE", "df", "t", "p_value"))
         R = correlation(D, V) if adjust == "mvt" else None
+        del D
         p_adj, crit = _adjust(p_raw, z, len(levels[factor]), adjust, c_df, R, level)
-        for (i, j), e, sd, d, zz, pa, c in zip(pairs, c_est, c_se, c_df, z, p_adj, crit, strict=True):
-            row = {by: b} if by else {}
-            row.update({"contrast": f"{levels[factor][i]} - {levels[factor][j]}", "estimate": e, "SE": sd})
-            row.update({"z": zz} if lmer_df == "asymptotic" else {"df": d, "t": zz})
-            row.update({"p_value": pa, "lower": e - c * sd, "upper": e + c * sd, "effect_size": e / scale})
-            contrast_rows.append(row)
-    return EMMResult(factor, by, adjust, pd.DataFrame(mean_rows), pd.DataFrame(contrast_rows), lmer_df,
-                     np.vstack(contrast_matrix), means_vcov)
+        names = np.asarray([str(x) for x in levels[factor]], dtype=object)
+        frame = {by: b} if by else {}
+        frame.update({"contrast": names[i] + " - " + names[j], "estimate": c_est, "SE": c_se})
+        frame.update({"z": z} if lmer_df == "asymptotic" else {"df": c_df, "t": z})
+        frame.update({"p_value": p_adj, "lower": c_est - crit * c_se, "upper": c_est + crit * c_se,
+                      "effect_size": c_est / scale})
+        contrast_frames.append(pd.DataFrame(frame))
+    return EMMResult(factor, by, adjust, pd.DataFrame(mean_rows), pd.concat(contrast_frames, ignore_index=True),
+                     lmer_df, np.vstack(all_rows), means_vcov)
 
 
 def restrict_family(emm: EMMResult, model, excluded, level: float = 0.95) -> EMMResult:
@@ -278,7 +295,7 @@ def restrict_family(emm: EMMResult, model, excluded, level: float = 0.95) -> EMM
     adjusted for themselves only, not for comparisons that were never made (with one pair left, no adjustment).
     One family only (``by`` None): returns ``emm`` unchanged otherwise, or when nothing is excluded."""
     excluded = {str(x) for x in excluded}
-    if emm.by is not None or not excluded or emm.contrast_matrix is None:
+    if emm.by is not None or not excluded or emm.means_rows is None:
         return emm
     levels = [str(x) for x in emm.means[emm.factor]]
     pairs = list(itertools.combinations(range(len(levels)), 2))
@@ -297,8 +314,7 @@ def restrict_family(emm: EMMResult, model, excluded, level: float = 0.95) -> EMM
         p_adj, crit = _adjust(p_raw[keep], stat[keep], k, emm.adjust, df[keep], R, level)
         est, se = c["estimate"].to_numpy(dtype=float)[keep], c["SE"].to_numpy(dtype=float)[keep]
         c.loc[keep, "p_value"], c.loc[keep, "lower"], c.loc[keep, "upper"] = p_adj, est - crit * se, est + crit * se
-    return EMMResult(emm.factor, emm.by, emm.adjust, emm.means, c, emm.lmer_df, emm.contrast_matrix,
-                     emm.means_vcov)
+    return EMMResult(emm.factor, emm.by, emm.adjust, emm.means, c, emm.lmer_df, emm.means_rows, emm.means_vcov)
 
 
 def simultaneous_means(emm: EMMResult, level: float = 0.95) -> pd.DataFrame:
@@ -336,15 +352,14 @@ def response_differences(emm: EMMResult, level: float = 0.95) -> pd.DataFrame:
     G = np.diag(p * (1 - p))  # d p / d eta
     S = G @ emm.means_vcov @ G
     k = len(p)
-    pairs = list(itertools.combinations(range(k), 2))
-    D = np.zeros((len(pairs), k))
-    for r, (i, j) in enumerate(pairs):
-        D[r, i], D[r, j] = 1.0, -1.0
-    est = D @ p
-    se = np.sqrt(np.einsum("ij,jk,ik->i", D, S, D))
-    if len(pairs) > PAIRS_FROM and np.all(np.isfinite(se) & (se > 0)):  # many systems: sampled in k dimensions
+    i, j = np.triu_indices(k, 1)  # the pairs (i, j), i < j, in the contrasts' order: by index, no pairs x k matrix
+    est = p[i] - p[j]
+    se = np.sqrt(np.maximum(np.diag(S)[i] + np.diag(S)[j] - 2.0 * S[i, j], 0.0))
+    if len(i) > PAIRS_FROM and np.all(np.isfinite(se) & (se > 0)):  # many systems: sampled in k dimensions
         out = pairs_single_step(est, S, level=level)
     else:
+        D = np.zeros((len(i), k))
+        D[np.arange(len(i)), i], D[np.arange(len(i)), j] = 1.0, -1.0
         out = single_step(est, se, correlation(D, S), level=level)
     return pd.DataFrame({"contrast": emm.contrasts["contrast"].to_numpy(), "difference": est, "difference_SE": se,
                          "difference_low": out["lower"], "difference_high": out["upper"]})
