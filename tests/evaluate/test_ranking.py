@@ -97,6 +97,23 @@ def test_best_set_and_sentence():
     assert lower["system"].tolist() == ["C", "B", "A"] and lower["rank_low"].tolist() == [1, 2, 2]
 
 
+def test_the_answer_names_at_most_twelve_tied_systems():
+    """40 systems: s00 best, s01..s29 not separated from it, s30..s39 worse than every one of those: the sentence
+    names the 12 best estimates after s00, counts the other 17, and counts the 10 worse."""
+    import itertools
+
+    names = [f"s{i:02d}" for i in range(40)]
+    est = np.linspace(0.9, 0.5, 40)
+    rows = [(f"{a} - {b}", 0.001 if (int(a[1:]) < 30) != (int(b[1:]) < 30) else 0.5)
+            for a, b in itertools.combinations(names, 2)]
+    contrasts = pd.DataFrame(rows, columns=["contrast", "p_value"])
+    table = ranking.ranking_table(names, est, est - 0.1, est + 0.1, contrasts, 0.05)
+    sentence = ranking.ranking_sentence(table, contrasts, 0.05)
+    assert sentence.startswith("s00 has the best estimate, and " + ", ".join(names[1:13]) + " and 17 more")
+    assert "s13" not in sentence
+    assert sentence.endswith("the other 10 of the 40 systems are significantly worse than s00.")
+
+
 def test_a_contrast_not_computed_is_no_decision():
     """A separated system's contrasts are NaN: they separate nothing (and are not 'no difference' as a decision:
     the p matrix keeps NaN)."""

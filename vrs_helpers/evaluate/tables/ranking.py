@@ -26,6 +26,9 @@ import pandas as pd
 from ...book.glrt import OWN_SE
 from ...outcomes import p_is
 
+#: systems tied with the best named in the answer (the best estimates first; the rest counted: 1,000 systems can
+#: leave hundreds tied)
+MAX_TIED_NAMED = 12
 LETTERS = tuple(string.ascii_lowercase + string.ascii_uppercase + ".")
 
 
@@ -188,7 +191,10 @@ def ranking_sentence(table: pd.DataFrame, contrasts: pd.DataFrame, alpha: float,
                 f"(family-wise alpha = {alpha:g}).")
     rest = (f"{below[0]} is significantly worse than {best}" if len(below) == 1 else
             f"the other {len(below)} of the {k} systems are significantly worse than {best}")
-    return (f"{best} has the best estimate, and {', '.join(tied)} cannot be separated from it at family-wise alpha = "
+    named = (", ".join(tied) if len(tied) <= MAX_TIED_NAMED else
+             f"{', '.join(tied[:MAX_TIED_NAMED])} and {len(tied) - MAX_TIED_NAMED} more (the leaderboard's rank "
+             "intervals that reach 1)")
+    return (f"{best} has the best estimate, and {named} cannot be separated from it at family-wise alpha = "
             f"{alpha:g}; {rest}.")
 
 
