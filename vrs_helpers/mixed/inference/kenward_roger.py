@@ -40,7 +40,7 @@ from scipy import linalg, stats
 
 from ... import outcomes
 from ..likelihood import nested
-from ..likelihood.deviance import BlockDeviance, _chol_inverse
+from ..likelihood.deviance import BlockDeviance, chol_inverse
 from ..structure.errors import MixedModelError
 
 
@@ -146,7 +146,7 @@ class _Structure:
             raise MixedModelError("the covariance matrix of the data is not positive definite at the estimate; "
                                   "Kenward-Roger's test needs a proper REML fit.") from None
         if diagonal and q_o:
-            self.R = lo[:, None] * _chol_inverse(LS) * lo[None, :]
+            self.R = lo[:, None] * chol_inverse(LS) * lo[None, :]
         else:
             Rh = linalg.solve_triangular(LS, Lo.T, lower=True).T if q_o else np.zeros((0, 0))
             self.R = Rh @ Rh.T

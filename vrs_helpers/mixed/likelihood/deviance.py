@@ -28,6 +28,7 @@ from ..structure.dense_blocks import DenseBlocks as _DenseBlocks
 from ..structure.design import SufficientStats, lower_triangle
 from ..structure.errors import MixedModelError
 from ..structure.pair_sums import PairSums as _PairSums
+from .big_levels import BigWeighted, cross_scaled, gram
 from .diagonal_first import MIN_LEVELS as _DIAG_MIN_LEVELS
 from .diagonal_first import DiagonalFirst
 
@@ -70,7 +71,7 @@ def tri_solve(t: np.ndarray, b: np.ndarray, lower: bool, trans: bool = False) ->
 
 def _chol_inverse_lower(L: np.ndarray) -> np.ndarray:
     """The lower triangle of S^-1 (zeros above the diagonal) from the lower Cholesky factor L of S (LAPACK potri,
-    without the copy into the upper triangle that :func:`_chol_inverse` makes)."""
+    without the copy into the upper triangle that :func:`chol_inverse` makes)."""
     inv, info = _potri(L, lower=1)
     if info != 0:
         raise linalg.LinAlgError(f"singular Cholesky factor (potri info {info})")
@@ -83,7 +84,7 @@ def _symmetric_inner(lower: np.ndarray, H: np.ndarray) -> float:
     return 2.0 * float(np.vdot(lower, H)) - float(np.diag(lower) @ np.diag(H))
 
 
-def _chol_inverse(L: np.ndarray) -> np.ndarray:
+def chol_inverse(L: np.ndarray) -> np.ndarray:
     """S^-1 from the lower Cholesky factor L of S (LAPACK potri: a third of the cost of two triangular solves)."""
     inv, info = _potri(L, lower=1)
     if info != 0:
@@ -186,57 +187,6 @@ def _last_evaluation(dev, theta, compute):
     out = compute(theta)
     dev._last = (key, out)
     return out
-
-
-def _gram(R, d: np.ndarray) -> np.ndarray:
-    """R diag(d) R' (dense) for a dense or sparse R."""
-    if sparse.issparse(R):
-        return (R @ sparse.diags(d) @ R.T).toarray()
-    return (R * d) @ R.T
-
-
-def _cross_scaled(BT, R, d: np.ndarray) -> np.ndarray:
-    """BT diag(d) R' (dense) for dense or sparse BT and R (the same number of columns)."""
-    Rd = R @ sparse.diags(d) if sparse.issparse(R) else R * d
-    out = BT @ Rd.T
-    return out.toarray() if sparse.issparse(out) else np.asarray(out)
-
-
-class _BigWeighted:
-    """W_b = (R - lz_o' BT) diag(invA), (p+1) x m_b, by its products only (:meth:`Deviance.weighted_residuals`):
-    R = Z_b'[X y] (sparse or dense), BT = Z_o'Z_b, lz_o the other levels' solution (q_o x (p+1)), ``bdb(d)`` =
-    BT diag(d) BT', ``times(M, X)``: M X for such q_o x q_o matrices (:meth:`Deviance.other_times`)."""
-
-    def __init__(self, R, BT, lz_o: np.ndarray, invA: np.ndarray, bdb, times=np.matmul):
-        self.R, self.BT, self.lz_o, self.invA, self.bdb, self.times_other = R, BT, lz_o, invA, bdb, times
-
-    def combine(self, c: np.ndarray) -> np.ndarray:
-        """W_b' c (m_b) for c of length p+1."""
-        out = np.asarray(self.R.T @ c, dtype=float).ravel()
-        if self.lz_o.shape[0]:
-            out = out - np.asarray(self.BT.T @ (self.lz_o @ c)).ravel()
-        return out * self.invA
-
-    def times(self, X: np.ndarray) -> np.ndarray:
-        """W_b X ((p+1) x K) for X (m_b x K)."""
-        Xa = X * self.invA[:, None]
-        out = np.asarray(self.R @ Xa)
-        if self.lz_o.shape[0]:
-            out = out - self.lz_o.T @ np.asarray(self.BT @ Xa)
-        return out
-
-    def gram(self, p: int, bd2b: np.ndarray | None = None) -> np.ndarray:
-        """(W_b W_b')[:p, :p] = [R D^2 R' - R D^2 BT' lz_o - lz_o' BT D^2 R' + lz_o' BT D^2 BT' lz_o][:p, :p],
-        D = diag(invA); ``bd2b``: BT D^2 BT' if already made."""
-        d2 = self.invA * self.invA
-        R = self.R[:p]
-        out = _gram(R, d2)
-        if self.lz_o.shape[0]:
-            L = self.lz_o[:, :p]
-            BR = _cross_scaled(self.BT, R, d2)  # q_o x p
-            LBR = L.T @ BR
-            out = out - LBR - LBR.T + L.T @ self.times_other(self.bdb(d2) if bd2b is None else bd2b, L)
-        return out
 
 
 def _diagonal_term(s: SufficientStats, big: int, others: list[int]) -> int | None:
@@ -371,7 +321,7 @@ class Deviance:
             else:
                 LS = _chol_in_place(S)
                 half_logdet = float(np.log(np.diag(LS)).sum())
-            BRA = _cross_scaled(self.BT, self.Rb, invA)  # Z_o'Z_b A^-1 Z_b'[X y]: q_o x (p+1)
+            BRA = cross_scaled(self.BT, self.Rb, invA)  # Z_o'Z_b A^-1 Z_b'[X y]: q_o x (p+1)
             co = tri_solve(LS, lam[:, None] * (self.Ro - (tb * tb) * BRA), lower=True)
             logdet = float(np.log(A).sum()) + 2.0 * half_logdet
         else:
@@ -379,7 +329,7 @@ class Deviance:
             co = np.zeros((0, p + 1))
             logdet = float(np.log(A).sum())
         # c_b c_b' with c_b = tb A^-1/2 Z_b'[X y] (never formed: (p+1) x m_b)
-        P = self.MtM - (tb * tb) * _gram(self.Rb, invA) - co.T @ co
+        P = self.MtM - (tb * tb) * gram(self.Rb, invA) - co.T @ co
         return A, sqA, lam, BRA, LS, H1, co, P, logdet
 
     def __call__(self, theta: np.ndarray) -> float:
@@ -392,7 +342,7 @@ class Deviance:
     def _value_psi(self, theta: np.ndarray):
         """(deviance, psi-gradient) at theta, remembered for the last few points: the optimizer, the boundary check
         and the Newton polish ask for the same point more than once, and on large designs one gradient costs an
-        inverse of the dense block (:func:`_chol_inverse`)."""
+        inverse of the dense block (:func:`chol_inverse`)."""
         theta = np.asarray(theta, dtype=float)
         key = theta.tobytes()
         hit = self._memo.get(key)
@@ -458,7 +408,7 @@ class Deviance:
             Sinv = (LS.inverse_lower(first_block_diagonal_only=True) if isinstance(LS, DiagonalFirst)
                     else _chol_inverse_lower(LS))
             diag_Sinv = np.diag(Sinv).copy()
-            # B A^-2 B': made once where REML's W_b gram needs it too (:meth:`_BigWeighted.gram`)
+            # B A^-2 B': made once where REML's W_b gram needs it too (:meth:`BigWeighted.gram`)
             H2 = self.bdb(invA * invA) if (self.reml and p) or not isinstance(self.bdb, _PairSums) else None
             if H2 is None:
                 tr_SH = self.bdb.inner_lower(Sinv, invA * invA, lam)
@@ -507,7 +457,7 @@ class Deviance:
         return g_psi if per_psi else 2.0 * theta * g_psi
 
     def weighted_residuals(self, theta, parts):
-        """Z'V*^-1 [X y] as (Wb: the big levels' part, (p+1) x m_b, as a :class:`_BigWeighted` that is never
+        """Z'V*^-1 [X y] as (Wb: the big levels' part, (p+1) x m_b, as a :class:`BigWeighted` that is never
         formed; Wo: q_o x (p+1)), u = Z'V*^-1 (y - X beta) as (ub, uo), beta and sigma^2: Z'V*^-1 = Z' - G Lambda
         M^-1 Lambda Z' with M^-1 Lambda Z'[X y] = L^-T [cb; co]. With lz_o = Lambda_o x_o (the other levels'
         solution), the big levels' part is W_b = (Z_b'[X y] - lz_o' Z_o'Z_b) A^-1 (its G-term cancels to that)."""
@@ -520,7 +470,7 @@ class Deviance:
             Go = (tb * tb) * (BRA - self.other_times(self.bdb(invA) if H1 is None else H1, lz_o)) + self.C_times(lz_o)
         else:
             lz_o, Go = np.zeros((0, p + 1)), np.zeros((0, p + 1))
-        Wb = _BigWeighted(self.Rb, self.BT, lz_o, invA, self.bdb, self.other_times)
+        Wb = BigWeighted(self.Rb, self.BT, lz_o, invA, self.bdb, self.other_times)
         Wo = self.Ro - Go
         beta = tri_solve(RX, cbeta, lower=False) if p else np.zeros(0)
         c = np.append(-beta, 1.0)
@@ -773,7 +723,7 @@ class BlockDeviance:
         mats[big] = (-2.0 * nu / r2) * (e_b @ u_b.T)
         F_b = st.mul(Ainv, st.left(Tb.T, self.Gb))  # A_l^-1 T_b' G_l
         if self.q_o:
-            Sinv = _chol_inverse(LS)
+            Sinv = chol_inverse(LS)
             Kmat = self._apply(self._apply(Sinv, lams, False).T, lams, False)  # Lambda_o S^-1 Lambda_o'
             X = st.to_levels_last(self._big_sandwich(Kmat))
             F_b = F_b + st.mul(Ainv, st.left(Tb.T, st.mul(X, st.mul(D, self.Gb) - self.eye_b)))
