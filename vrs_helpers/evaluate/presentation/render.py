@@ -91,8 +91,8 @@ def _board_lines(board: dict | None) -> list:
     for r in board["rows"]:
         span = f"{r['rank_low']}" if r.get("rank_low") == r.get("rank_high") else f"{r['rank_low']}-{r['rank_high']}"
         interval = f"[{html.num(r.get('ci_low'))}, {html.num(r.get('ci_high'))}]"
-        lines.append(f"  {r.get('rank')}. {r.get('system')}: {html.num(r.get('estimate'))} {interval}, rank {span}, "
-                     f"group {r.get('group')}")
+        lines.append(f"  {r.get('rank')}. {r.get('system')}: {html.num(r.get('estimate'))} {interval}, rank {span}"
+                     + (f", group {r.get('group')}" if r.get("group") else ""))
     return lines
 
 

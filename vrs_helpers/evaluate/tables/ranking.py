@@ -29,6 +29,9 @@ from ...outcomes import p_is
 #: systems tied with the best named in the answer (the best estimates first; the rest counted: 1,000 systems can
 #: leave hundreds tied)
 MAX_TIED_NAMED = 12
+#: the most systems that get compact letters: the insert-absorb display grows faster than the pairs (1,000 systems
+#: with many separations: 11 minutes); beyond it the rank intervals and the pairs carry the same decisions
+MAX_LETTER_SYSTEMS = 200
 LETTERS = tuple(string.ascii_lowercase + string.ascii_uppercase + ".")
 
 
@@ -166,12 +169,12 @@ def ranking_table(systems, estimates, ci_low, ci_high, contrasts: pd.DataFrame, 
     ranks = rank_intervals(estimates, differ, higher_is_better)
     order = np.argsort(ranks["rank"].to_numpy(), kind="stable")
     sub = differ[np.ix_(order, order)]
-    letters = compact_letters([names[i] for i in order], sub)
+    letters = compact_letters([names[i] for i in order], sub) if len(names) <= MAX_LETTER_SYSTEMS else None
     table = pd.DataFrame({"system": names, "estimate": np.asarray(estimates, dtype=float),
                           "ci_low": np.asarray(ci_low, dtype=float), "ci_high": np.asarray(ci_high, dtype=float),
                           **{c: ranks[c].to_numpy() for c in ranks}})
     table = table.iloc[order].reset_index(drop=True)
-    table["group"] = table["system"].map(letters)
+    table["group"] = table["system"].map(letters) if letters is not None else ""
     table["method"] = method
     return table
 

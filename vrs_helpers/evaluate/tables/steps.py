@@ -32,7 +32,7 @@ from ...book.reliability import decision_study, phi
 from ...book.significance import bootstrap_test, permutation_test, resampling_test_dask
 from ...errors import VRSError
 from ...outcomes import P_FLOOR, p_text
-from .ranking import decision_intervals, pairwise_sentence, ranking_sentence, ranking_table
+from .ranking import MAX_LETTER_SYSTEMS, decision_intervals, pairwise_sentence, ranking_sentence, ranking_table
 from .readings import aso_readings, disagreements, expected_best_by_system, reliability_sentence, run_means
 from .scores import computed
 
@@ -501,6 +501,10 @@ def rank(result, w: Work) -> None:
     result.ranking = ranking_table(systems, m[est], m[lo], m[hi], comp.contrasts, result.alpha,
                                    higher_is_better=result.higher_is_better, method=how)
     result.ranking["ci"] = kind
+    if len(systems) > MAX_LETTER_SYSTEMS:
+        result.notes.append(f"no letters for {len(systems)} systems (they are drawn for up to {MAX_LETTER_SYSTEMS}: "
+                            "the letter display grows faster than the pairs); the rank intervals and the pairs "
+                            "(pairs.csv) carry the same decisions")
 
 
 def ranking_lines(result) -> list[str]:
@@ -523,7 +527,7 @@ def ranking_lines(result) -> list[str]:
         gap = f" (its contrasts are not estimable: {sep}; its rank interval and letters are not decisions)" \
             if sep else ""
         lines.append(f"  {r.rank}. {r.system}: {r.estimate:.4g} [{r.ci_low:.4g}, {r.ci_high:.4g}], "
-                     f"rank {span}, group {r.group}{gap}")
+                     f"rank {span}" + (f", group {r.group}" if r.group else "") + gap)
     return lines
 
 
