@@ -201,3 +201,17 @@ def test_with_human_labels_the_leaderboard_is_the_corrected_one():
         assert (row["rank_low"], row["rank_high"], row["group"]) == (1, 2, "a")
     naive = r.fits.comparison.means.set_index("system")
     assert naive["probability"]["B"] > naive["probability"]["A"]   # the judge alone puts B ahead
+
+
+def test_a_leaderboard_without_letters_has_no_letters_column():
+    """Beyond 200 systems the ranking has no letters (evaluate/tables/ranking.MAX_LETTER_SYSTEMS): the table and the
+    captions do not offer a column of empty cells or speak of letters; with letters they do."""
+    from vrs_helpers.evaluate.presentation import html as page
+
+    rows = [{"rank": i + 1, "system": f"m{i}", "estimate": 0.9 - 0.1 * i, "ci_low": 0.8 - 0.1 * i,
+             "ci_high": 1.0 - 0.1 * i, "rank_low": i + 1, "rank_high": i + 1, "group": ""} for i in range(3)]
+    board = {"rows": rows, "unit": "accuracy", "interval": "simultaneous 95 % CI"}
+    bare = page.leaderboard(board)
+    assert "letters" not in bare.lower() and "<code>" not in bare
+    lettered = page.leaderboard({**board, "rows": [{**r, "group": "abc"[i]} for i, r in enumerate(rows)]})
+    assert "letters</span></th>" in lettered and "sharing a letter" in lettered and "<code>" in lettered

@@ -152,15 +152,16 @@ def leaderboard(board: dict | None, runs=None, title: str = "Leaderboard", level
     rows = board["rows"]
     unit = board.get("unit") or "estimate"
     has_runs = any(r.get("runs") for r in rows)
-    head = ["rank", "system", f"{unit} [{board.get('interval') or 'interval'}]", "rank interval", "letters"]
-    head += ["runs"] if has_runs else []
+    lettered = any(r.get("group") for r in rows)  # none beyond 200 systems (ranking.MAX_LETTER_SYSTEMS)
+    head = ["rank", "system", f"{unit} [{board.get('interval') or 'interval'}]", "rank interval"]
+    head += (["letters"] if lettered else []) + (["runs"] if has_runs else [])
     body = []
     for r in rows:
         cls = ' class="best"' if r.get("rank_low") == 1 else ""
         cells = [f'<td class="n">{num(r.get("rank"))}</td>', f'<td class="t">{html_text(r.get("system"))}</td>',
                  f'<td class="n">{num(r.get("estimate"))}<br><span class="ci">[{num(r.get("ci_low"))}, '
-                 f'{num(r.get("ci_high"))}]</span></td>', f'<td class="n">{html_text(_rank_text(r))}</td>',
-                 f'<td class="t"><code>{html_text(r.get("group") or "")}</code></td>']
+                 f'{num(r.get("ci_high"))}]</span></td>', f'<td class="n">{html_text(_rank_text(r))}</td>']
+        cells += [f'<td class="t"><code>{html_text(r.get("group") or "")}</code></td>'] if lettered else []
         cells += [f'<td class="n narrow-hide">{num(r.get("runs"))}</td>'] if has_runs else []
         body.append(f"<tr{cls}>{''.join(cells)}</tr>")
     out = ((f"<{level}>{html_text(title)}</{level}>" if title else "")
@@ -169,16 +170,17 @@ def leaderboard(board: dict | None, runs=None, title: str = "Leaderboard", level
            .replace(" [", "<br>[", 1) + f"</tr></thead><tbody>{''.join(body)}</tbody>"
            "</table></div>")
     method = board.get("method")
-    caption = ("Bold: the systems that cannot be separated from the best (rank interval starting at 1). Systems "
-               "sharing a letter are not separated; the rank interval holds the ranks each system can hold"
-               + (f" ({method})." if method else "."))
+    caption = ("Bold: the systems that cannot be separated from the best (rank interval starting at 1). "
+               + ("Systems sharing a letter are not separated; t" if lettered else "T")
+               + "he rank interval holds the ranks each system can hold" + (f" ({method})." if method else "."))
     out += f'<p class="caption">{html_text(caption)}</p>'
     shown = len(rows)
     cut = f" The {figures.MAX_ROWS} best of {shown} are drawn." if shown > figures.MAX_ROWS else ""
     out += figure(figures.forest(board, runs),
                   f"Each system's {unit} with its {board.get('interval', 'interval')} (bar; blue: not separated "
                   "from the best)" + (", the runs' means (circles)" if runs else "")
-                  + ", rank interval and letters at the right." + cut)
+                  + (", rank interval and letters at the right." if lettered else ", rank interval at the right.")
+                  + cut)
     return out
 
 
